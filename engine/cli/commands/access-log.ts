@@ -1,0 +1,31 @@
+import type { Command } from 'commander';
+import type { AccessType } from '../../../shared/dto.js';
+import { listAccessLog } from '../../store/access-log.js';
+import { requireUser } from '../../store/users.js';
+import { parseId, printJson, printTable, UsageError, withArchive } from '../context.js';
+
+const TYPES: readonly AccessType[] = ['Search', 'Open', 'Download'];
+
+export function registerAccessLog(program: Command): void {
+  program
+    .command('access-log')
+    .description('show who searched, opened or downloaded what, newest first')
+    .option('--user <username>', "only this user's entries")
+    .option('--type <type>', 'Search, Open or Download')
+    .option('--limit <n>', 'at most this many entries', '50')
+    .option('--json', 'print JSON')
+    .action(async (opts: { user?: string; type?: string; limit: string; json?: boolean }, cmd: Command) => {
+      const type = opts.type === undefined ? undefined : TYPES.find((t) => t.toLowerCase() === opts.type!.toLowerCase());
+      if (opts.type !== undefined && !type) throw new UsageError(`--type must be one of ${TYPES.join(', ')}, not "${opts.type}".`);
+      const limit = parseId(opts.limit, '--limit');
+      const rows = await withArchive(cmd, (db) =>
+        listAccessLog(db, {
+          ...(opts.user !== undefined ? { userId: requireUser(db, opts.user).id } : {}),
+          ...(type ? { type } : {}),
+          limit,
+        }),
+      );
+      if (opts.json) printJson(rows);
+      else printTable(rows, ['at', 'username', 'type', 'source', 'keyPrefix', 'clientIp', 'emailId', 'accountId']);
+    });
+}

@@ -1,0 +1,60 @@
+// What every CLI command needs: the archive it works on and a way to print results.
+import type { Command } from 'commander';
+import { loadSettings } from '../../shared/config.js';
+import { openArchive, type Db } from '../db/open.js';
+
+export interface GlobalOptions {
+  db?: string;
+}
+
+/** The archive path: --db, else the Database:Path setting. */
+export function archivePath(cmd: Command): string {
+  const opts = cmd.optsWithGlobals<GlobalOptions>();
+  return opts.db ?? loadSettings().Database.Path;
+}
+
+/** Opens the archive for the duration of `work` and closes it however `work` ends. */
+export async function withArchive<T>(cmd: Command, work: (db: Db) => T | Promise<T>): Promise<T> {
+  const db = openArchive(archivePath(cmd));
+  try {
+    return await work(db);
+  } finally {
+    db.close();
+  }
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** A plain aligned table for people; scripts use --json. */
+export function printTable<T extends object>(items: readonly T[], columns: readonly string[]): void {
+  const rows = items as unknown as ReadonlyArray<Record<string, unknown>>;
+  if (rows.length === 0) {
+    process.stdout.write('(none)\n');
+    return;
+  }
+  const cell = (v: unknown) => (v === null || v === undefined ? '-' : Array.isArray(v) ? v.join(',') || '-' : String(v));
+  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
+  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  process.stdout.write(`${line([...columns])}\n`);
+  for (const r of rows) process.stdout.write(`${line(columns.map((c) => cell(r[c])))}\n`);
+}
+
+export async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export function parseId(value: string, what: string): number {
+  if (!/^\d+$/.test(value.trim()) || Number(value) > 2_147_483_647 || Number(value) < 1) {
+    throw new UsageError(`${what} must be a positive whole number, not "${value}".`);
+  }
+  return Number(value);
+}
+
+/** A mistake in how the command was called: printed as one sentence, exit code 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}

@@ -1,0 +1,176 @@
+// Versioned schema. Each migration runs once, in its own transaction, and bumps
+// PRAGMA user_version; opening a file that is already current changes nothing.
+// Append new migrations; never edit one that has shipped.
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const migrations: Migration[] = [
+  {
+    version: 1,
+    name: 'initial archive schema',
+    sql: /* sql */ `
+      CREATE TABLE users (
+        id            INTEGER PRIMARY KEY,
+        username      TEXT    NOT NULL COLLATE NOCASE UNIQUE,
+        email         TEXT,
+        password_hash TEXT,
+        is_admin      INTEGER NOT NULL DEFAULT 0 CHECK (is_admin IN (0, 1)),
+        is_active     INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
+        created_at    INTEGER NOT NULL
+      );
+
+      -- Mail accounts hold no credentials: this service never talks to a mail provider.
+      CREATE TABLE mail_accounts (
+        id            INTEGER PRIMARY KEY,
+        name          TEXT    NOT NULL,
+        email_address TEXT    NOT NULL,
+        provider      TEXT    NOT NULL DEFAULT 'IMAP',
+        is_enabled    INTEGER NOT NULL DEFAULT 1 CHECK (is_enabled IN (0, 1)),
+        last_sync     INTEGER
+      );
+
+      CREATE TABLE user_accounts (
+        user_id    INTEGER NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+        account_id INTEGER NOT NULL REFERENCES mail_accounts (id) ON DELETE CASCADE,
+        PRIMARY KEY (user_id, account_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX user_accounts_account ON user_accounts (account_id);
+
+      -- Message metadata stays narrow so that search scans and sorts touch few pages;
+      -- bodies live in email_bodies. Dates are epoch milliseconds, UTC.
+      CREATE TABLE emails (
+        id              INTEGER PRIMARY KEY,
+        account_id      INTEGER NOT NULL REFERENCES mail_accounts (id) ON DELETE CASCADE,
+        folder          TEXT    NOT NULL,
+        message_id      TEXT    NOT NULL DEFAULT '',
+        subject         TEXT    NOT NULL DEFAULT '',
+        from_addr       TEXT    NOT NULL DEFAULT '',
+        to_addr         TEXT    NOT NULL DEFAULT '',
+        cc_addr         TEXT    NOT NULL DEFAULT '',
+        bcc_addr        TEXT    NOT NULL DEFAULT '',
+        sent_date       INTEGER NOT NULL,
+        received_date   INTEGER NOT NULL,
+        is_outgoing     INTEGER NOT NULL DEFAULT 0 CHECK (is_outgoing IN (0, 1)),
+        has_attachments INTEGER NOT NULL DEFAULT 0 CHECK (has_attachments IN (0, 1)),
+        -- Message-ID when present, else a hash of the raw message: re-imports are no-ops.
+        dedup_key       TEXT    NOT NULL,
+        UNIQUE (account_id, folder, dedup_key)
+      );
+      CREATE INDEX emails_sent          ON emails (sent_date, id);
+      CREATE INDEX emails_received      ON emails (received_date, id);
+      CREATE INDEX emails_account_sent  ON emails (account_id, sent_date, id);
+      CREATE INDEX emails_account_folder ON emails (account_id, folder, sent_date, id);
+
+      -- The body fallback chain (SPEC.md section 2): original bytes, then untruncated text,
+      -- then the stored text. The stored text is what the index sees: cleaned and bounded.
+      CREATE TABLE email_bodies (
+        email_id          INTEGER PRIMARY KEY REFERENCES emails (id) ON DELETE CASCADE,
+        text_body         TEXT,
+        html_body         TEXT,
+        text_untruncated  TEXT,
+        html_untruncated  TEXT,
+        text_original     BLOB,
+        html_original     BLOB
+      );
+
+      -- Attachment content is stored once per SHA-256 and split in fixed-size chunks, so a
+      -- download streams chunk by chunk and identical files across messages cost nothing.
+      CREATE TABLE attachment_contents (
+        id     INTEGER PRIMARY KEY,
+        sha256 TEXT    NOT NULL UNIQUE,
+        size   INTEGER NOT NULL,
+        chunks INTEGER NOT NULL
+      );
+      CREATE TABLE attachment_chunks (
+        content_id INTEGER NOT NULL REFERENCES attachment_contents (id) ON DELETE CASCADE,
+        seq        INTEGER NOT NULL,
+        data       BLOB    NOT NULL,
+        UNIQUE (content_id, seq)
+      );
+      CREATE TABLE attachments (
+        id           INTEGER PRIMARY KEY,
+        email_id     INTEGER NOT NULL REFERENCES emails (id) ON DELETE CASCADE,
+        file_name    TEXT    NOT NULL DEFAULT '',
+        content_type TEXT    NOT NULL DEFAULT 'application/octet-stream',
+        size         INTEGER NOT NULL,
+        is_inline    INTEGER NOT NULL DEFAULT 0,
+        content_id   INTEGER NOT NULL REFERENCES attachment_contents (id)
+      );
+      CREATE INDEX attachments_email   ON attachments (email_id);
+      CREATE INDEX attachments_content ON attachments (content_id);
+
+      -- SPEC.md section 2, API key record. Only the SHA-256 of a key is kept.
+      CREATE TABLE api_keys (
+        id           INTEGER PRIMARY KEY,
+        user_id      INTEGER NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+        name         TEXT    NOT NULL,
+        key_prefix   TEXT    NOT NULL,
+        key_hash     TEXT    NOT NULL,
+        created_at   INTEGER NOT NULL,
+        last_used_at INTEGER,
+        expires_at   INTEGER,
+        revoked_at   INTEGER
+      );
+      CREATE UNIQUE INDEX api_keys_hash ON api_keys (key_hash);
+      CREATE INDEX api_keys_user ON api_keys (user_id);
+
+      -- The access log outlives what it names: no foreign keys to emails or accounts.
+      CREATE TABLE access_log (
+        id            INTEGER PRIMARY KEY,
+        user_id       INTEGER NOT NULL,
+        type          TEXT    NOT NULL CHECK (type IN ('Search', 'Open', 'Download')),
+        at            INTEGER NOT NULL,
+        key_prefix    TEXT,
+        client_ip     TEXT,
+        email_id      INTEGER,
+        account_id    INTEGER,
+        search_params TEXT,
+        source        TEXT
+      );
+      CREATE INDEX access_log_user_at ON access_log (user_id, at);
+      CREATE INDEX access_log_at      ON access_log (at);
+
+      -- Full-text index over subject, body and addresses. Contentless (the text already lives
+      -- in emails/email_bodies) with delete support; the triggers below keep it in step.
+      CREATE VIRTUAL TABLE email_fts USING fts5 (
+        subject, body, from_text, to_text, cc_text, bcc_text,
+        content = '',
+        contentless_delete = 1,
+        tokenize = 'unicode61 remove_diacritics 2'
+      );
+
+      CREATE TRIGGER email_bodies_ai AFTER INSERT ON email_bodies BEGIN
+        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text)
+        SELECT e.id, e.subject, NEW.text_body, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr
+        FROM emails e WHERE e.id = NEW.email_id;
+      END;
+      CREATE TRIGGER email_bodies_au AFTER UPDATE OF text_body ON email_bodies BEGIN
+        DELETE FROM email_fts WHERE rowid = OLD.email_id;
+        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text)
+        SELECT e.id, e.subject, NEW.text_body, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr
+        FROM emails e WHERE e.id = NEW.email_id;
+      END;
+      CREATE TRIGGER emails_au AFTER UPDATE OF subject, from_addr, to_addr, cc_addr, bcc_addr ON emails BEGIN
+        DELETE FROM email_fts WHERE rowid = OLD.id;
+        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text)
+        SELECT NEW.id, NEW.subject, b.text_body, NEW.from_addr, NEW.to_addr, NEW.cc_addr, NEW.bcc_addr
+        FROM email_bodies b WHERE b.email_id = NEW.id;
+      END;
+      CREATE TRIGGER emails_ad AFTER DELETE ON emails BEGIN
+        DELETE FROM email_fts WHERE rowid = OLD.id;
+      END;
+
+      -- Bumped by every write that changes what a search can return (imports, assignments),
+      -- so that cached counts can be checked for staleness with one cheap read.
+      CREATE TABLE archive_state (
+        id         INTEGER PRIMARY KEY CHECK (id = 1),
+        generation INTEGER NOT NULL
+      );
+      INSERT INTO archive_state (id, generation) VALUES (1, 1);
+    `,
+  },
+];

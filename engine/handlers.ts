@@ -1,0 +1,28 @@
+// One function per job kind. The worker thread calls these with its own connection; tests
+// and tools may call them directly with any connection.
+import type { Job, JobKind, JobResult } from '../shared/jobs.js';
+import type { Db } from './db/open.js';
+import { writeAccessLog } from './store/access-log.js';
+import { listVisibleAccounts } from './store/accounts.js';
+import { getAttachmentHandle, getEmailDetail, getFolderTree, getStats, readAttachmentChunk, searchEmails } from './store/emails.js';
+import { authenticate } from './store/keys.js';
+
+type Handlers = { [K in JobKind]: (db: Db, job: Job<K>) => JobResult<K> };
+
+export const handlers: Handlers = {
+  authenticate: (db, job) => authenticate(db, job.keyHash, job.now),
+  accounts: (db, job) => listVisibleAccounts(db, job.principal),
+  folders: (db, job) => getFolderTree(db, job.principal, job.accountId),
+  search: (db, job) => searchEmails(db, job.principal, job.query),
+  detail: (db, job) => getEmailDetail(db, job.principal, job.id),
+  attachment: (db, job) => getAttachmentHandle(db, job.principal, job.emailId, job.attachmentId),
+  attachmentChunk: (db, job) => readAttachmentChunk(db, job.contentId, job.seq),
+  stats: (db, job) => getStats(db, job.principal),
+  accessLog: (db, job) => ({ written: writeAccessLog(db, job.entries) }),
+};
+
+export function runJob<K extends JobKind>(db: Db, job: Job<K>): JobResult<K> {
+  const handler = handlers[job.kind] as ((db: Db, job: Job<K>) => JobResult<K>) | undefined;
+  if (!handler) throw new Error(`Unknown job kind ${String(job.kind)}`);
+  return handler(db, job);
+}

@@ -1,0 +1,75 @@
+// Mail accounts and who may see them.
+import type { MailAccountDto } from '../../shared/dto.js';
+import type { Principal } from '../../shared/jobs.js';
+import type { Db } from '../db/open.js';
+import { iso } from '../time.js';
+import { StoreError } from './errors.js';
+
+interface RawAccount {
+  id: number; name: string; email_address: string; provider: string; is_enabled: number; last_sync: number | null;
+}
+
+const toDto = (r: RawAccount): MailAccountDto => ({
+  id: r.id,
+  name: r.name,
+  emailAddress: r.email_address,
+  provider: r.provider,
+  isEnabled: r.is_enabled === 1,
+  lastSync: iso(r.last_sync),
+});
+
+const COLUMNS = 'a.id, a.name, a.email_address, a.provider, a.is_enabled, a.last_sync';
+
+/**
+ * SQL that limits `column` (an account id) to what the principal may see. Admins see all;
+ * everyone else sees only assigned accounts. Returned with its parameters so callers can
+ * splice it into larger queries without building strings from user input.
+ */
+export function visibleAccountsClause(principal: Pick<Principal, 'isAdmin' | 'userId'>, column: string): { sql: string; params: number[] } {
+  if (principal.isAdmin) return { sql: '1', params: [] };
+  return { sql: `${column} IN (SELECT account_id FROM user_accounts WHERE user_id = ?)`, params: [principal.userId] };
+}
+
+export function canSeeAccount(db: Db, principal: Pick<Principal, 'isAdmin' | 'userId'>, accountId: number): boolean {
+  const v = visibleAccountsClause(principal, 'a.id');
+  return db.prepare(`SELECT 1 FROM mail_accounts a WHERE a.id = ? AND ${v.sql}`).get(accountId, ...v.params) !== undefined;
+}
+
+export function listVisibleAccounts(db: Db, principal: Pick<Principal, 'isAdmin' | 'userId'>): MailAccountDto[] {
+  const v = visibleAccountsClause(principal, 'a.id');
+  return (db.prepare(`SELECT ${COLUMNS} FROM mail_accounts a WHERE ${v.sql} ORDER BY a.id`).all(...v.params) as RawAccount[]).map(toDto);
+}
+
+export function listAllAccounts(db: Db): MailAccountDto[] {
+  return (db.prepare(`SELECT ${COLUMNS} FROM mail_accounts a ORDER BY a.id`).all() as RawAccount[]).map(toDto);
+}
+
+export function getAccount(db: Db, id: number): MailAccountDto | null {
+  const row = db.prepare(`SELECT ${COLUMNS} FROM mail_accounts a WHERE a.id = ?`).get(id) as RawAccount | undefined;
+  return row ? toDto(row) : null;
+}
+
+export function requireAccount(db: Db, id: number): MailAccountDto {
+  const account = getAccount(db, id);
+  if (!account) throw new StoreError(`No mail account with id ${id}.`);
+  return account;
+}
+
+export function addAccount(
+  db: Db,
+  input: { name: string; emailAddress: string; provider?: string; isEnabled?: boolean; lastSync?: number | null },
+): MailAccountDto {
+  const name = input.name.trim();
+  const email = input.emailAddress.trim();
+  if (!name) throw new StoreError('An account needs a name.');
+  if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new StoreError(`"${input.emailAddress}" is not an e-mail address.`);
+  const provider = (input.provider ?? 'IMAP').trim() || 'IMAP';
+  const info = db
+    .prepare('INSERT INTO mail_accounts (name, email_address, provider, is_enabled, last_sync) VALUES (?, ?, ?, ?, ?)')
+    .run(name, email, provider, input.isEnabled === false ? 0 : 1, input.lastSync ?? null);
+  return getAccount(db, Number(info.lastInsertRowid))!;
+}
+
+export function touchLastSync(db: Db, accountId: number, at: number): void {
+  db.prepare('UPDATE mail_accounts SET last_sync = ? WHERE id = ?').run(at, accountId);
+}

@@ -1,0 +1,168 @@
+// Read queries over archived mail: search, detail, folders, attachments and stats.
+// Every query takes the principal and applies the visibility rule of SPEC.md section 5.6:
+// what the caller may not see does not exist.
+import { statSync } from 'node:fs';
+import type { AttachmentDto, EmailDetailDto, EmailSummaryDto, FolderNodeDto, PagedResult, StatsDto } from '../../shared/dto.js';
+import type { AttachmentHandle, Principal, SearchQuery, SortKey } from '../../shared/jobs.js';
+import { resolveBody } from '../body.js';
+import type { Db } from '../db/open.js';
+import { compileQuery } from '../search/fts-query.js';
+import { iso } from '../time.js';
+import { canSeeAccount, visibleAccountsClause } from './accounts.js';
+import { buildFolderTree } from './folders.js';
+
+type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
+
+const SORT_COLUMNS: Record<SortKey, string> = {
+  sentDate: 'e.sent_date',
+  receivedDate: 'e.received_date',
+  subject: 'e.subject COLLATE NOCASE',
+  from: 'e.from_addr COLLATE NOCASE',
+  to: 'e.to_addr COLLATE NOCASE',
+};
+
+const SUMMARY_COLUMNS = `e.id, e.account_id, e.subject, e.from_addr, e.to_addr, e.sent_date,
+  e.is_outgoing, e.has_attachments, e.folder`;
+
+interface RawSummary {
+  id: number; account_id: number; subject: string; from_addr: string; to_addr: string; sent_date: number;
+  is_outgoing: number; has_attachments: number; folder: string;
+}
+
+const toSummary = (r: RawSummary): EmailSummaryDto => ({
+  id: r.id,
+  accountId: r.account_id,
+  subject: r.subject,
+  from: r.from_addr,
+  to: r.to_addr,
+  sentDate: iso(r.sent_date),
+  isOutgoing: r.is_outgoing === 1,
+  hasAttachments: r.has_attachments === 1,
+  folderName: r.folder,
+});
+
+export function searchEmails(db: Db, viewer: Viewer, query: SearchQuery): PagedResult<EmailSummaryDto> {
+  const empty = (): PagedResult<EmailSummaryDto> => ({
+    items: [], page: query.page, pageSize: query.pageSize, totalItems: 0, totalPages: 0,
+  });
+  const compiled = compileQuery(query.q);
+  if (compiled.kind === 'none') return empty();
+
+  const visible = visibleAccountsClause(viewer, 'e.account_id');
+  const where: string[] = [visible.sql];
+  const params: unknown[] = [...visible.params];
+  if (query.accountId !== undefined) { where.push('e.account_id = ?'); params.push(query.accountId); }
+  if (query.folder !== undefined) { where.push('e.folder = ?'); params.push(query.folder); }
+  if (query.direction !== undefined) { where.push('e.is_outgoing = ?'); params.push(query.direction === 'outgoing' ? 1 : 0); }
+  if (query.from !== undefined) { where.push('e.sent_date >= ?'); params.push(query.from); }
+  if (query.to !== undefined) { where.push('e.sent_date <= ?'); params.push(query.to); }
+  if (compiled.kind === 'match') {
+    where.push('e.id IN (SELECT rowid FROM email_fts WHERE email_fts MATCH ?)');
+    params.push(compiled.expression);
+  }
+  const whereSql = where.join(' AND ');
+  const totalItems = db.prepare(`SELECT count(*) FROM emails e WHERE ${whereSql}`).pluck().get(...params) as number;
+  const totalPages = Math.ceil(totalItems / query.pageSize);
+  const offset = (query.page - 1) * query.pageSize;
+  let items: EmailSummaryDto[] = [];
+  if (offset < totalItems) {
+    const dir = query.sortOrder === 'asc' ? 'ASC' : 'DESC';
+    const rows = db
+      .prepare(
+        `SELECT ${SUMMARY_COLUMNS} FROM emails e WHERE ${whereSql}
+         ORDER BY ${SORT_COLUMNS[query.sortBy]} ${dir}, e.id ${dir} LIMIT ? OFFSET ?`,
+      )
+      .all(...params, query.pageSize, offset) as RawSummary[];
+    items = rows.map(toSummary);
+  }
+  return { items, page: query.page, pageSize: query.pageSize, totalItems, totalPages };
+}
+
+interface RawDetail extends RawSummary {
+  cc_addr: string; bcc_addr: string; received_date: number; message_id: string;
+  text_body: string | null; html_body: string | null; text_untruncated: string | null; html_untruncated: string | null;
+  text_original: Buffer | null; html_original: Buffer | null;
+}
+
+export function getEmailDetail(db: Db, viewer: Viewer, id: number): EmailDetailDto | null {
+  const visible = visibleAccountsClause(viewer, 'e.account_id');
+  const row = db
+    .prepare(
+      `SELECT ${SUMMARY_COLUMNS}, e.cc_addr, e.bcc_addr, e.received_date, e.message_id,
+              b.text_body, b.html_body, b.text_untruncated, b.html_untruncated, b.text_original, b.html_original
+       FROM emails e LEFT JOIN email_bodies b ON b.email_id = e.id
+       WHERE e.id = ? AND ${visible.sql}`,
+    )
+    .get(id, ...visible.params) as RawDetail | undefined;
+  if (!row) return null;
+  const attachments = db
+    .prepare('SELECT id, file_name AS fileName, content_type AS contentType, size FROM attachments WHERE email_id = ? ORDER BY id')
+    .all(id) as AttachmentDto[];
+  return {
+    ...toSummary(row),
+    cc: row.cc_addr,
+    bcc: row.bcc_addr,
+    receivedDate: iso(row.received_date),
+    messageId: row.message_id,
+    textBody: resolveBody(row.text_original, row.text_untruncated, row.text_body),
+    htmlBody: resolveBody(row.html_original, row.html_untruncated, row.html_body),
+    attachments,
+  };
+}
+
+/** null when the account does not exist or is not visible: the caller cannot tell which. */
+export function getFolderTree(db: Db, viewer: Viewer, accountId: number): FolderNodeDto[] | null {
+  if (!canSeeAccount(db, viewer, accountId)) return null;
+  const counts = db
+    .prepare('SELECT folder, count(*) AS count FROM emails WHERE account_id = ? GROUP BY folder')
+    .all(accountId) as Array<{ folder: string; count: number }>;
+  return buildFolderTree(counts);
+}
+
+export function getAttachmentHandle(db: Db, viewer: Viewer, emailId: number, attachmentId: number): AttachmentHandle | null {
+  const visible = visibleAccountsClause(viewer, 'e.account_id');
+  const row = db
+    .prepare(
+      `SELECT a.id, a.email_id AS emailId, e.account_id AS accountId, a.file_name AS fileName,
+              a.content_type AS contentType, a.size, a.content_id AS contentId, c.chunks AS chunkCount
+       FROM attachments a
+       JOIN emails e ON e.id = a.email_id
+       JOIN attachment_contents c ON c.id = a.content_id
+       WHERE a.id = ? AND a.email_id = ? AND ${visible.sql}`,
+    )
+    .get(attachmentId, emailId, ...visible.params) as AttachmentHandle | undefined;
+  return row ?? null;
+}
+
+export function readAttachmentChunk(db: Db, contentId: number, seq: number): Buffer | null {
+  const data = db.prepare('SELECT data FROM attachment_chunks WHERE content_id = ? AND seq = ?').pluck().get(contentId, seq);
+  return (data as Buffer | undefined) ?? null;
+}
+
+export function getStats(db: Db, viewer: Viewer): StatsDto {
+  const emails = visibleAccountsClause(viewer, 'e.account_id');
+  const accounts = visibleAccountsClause(viewer, 'a.id');
+  const count = (sql: string, params: unknown[]) => db.prepare(sql).pluck().get(...params) as number;
+  return {
+    emails: count(`SELECT count(*) FROM emails e WHERE ${emails.sql}`, emails.params),
+    accounts: count(`SELECT count(*) FROM mail_accounts a WHERE ${accounts.sql}`, accounts.params),
+    attachments: count(
+      `SELECT count(*) FROM attachments t JOIN emails e ON e.id = t.email_id WHERE ${emails.sql}`,
+      emails.params,
+    ),
+    databaseSizeInMB: viewer.isAdmin ? databaseSizeInMB(db) : '',
+  };
+}
+
+/** The whole database on disk: main file plus write-ahead log, in MiB with two decimals. */
+export function databaseSizeInMB(db: Db): string {
+  const size = (path: string) => {
+    try {
+      return statSync(path).size;
+    } catch {
+      return 0;
+    }
+  };
+  const bytes = size(db.name) + size(`${db.name}-wal`);
+  return (bytes / (1024 * 1024)).toFixed(2);
+}

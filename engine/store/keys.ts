@@ -1,0 +1,170 @@
+// API keys (SPEC.md sections 2 and 3). A key is `ma_` + 43 URL-safe base64 characters of 32
+// random bytes. Only its SHA-256 (hex) and its first 11 characters are stored; the plaintext
+// exists once, in the return value of createKey.
+import { createHash, randomBytes } from 'node:crypto';
+import type { AuthResult } from '../../shared/jobs.js';
+import type { Db } from '../db/open.js';
+import { iso } from '../time.js';
+import { StoreError } from './errors.js';
+import { requireUser } from './users.js';
+
+export const KEY_PATTERN = /^ma_[A-Za-z0-9_-]{43}$/;
+export const KEY_PREFIX_LENGTH = 11;
+/** LastUsedAt is written at most this often per key. */
+export const LAST_USED_INTERVAL_MS = 5 * 60 * 1000;
+
+export function generateKey(): string {
+  return `ma_${randomBytes(32).toString('base64url')}`;
+}
+
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+export type KeyStatus = 'active' | 'expired' | 'revoked' | 'owner inactive';
+
+export interface KeyRow {
+  id: number;
+  userId: number;
+  username: string;
+  name: string;
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
+  revokedAt: string | null;
+  status: KeyStatus;
+}
+
+interface RawKey {
+  id: number; user_id: number; username: string; is_active: number; name: string; key_prefix: string;
+  created_at: number; last_used_at: number | null; expires_at: number | null; revoked_at: number | null;
+}
+
+function statusOf(r: { revoked_at: number | null; expires_at: number | null; is_active: number }, now: number): KeyStatus {
+  if (r.revoked_at !== null) return 'revoked';
+  if (r.expires_at !== null && r.expires_at <= now) return 'expired';
+  if (r.is_active !== 1) return 'owner inactive';
+  return 'active';
+}
+
+const toRow = (r: RawKey, now: number): KeyRow => ({
+  id: r.id,
+  userId: r.user_id,
+  username: r.username,
+  name: r.name,
+  prefix: r.key_prefix,
+  createdAt: iso(r.created_at),
+  lastUsedAt: iso(r.last_used_at),
+  expiresAt: iso(r.expires_at),
+  revokedAt: iso(r.revoked_at),
+  status: statusOf(r, now),
+});
+
+const SELECT_KEYS = `
+  SELECT k.id, k.user_id, u.username, u.is_active, k.name, k.key_prefix, k.created_at,
+         k.last_used_at, k.expires_at, k.revoked_at
+  FROM api_keys k JOIN users u ON u.id = k.user_id`;
+
+export const MAX_KEY_NAME_LENGTH = 100;
+
+export interface CreatedKey {
+  id: number;
+  key: string;
+  prefix: string;
+  row: KeyRow;
+}
+
+export function createKey(
+  db: Db,
+  input: { username: string; name: string; expiresAt?: number | null; now?: number },
+): CreatedKey {
+  const user = requireUser(db, input.username);
+  const name = input.name.trim();
+  if (!name) throw new StoreError('A key needs a name.');
+  if (name.length > MAX_KEY_NAME_LENGTH) throw new StoreError(`A key name is at most ${MAX_KEY_NAME_LENGTH} characters.`);
+  const now = input.now ?? Date.now();
+  const key = generateKey();
+  const prefix = key.slice(0, KEY_PREFIX_LENGTH);
+  const info = db
+    .prepare('INSERT INTO api_keys (user_id, name, key_prefix, key_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)')
+    .run(user.id, name, prefix, hashKey(key), now, input.expiresAt ?? null);
+  const id = Number(info.lastInsertRowid);
+  return { id, key, prefix, row: getKey(db, id, now)! };
+}
+
+export function getKey(db: Db, id: number, now = Date.now()): KeyRow | null {
+  const row = db.prepare(`${SELECT_KEYS} WHERE k.id = ?`).get(id) as RawKey | undefined;
+  return row ? toRow(row, now) : null;
+}
+
+export function listKeys(db: Db, options: { username?: string; now?: number } = {}): KeyRow[] {
+  const now = options.now ?? Date.now();
+  if (options.username !== undefined) {
+    const user = requireUser(db, options.username);
+    return (db.prepare(`${SELECT_KEYS} WHERE k.user_id = ? ORDER BY k.id`).all(user.id) as RawKey[]).map((r) => toRow(r, now));
+  }
+  return (db.prepare(`${SELECT_KEYS} ORDER BY u.username, k.id`).all() as RawKey[]).map((r) => toRow(r, now));
+}
+
+/** Finds a key by numeric id or by its prefix; an ambiguous prefix is an error. */
+export function findKey(db: Db, idOrPrefix: string, now = Date.now()): KeyRow {
+  const text = idOrPrefix.trim();
+  if (/^\d+$/.test(text)) {
+    const row = getKey(db, Number(text), now);
+    if (!row) throw new StoreError(`No API key with id ${text}.`);
+    return row;
+  }
+  const rows = db.prepare(`${SELECT_KEYS} WHERE k.key_prefix = ?`).all(text) as RawKey[];
+  if (rows.length === 0) throw new StoreError(`No API key with prefix "${text}".`);
+  if (rows.length > 1) throw new StoreError(`Prefix "${text}" names ${rows.length} keys; revoke by id instead.`);
+  return toRow(rows[0]!, now);
+}
+
+/** Revokes a key; revoking twice keeps the first RevokedAt. Returns the key as it now is. */
+export function revokeKey(db: Db, id: number, now = Date.now()): KeyRow {
+  db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now, id);
+  const row = getKey(db, id, now);
+  if (!row) throw new StoreError(`No API key with id ${id}.`);
+  return row;
+}
+
+interface AuthRow {
+  id: number; key_prefix: string; expires_at: number | null; revoked_at: number | null; last_used_at: number | null;
+  user_id: number; username: string; is_admin: number; is_active: number;
+}
+
+/**
+ * Resolves a key hash to its principal, checking revocation, expiry and the owner on every
+ * call so that any change takes effect on the very next request. Refreshes LastUsedAt at most
+ * once per LAST_USED_INTERVAL_MS; the conditional UPDATE keeps that true across processes.
+ */
+export function authenticate(db: Db, keyHash: string, now: number): AuthResult {
+  const row = db
+    .prepare(
+      `SELECT k.id, k.key_prefix, k.expires_at, k.revoked_at, k.last_used_at,
+              u.id AS user_id, u.username, u.is_admin, u.is_active
+       FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?`,
+    )
+    .get(keyHash) as AuthRow | undefined;
+  if (!row) return { ok: false, reason: 'unknown' };
+  const status = statusOf(row, now);
+  if (status === 'revoked') return { ok: false, reason: 'revoked' };
+  if (status === 'expired') return { ok: false, reason: 'expired' };
+  if (status === 'owner inactive') return { ok: false, reason: 'inactive' };
+  if (row.last_used_at === null || now - row.last_used_at >= LAST_USED_INTERVAL_MS) {
+    db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)').run(
+      now, row.id, now - LAST_USED_INTERVAL_MS,
+    );
+  }
+  return {
+    ok: true,
+    principal: {
+      userId: row.user_id,
+      username: row.username,
+      isAdmin: row.is_admin === 1,
+      keyId: row.id,
+      keyPrefix: row.key_prefix,
+    },
+  };
+}

@@ -1,0 +1,137 @@
+// Users of the archive: who they are, whether they may still read, and which accounts they see.
+import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import type { Db } from '../db/open.js';
+import { iso } from '../time.js';
+import { StoreError } from './errors.js';
+
+export interface UserRow {
+  id: number;
+  username: string;
+  email: string | null;
+  isAdmin: boolean;
+  isActive: boolean;
+  createdAt: string;
+  accountIds: number[];
+}
+
+// scrypt cost: N=2^15 takes ~50 ms here, enough to make offline guessing expensive.
+const SCRYPT = { N: 32768, r: 8, p: 1, keylen: 32, maxmem: 64 * 1024 * 1024 };
+
+function scrypt(password: string, salt: Buffer, keylen: number, opts: ScryptOptions): Promise<Buffer> {
+  return new Promise((res, rej) => scryptCb(password, salt, keylen, opts, (e, k) => (e ? rej(e) : res(k))));
+}
+
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await scrypt(password, salt, SCRYPT.keylen, SCRYPT);
+  return ['scrypt', SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString('base64'), key.toString('base64')].join('$');
+}
+
+export async function verifyPassword(password: string, stored: string | null): Promise<boolean> {
+  const parts = (stored ?? '').split('$');
+  if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
+  const [, n, r, p, salt, hash] = parts as [string, string, string, string, string, string];
+  const expected = Buffer.from(hash, 'base64');
+  const got = await scrypt(password, Buffer.from(salt, 'base64'), expected.length, {
+    N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem,
+  });
+  return timingSafeEqual(expected, got);
+}
+
+interface RawUser {
+  id: number; username: string; email: string | null; is_admin: number; is_active: number;
+  created_at: number; account_ids: string | null;
+}
+
+const toUser = (r: RawUser): UserRow => ({
+  id: r.id,
+  username: r.username,
+  email: r.email,
+  isAdmin: r.is_admin === 1,
+  isActive: r.is_active === 1,
+  createdAt: iso(r.created_at),
+  accountIds: r.account_ids ? r.account_ids.split(',').map(Number).sort((a, b) => a - b) : [],
+});
+
+const SELECT_USERS = `
+  SELECT u.id, u.username, u.email, u.is_admin, u.is_active, u.created_at,
+         (SELECT group_concat(account_id) FROM user_accounts WHERE user_id = u.id) AS account_ids
+  FROM users u`;
+
+export function addUser(
+  db: Db,
+  input: { username: string; email?: string | null; isAdmin?: boolean; passwordHash?: string | null; now?: number },
+): UserRow {
+  const username = input.username.trim();
+  if (!/^[\p{L}\p{N}._@-]{1,64}$/u.test(username)) {
+    throw new StoreError(`Invalid username "${input.username}": use 1 to 64 letters, digits, dots, dashes, underscores or @.`);
+  }
+  if (findUser(db, username)) throw new StoreError(`User "${username}" already exists.`);
+  const info = db
+    .prepare('INSERT INTO users (username, email, is_admin, password_hash, created_at) VALUES (?, ?, ?, ?, ?)')
+    .run(username, input.email ?? null, input.isAdmin ? 1 : 0, input.passwordHash ?? null, input.now ?? Date.now());
+  return getUser(db, Number(info.lastInsertRowid))!;
+}
+
+export function getUser(db: Db, id: number): UserRow | null {
+  const row = db.prepare(`${SELECT_USERS} WHERE u.id = ?`).get(id) as RawUser | undefined;
+  return row ? toUser(row) : null;
+}
+
+export function findUser(db: Db, username: string): UserRow | null {
+  const row = db.prepare(`${SELECT_USERS} WHERE u.username = ?`).get(username.trim()) as RawUser | undefined;
+  return row ? toUser(row) : null;
+}
+
+export function requireUser(db: Db, username: string): UserRow {
+  const user = findUser(db, username);
+  if (!user) throw new StoreError(`No user named "${username}".`);
+  return user;
+}
+
+export function passwordHashOf(db: Db, userId: number): string | null {
+  const row = db.prepare('SELECT password_hash FROM users WHERE id = ?').get(userId) as { password_hash: string | null } | undefined;
+  return row?.password_hash ?? null;
+}
+
+export function listUsers(db: Db): UserRow[] {
+  return (db.prepare(`${SELECT_USERS} ORDER BY u.username`).all() as RawUser[]).map(toUser);
+}
+
+export function setUserActive(db: Db, username: string, active: boolean): UserRow {
+  const user = requireUser(db, username);
+  db.prepare('UPDATE users SET is_active = ? WHERE id = ?').run(active ? 1 : 0, user.id);
+  return getUser(db, user.id)!;
+}
+
+export function setPasswordHash(db: Db, username: string, passwordHash: string): void {
+  const user = requireUser(db, username);
+  db.prepare('UPDATE users SET password_hash = ? WHERE id = ?').run(passwordHash, user.id);
+}
+
+function requireAccount(db: Db, accountId: number): void {
+  if (!db.prepare('SELECT 1 FROM mail_accounts WHERE id = ?').get(accountId)) {
+    throw new StoreError(`No mail account with id ${accountId}.`);
+  }
+}
+
+export function assignAccount(db: Db, username: string, accountId: number): boolean {
+  const user = requireUser(db, username);
+  requireAccount(db, accountId);
+  const info = db.prepare('INSERT OR IGNORE INTO user_accounts (user_id, account_id) VALUES (?, ?)').run(user.id, accountId);
+  bumpGeneration(db);
+  return info.changes > 0;
+}
+
+export function unassignAccount(db: Db, username: string, accountId: number): boolean {
+  const user = requireUser(db, username);
+  requireAccount(db, accountId);
+  const info = db.prepare('DELETE FROM user_accounts WHERE user_id = ? AND account_id = ?').run(user.id, accountId);
+  bumpGeneration(db);
+  return info.changes > 0;
+}
+
+/** Marks the archive as changed for anything that caches what searches return. */
+export function bumpGeneration(db: Db): void {
+  db.prepare('UPDATE archive_state SET generation = generation + 1 WHERE id = 1').run();
+}

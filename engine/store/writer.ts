@@ -1,0 +1,121 @@
+// The archive's one write path for mail: the importer, the demo builder and the benchmark
+// corpus generator all store messages through ArchiveWriter, so the body policy, attachment
+// de-duplication and the search index are the same whoever writes.
+import { createHash } from 'node:crypto';
+import type { Db } from '../db/open.js';
+import { prepareBody, STORED_BODY_LIMIT } from '../body.js';
+import { bumpGeneration } from './users.js';
+
+/** Attachment content is stored in chunks of this many bytes; downloads stream chunk by chunk. */
+export const ATTACHMENT_CHUNK_BYTES = 256 * 1024;
+
+export interface NewAttachment {
+  fileName: string;
+  contentType: string;
+  content: Buffer;
+  isInline?: boolean;
+}
+
+export interface NewEmail {
+  accountId: number;
+  folder: string;
+  messageId: string;
+  subject: string;
+  from: string;
+  to: string;
+  cc: string;
+  bcc: string;
+  /** Epoch milliseconds, UTC. */
+  sentDate: number;
+  receivedDate: number;
+  isOutgoing: boolean;
+  textBody: string | null;
+  htmlBody: string | null;
+  attachments: NewAttachment[];
+  /** Identity of the message inside its account and folder; see dedupKeyFor. */
+  dedupKey: string;
+}
+
+/** Message-ID when the message has one, else a hash of its raw bytes. */
+export function dedupKeyFor(messageId: string | null | undefined, raw: Buffer | string): string {
+  const id = (messageId ?? '').trim();
+  if (id) return `mid:${id}`;
+  return `sha256:${createHash('sha256').update(raw).digest('hex')}`;
+}
+
+/** Folder paths use `/`, have no empty segments and no surrounding slashes. */
+export function normalizeFolder(folder: string): string {
+  const cleaned = folder.split('/').map((s) => s.trim()).filter(Boolean).join('/');
+  return cleaned || 'INBOX';
+}
+
+export class ArchiveWriter {
+  readonly #db: Db;
+  readonly #bodyLimit: number;
+  readonly #insertEmail;
+  readonly #insertBody;
+  readonly #findContent;
+  readonly #insertContent;
+  readonly #insertChunk;
+  readonly #insertAttachment;
+
+  constructor(db: Db, options: { bodyLimit?: number } = {}) {
+    this.#db = db;
+    this.#bodyLimit = options.bodyLimit ?? STORED_BODY_LIMIT;
+    this.#insertEmail = db.prepare(
+      `INSERT INTO emails (account_id, folder, message_id, subject, from_addr, to_addr, cc_addr, bcc_addr,
+                           sent_date, received_date, is_outgoing, has_attachments, dedup_key)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (account_id, folder, dedup_key) DO NOTHING`,
+    );
+    this.#insertBody = db.prepare(
+      `INSERT INTO email_bodies (email_id, text_body, html_body, text_untruncated, html_untruncated, text_original, html_original)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.#findContent = db.prepare('SELECT id FROM attachment_contents WHERE sha256 = ?').pluck();
+    this.#insertContent = db.prepare('INSERT INTO attachment_contents (sha256, size, chunks) VALUES (?, ?, ?)');
+    this.#insertChunk = db.prepare('INSERT INTO attachment_chunks (content_id, seq, data) VALUES (?, ?, ?)');
+    this.#insertAttachment = db.prepare(
+      `INSERT INTO attachments (email_id, file_name, content_type, size, is_inline, content_id) VALUES (?, ?, ?, ?, ?, ?)`,
+    );
+  }
+
+  /** Stores one message; returns its id, or null when the same message is already there. */
+  add(email: NewEmail): number | null {
+    const info = this.#insertEmail.run(
+      email.accountId, normalizeFolder(email.folder), email.messageId, email.subject, email.from, email.to, email.cc,
+      email.bcc, email.sentDate, email.receivedDate, email.isOutgoing ? 1 : 0, email.attachments.length > 0 ? 1 : 0,
+      email.dedupKey,
+    );
+    if (info.changes === 0) return null;
+    const id = Number(info.lastInsertRowid);
+    const text = prepareBody(email.textBody, this.#bodyLimit);
+    const html = prepareBody(email.htmlBody, this.#bodyLimit);
+    this.#insertBody.run(id, text.stored, html.stored, text.untruncated, html.untruncated, text.original, html.original);
+    for (const a of email.attachments) {
+      this.#insertAttachment.run(id, a.fileName, a.contentType, a.content.length, a.isInline ? 1 : 0, this.#content(a.content));
+    }
+    return id;
+  }
+
+  /** Runs `work` in one transaction and marks the archive changed if anything was written. */
+  batch<T>(work: () => T): T {
+    return this.#db.transaction(() => {
+      const result = work();
+      bumpGeneration(this.#db);
+      return result;
+    })();
+  }
+
+  #content(bytes: Buffer): number {
+    const sha = createHash('sha256').update(bytes).digest('hex');
+    const existing = this.#findContent.get(sha) as number | undefined;
+    if (existing !== undefined) return existing;
+    const chunks = Math.max(1, Math.ceil(bytes.length / ATTACHMENT_CHUNK_BYTES));
+    const id = Number(this.#insertContent.run(sha, bytes.length, chunks).lastInsertRowid);
+    for (let seq = 0; seq < chunks; seq++) {
+      this.#insertChunk.run(id, seq, bytes.subarray(seq * ATTACHMENT_CHUNK_BYTES, (seq + 1) * ATTACHMENT_CHUNK_BYTES));
+    }
+    return id;
+  }
+}

@@ -1,0 +1,21 @@
+// Piscina worker entry. Each thread opens its own connection once; better-sqlite3 caches the
+// prepared statements per connection, so every query is prepared once per thread.
+import { workerData } from 'node:worker_threads';
+import type { Job, JobKind, JobResult } from '../shared/jobs.js';
+import { openArchive, type Db } from './db/open.js';
+import { runJob } from './handlers.js';
+
+export interface WorkerData {
+  dbPath: string;
+}
+
+let db: Db | undefined;
+
+function connection(): Db {
+  db ??= openArchive((workerData as WorkerData).dbPath);
+  return db;
+}
+
+export default function run<K extends JobKind>(job: Job<K>): JobResult<K> {
+  return runJob(connection(), job);
+}

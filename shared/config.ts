@@ -1,0 +1,196 @@
+// Settings: one typed object, read once at start-up.
+//
+// Sources, later wins: built-in defaults, an optional JSON file (`appsettings.json` in the
+// working directory, or the path in MAIL_ARCHIVE_SETTINGS), then environment variables of the
+// ASP.NET form `Section__Key=value` (section and key names case-insensitive). Anything that does
+// not fit the schema stops start-up with a ConfigError whose message is one line naming the
+// setting, so the entry points can print it without a stack trace.
+import { readFileSync, existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.number().int().min(min).max(max);
+
+const schema = z.strictObject({
+  Api: z.strictObject({
+    Enabled: z.boolean().default(false),
+    AllowAttachmentDownloads: z.boolean().default(true),
+    EnableSwaggerUi: z.boolean().default(true),
+    DefaultPageSize: int(1).default(20),
+    MaxPageSize: int(1).default(100),
+    RateLimitPerMinute: int(1).default(120),
+  }).prefault({}),
+  Mcp: z.strictObject({
+    Enabled: z.boolean().default(false),
+    AllowAttachmentDownloads: z.boolean().default(true),
+    DefaultPageSize: int(1).default(20),
+    MaxResults: int(1).default(100),
+    MaxAttachmentBytes: int(0).default(10_000_000),
+    RateLimitPerMinute: int(1).default(120),
+    AllowedOrigins: z.array(z.string().min(1)).default([]),
+  }).prefault({}),
+  Database: z.strictObject({
+    Path: z.string().min(1).default('./data/archive.db'),
+  }).prefault({}),
+  Server: z.strictObject({
+    Host: z.string().min(1).default('127.0.0.1'),
+    Port: int(0, 65535).default(5000),
+    TrustProxy: z.boolean().default(false),
+  }).prefault({}),
+  Redis: z.strictObject({
+    Url: z.string().min(1).optional(),
+  }).prefault({}),
+  Engine: z.strictObject({
+    Threads: int(1, 64).default(availableParallelism()),
+  }).prefault({}),
+  Web: z.strictObject({
+    SessionSecret: z.string().min(16).optional(),
+  }).prefault({}),
+});
+
+export type Settings = z.infer<typeof schema>;
+type Raw = Record<string, Record<string, unknown>>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** The section and key names exactly as the schema spells them, for case-insensitive lookup. */
+function canonicalNames(): Map<string, { name: string; keys: Map<string, string> }> {
+  const out = new Map<string, { name: string; keys: Map<string, string> }>();
+  for (const [section, sectionSchema] of Object.entries(schema.shape)) {
+    const inner = (sectionSchema as unknown as { unwrap(): z.ZodObject }).unwrap();
+    const keys = new Map(Object.keys(inner.shape).map((k) => [k.toLowerCase(), k]));
+    out.set(section.toLowerCase(), { name: section, keys });
+  }
+  return out;
+}
+
+function fieldKind(section: string, key: string): string {
+  const sectionSchema = schema.shape[section as keyof typeof schema.shape];
+  const inner = (sectionSchema as unknown as { unwrap(): z.ZodObject }).unwrap();
+  let field = inner.shape[key] as z.ZodType | undefined;
+  // Peel default/optional wrappers to reach the base type.
+  while (field && 'unwrap' in field && typeof (field as { unwrap?: unknown }).unwrap === 'function') {
+    field = (field as unknown as { unwrap(): z.ZodType }).unwrap();
+  }
+  if (field instanceof z.ZodBoolean) return 'boolean';
+  if (field instanceof z.ZodNumber) return 'number';
+  if (field instanceof z.ZodArray) return 'array';
+  return 'string';
+}
+
+/** Environment strings become JSON values the way ASP.NET binds them. */
+function coerce(kind: string, value: string): unknown {
+  const v = value.trim();
+  if (kind === 'boolean') {
+    if (/^true$/i.test(v)) return true;
+    if (/^false$/i.test(v)) return false;
+    return value;
+  }
+  if (kind === 'number') return /^-?\d+$/.test(v) ? Number(v) : value;
+  if (kind === 'array') return v === '' ? [] : v.split(',').map((s) => s.trim()).filter(Boolean);
+  return value;
+}
+
+function readSettingsFile(env: NodeJS.ProcessEnv, cwd: string): Raw {
+  const explicit = env.MAIL_ARCHIVE_SETTINGS;
+  const path = explicit ? resolve(cwd, explicit) : resolve(cwd, 'appsettings.json');
+  if (!existsSync(path)) {
+    if (explicit) throw new ConfigError(`Settings file ${path} (from MAIL_ARCHIVE_SETTINGS) does not exist.`);
+    return {};
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new ConfigError(`Settings file ${path} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new ConfigError(`Settings file ${path} must hold a JSON object.`);
+  }
+  // Normalise section and key case so the file and the environment agree.
+  const names = canonicalNames();
+  const out: Raw = {};
+  for (const [section, body] of Object.entries(parsed as Record<string, unknown>)) {
+    const known = names.get(section.toLowerCase());
+    if (!known) continue; // Other sections (Logging, …) belong to other programs.
+    if (!body || typeof body !== 'object' || Array.isArray(body)) {
+      throw new ConfigError(`Invalid setting ${known.name}: expected an object in ${path}.`);
+    }
+    const target = (out[known.name] ??= {});
+    for (const [key, value] of Object.entries(body as Record<string, unknown>)) {
+      target[known.keys.get(key.toLowerCase()) ?? key] = value;
+    }
+  }
+  return out;
+}
+
+function applyEnvironment(raw: Raw, env: NodeJS.ProcessEnv): void {
+  const names = canonicalNames();
+  const arrays = new Map<string, string[]>();
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || !name.includes('__')) continue;
+    const [sectionPart, keyPart, indexPart, ...rest] = name.split('__');
+    const known = names.get((sectionPart ?? '').toLowerCase());
+    if (!known || !keyPart || rest.length > 0) continue;
+    const key = known.keys.get(keyPart.toLowerCase());
+    if (!key) throw new ConfigError(`Unknown setting ${known.name}:${keyPart} (from environment variable ${name}).`);
+    const kind = fieldKind(known.name, key);
+    const target = (raw[known.name] ??= {});
+    if (indexPart !== undefined) {
+      // ASP.NET array binding: Mcp__AllowedOrigins__0=https://a, __1=…
+      if (kind !== 'array' || !/^\d+$/.test(indexPart)) {
+        throw new ConfigError(`Invalid setting ${known.name}:${key}: environment variable ${name} has an index but the setting is not a list.`);
+      }
+      const list = arrays.get(`${known.name}:${key}`) ?? [];
+      list[Number(indexPart)] = value;
+      arrays.set(`${known.name}:${key}`, list);
+      target[key] = list;
+      continue;
+    }
+    target[key] = coerce(kind, value);
+  }
+  for (const [path, list] of arrays) {
+    const [section, key] = path.split(':') as [string, string];
+    raw[section]![key] = list.filter((v) => v !== undefined);
+  }
+}
+
+function describe(issue: z.core.$ZodIssue, raw: Raw): string {
+  const path = issue.path.map(String);
+  if (issue.code === 'unrecognized_keys') {
+    const where = path.length ? `${path.join(':')}:` : '';
+    return `Unknown setting ${issue.keys.map((k) => where + k).join(', ')}.`;
+  }
+  const name = path.join(':');
+  let got: unknown = raw;
+  for (const p of path) got = (got as Record<string, unknown> | undefined)?.[p];
+  return `Invalid setting ${name}: ${issue.message.replace(/^Invalid input: /, '')} (got ${JSON.stringify(got)}).`;
+}
+
+export interface LoadOptions {
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Values that win over file and environment (tests, CLI flags). */
+  overrides?: { [S in keyof Settings]?: Partial<Settings[S]> };
+}
+
+export function loadSettings(options: LoadOptions = {}): Settings {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const raw = readSettingsFile(env, cwd);
+  applyEnvironment(raw, env);
+  for (const [section, values] of Object.entries(options.overrides ?? {})) {
+    raw[section] = { ...(raw[section] ?? {}), ...(values as Record<string, unknown>) };
+  }
+  const result = schema.safeParse(raw);
+  if (!result.success) throw new ConfigError(describe(result.error.issues[0]!, raw));
+  return result.data;
+}
+
+/** Defaults only: what a test or tool starts from before overriding a few values. */
+export function defaultSettings(overrides: LoadOptions['overrides'] = {}): Settings {
+  return loadSettings({ env: {}, cwd: '/nonexistent', overrides });
+}
