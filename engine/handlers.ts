@@ -19,6 +19,9 @@ export const handlers: Handlers = {
   attachmentChunk: (db, job) => readAttachmentChunk(db, job.contentId, job.seq),
   stats: (db, job) => getStats(db, job.principal),
   accessLog: (db, job) => ({ written: writeAccessLog(db, job.entries) }),
+  fault: () => {
+    throw new Error('fault injection is disabled');
+  },
 };
 
 export function runJob<K extends JobKind>(db: Db, job: Job<K>): JobResult<K> {

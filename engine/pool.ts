@@ -9,6 +9,8 @@ export interface EnginePoolOptions {
   threads: number;
   /** Tasks that may wait for a free thread before run() rejects; default: unbounded. */
   maxQueue?: number;
+  /** Let `fault` jobs crash a worker (tests of failure handling only). */
+  faultInjection?: boolean;
 }
 
 export class EnginePool {
@@ -17,7 +19,7 @@ export class EnginePool {
   constructor(options: EnginePoolOptions) {
     // Create and migrate the file once, here, so the workers never race to do it.
     openArchive(options.dbPath).close();
-    const workerData: WorkerData = { dbPath: options.dbPath };
+    const workerData: WorkerData = { dbPath: options.dbPath, faultInjection: options.faultInjection ?? false };
     this.#piscina = new Piscina({
       filename: new URL('./worker.js', import.meta.url).href,
       minThreads: options.threads,

@@ -7,6 +7,7 @@ import { runJob } from './handlers.js';
 
 export interface WorkerData {
   dbPath: string;
+  faultInjection?: boolean;
 }
 
 let db: Db | undefined;
@@ -17,5 +18,10 @@ function connection(): Db {
 }
 
 export default function run<K extends JobKind>(job: Job<K>): JobResult<K> {
+  if (job.kind === 'fault' && (workerData as WorkerData).faultInjection) {
+    const { mode } = job as Job<'fault'>;
+    if (mode === 'exit') process.exit(1); // ends this worker thread only
+    throw new Error('injected fault');
+  }
   return runJob(connection(), job);
 }

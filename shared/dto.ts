@@ -1,14 +1,22 @@
-// The wire shapes of SPEC.md section 2, shared by the REST routes, the MCP tools and the engine.
+// The wire shapes of SPEC.md section 2, as zod schemas: the types the code uses, the MCP tools'
+// output schemas and the OpenAPI document's components all come from these definitions.
 // Timestamps are UTC ISO 8601 strings ending in `Z`; the engine produces them with toISOString().
+import { z } from 'zod';
 
-export interface MailAccountDto {
-  id: number;
-  name: string;
-  emailAddress: string;
-  provider: string;
-  isEnabled: boolean;
-  lastSync: string | null;
-}
+const dateTime = (description: string) => z.string().meta({ format: 'date-time', description });
+const int32 = (description?: string) => z.number().int().meta({ format: 'int32', ...(description ? { description } : {}) });
+
+export const MailAccountDto = z
+  .object({
+    id: int32(),
+    name: z.string(),
+    emailAddress: z.string(),
+    provider: z.string().meta({ description: 'IMAP, M365, …; the list is open.' }),
+    isEnabled: z.boolean(),
+    lastSync: dateTime('Last synchronisation, UTC.').nullable(),
+  })
+  .meta({ id: 'MailAccountDto' });
+export type MailAccountDto = z.infer<typeof MailAccountDto>;
 
 export interface FolderNodeDto {
   name: string;
@@ -17,35 +25,66 @@ export interface FolderNodeDto {
   level: number;
   children: FolderNodeDto[];
 }
+export const FolderNodeDto: z.ZodType<FolderNodeDto> = z
+  .object({
+    name: z.string().meta({ description: 'Leaf name' }),
+    fullPath: z.string().meta({ description: 'Full folder path, `/` separated' }),
+    totalCount: int32("The folder's own messages"),
+    level: int32('Nesting depth, 0 = root'),
+    get children() {
+      return z.array(FolderNodeDto);
+    },
+  })
+  .meta({ id: 'FolderNodeDto' });
 
-export interface EmailSummaryDto {
-  id: number;
-  accountId: number;
-  subject: string;
-  from: string;
-  to: string;
-  sentDate: string;
-  isOutgoing: boolean;
-  hasAttachments: boolean;
-  folderName: string;
-}
+const summaryShape = {
+  id: int32(),
+  accountId: int32(),
+  subject: z.string(),
+  from: z.string(),
+  to: z.string(),
+  sentDate: dateTime('Sent date, UTC.'),
+  isOutgoing: z.boolean(),
+  hasAttachments: z.boolean(),
+  folderName: z.string().meta({ description: 'Full path of the folder' }),
+};
 
-export interface AttachmentDto {
-  id: number;
-  fileName: string;
-  contentType: string;
-  size: number;
-}
+export const EmailSummaryDto = z.object(summaryShape).meta({ id: 'EmailSummaryDto' });
+export type EmailSummaryDto = z.infer<typeof EmailSummaryDto>;
 
-export interface EmailDetailDto extends EmailSummaryDto {
-  cc: string;
-  bcc: string;
-  receivedDate: string;
-  messageId: string;
-  textBody: string | null;
-  htmlBody: string | null;
-  attachments: AttachmentDto[];
-}
+export const AttachmentDto = z
+  .object({
+    id: int32(),
+    fileName: z.string(),
+    contentType: z.string(),
+    size: z.number().int().meta({ format: 'int64', description: 'Bytes' }),
+  })
+  .meta({ id: 'AttachmentDto' });
+export type AttachmentDto = z.infer<typeof AttachmentDto>;
+
+export const EmailDetailDto = z
+  .object({
+    ...summaryShape,
+    cc: z.string(),
+    bcc: z.string(),
+    receivedDate: dateTime('Received date, UTC.'),
+    messageId: z.string(),
+    textBody: z.string().nullable().meta({ description: 'Resolved by the body fallback chain.' }),
+    htmlBody: z.string().nullable().meta({ description: 'Resolved by the body fallback chain. Raw and unsanitized: untrusted.' }),
+    attachments: z.array(AttachmentDto).meta({ description: 'Metadata only' }),
+  })
+  .meta({ id: 'EmailDetailDto' });
+export type EmailDetailDto = z.infer<typeof EmailDetailDto>;
+
+export const PagedResultDtoOfEmailSummaryDto = z
+  .object({
+    items: z.array(EmailSummaryDto),
+    page: int32('1-based'),
+    pageSize: int32(),
+    totalItems: int32(),
+    totalPages: int32(),
+  })
+  .meta({ id: 'PagedResultDtoOfEmailSummaryDto' });
 
 export interface PagedResult<T> {
   items: T[];
@@ -54,15 +93,27 @@ export interface PagedResult<T> {
   totalItems: number;
   totalPages: number;
 }
-
 export type PagedResultDtoOfEmailSummaryDto = PagedResult<EmailSummaryDto>;
 
-export interface StatsDto {
-  emails: number;
-  accounts: number;
-  attachments: number;
-  /** Whole database size in MB as a string; "" for non-admin keys. */
-  databaseSizeInMB: string;
-}
+export const StatsDto = z
+  .object({
+    emails: int32('Archived messages visible to the caller'),
+    accounts: int32('Mail accounts visible to the caller'),
+    attachments: int32('Attachments on the visible messages'),
+    databaseSizeInMB: z.string().meta({ description: 'Size of the whole database in megabytes; empty string for non-admin keys.' }),
+  })
+  .meta({ id: 'StatsDto' });
+export type StatsDto = z.infer<typeof StatsDto>;
+
+export const ProblemDetails = z
+  .object({
+    type: z.string().meta({ format: 'uri' }),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    instance: z.string(),
+  })
+  .meta({ id: 'ProblemDetails' });
+export type ProblemDetails = z.infer<typeof ProblemDetails>;
 
 export type AccessType = 'Search' | 'Open' | 'Download';

@@ -87,6 +87,11 @@ export interface JobMap {
   attachmentChunk: { args: { contentId: number; seq: number }; result: Uint8Array | null };
   stats: { args: { principal: Principal }; result: StatsDto };
   accessLog: { args: { entries: AccessLogEntry[] }; result: { written: number } };
+  /**
+   * Fault injection for tests of failure handling: a worker throws or exits while serving it.
+   * Refused unless the pool was created with `faultInjection: true`.
+   */
+  fault: { args: { mode: 'throw' | 'exit' }; result: never };
 }
 
 export type JobKind = keyof JobMap;

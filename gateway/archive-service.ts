@@ -1,0 +1,75 @@
+// What both front ends do with an authenticated caller: run the engine job and record the
+// access. A REST route and an MCP tool are thin adapters over these methods.
+import type { EnginePool } from '../engine/pool.js';
+import type { AttachmentHandle, Principal, SearchQuery } from '../shared/jobs.js';
+import type { AccessLogWriter } from './access-log.js';
+
+export interface Caller {
+  principal: Principal;
+  clientIp: string;
+  source: 'api' | 'mcp';
+}
+
+export class ArchiveService {
+  constructor(
+    readonly engine: EnginePool,
+    private readonly accessLog: AccessLogWriter,
+  ) {}
+
+  accounts(caller: Caller) {
+    return this.engine.run({ kind: 'accounts', principal: caller.principal });
+  }
+
+  folders(caller: Caller, accountId: number) {
+    return this.engine.run({ kind: 'folders', principal: caller.principal, accountId });
+  }
+
+  /** `params` are the search parameters as the caller gave them, for the access log. */
+  async search(caller: Caller, query: SearchQuery, params: Record<string, unknown>) {
+    const result = await this.engine.run({ kind: 'search', principal: caller.principal, query });
+    this.#log(caller, 'Search', { searchParams: params, ...(query.accountId !== undefined ? { accountId: query.accountId } : {}) });
+    return result;
+  }
+
+  async email(caller: Caller, id: number) {
+    const email = await this.engine.run({ kind: 'detail', principal: caller.principal, id });
+    if (email) this.#log(caller, 'Open', { emailId: email.id, accountId: email.accountId });
+    return email;
+  }
+
+  /** Resolves a visible attachment and logs the download; null when it is missing or hidden. */
+  async attachment(caller: Caller, emailId: number, attachmentId: number) {
+    const handle = await this.engine.run({ kind: 'attachment', principal: caller.principal, emailId, attachmentId });
+    if (handle) this.#log(caller, 'Download', { emailId, accountId: handle.accountId });
+    return handle;
+  }
+
+  /** The attachment's bytes, one stored chunk at a time, so memory stays flat for any size. */
+  async *content(handle: AttachmentHandle): AsyncGenerator<Buffer> {
+    for (let seq = 0; seq < handle.chunkCount; seq++) {
+      const chunk = await this.engine.run({ kind: 'attachmentChunk', contentId: handle.contentId, seq });
+      if (!chunk) throw new Error(`attachment content ${handle.contentId} is missing chunk ${seq}`);
+      yield Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    }
+  }
+
+  stats(caller: Caller) {
+    return this.engine.run({ kind: 'stats', principal: caller.principal });
+  }
+
+  #log(
+    caller: Caller,
+    type: 'Search' | 'Open' | 'Download',
+    extra: { emailId?: number; accountId?: number; searchParams?: Record<string, unknown> },
+  ): void {
+    this.accessLog.record({
+      userId: caller.principal.userId,
+      type,
+      at: Date.now(),
+      keyPrefix: caller.principal.keyPrefix,
+      clientIp: caller.clientIp,
+      source: caller.source,
+      ...extra,
+    });
+  }
+}

@@ -1,0 +1,52 @@
+// Bearer API keys (SPEC.md section 5). The key's hash is looked up by a worker on every
+// request, so revocation, expiry and deactivation apply to the very next request in every
+// process. Cookies are never read here.
+import type { Middleware } from 'koa';
+import { createHash } from 'node:crypto';
+import type { EnginePool } from '../engine/pool.js';
+import type { AuthFailure, Principal } from '../shared/jobs.js';
+import { Problem } from './problem.js';
+
+const KEY = /^ma_[A-Za-z0-9_-]{43}$/;
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
+const REASONS: Record<AuthFailure, string> = {
+  unknown: 'The API key is not valid.',
+  expired: 'The API key has expired.',
+  revoked: 'The API key has been revoked.',
+  inactive: "The API key's owner is not active.",
+};
+
+/** The token of an `Authorization: Bearer …` header, if there is one. */
+export function bearerToken(header: string | undefined): string | undefined {
+  return header ? BEARER.exec(header)?.[1] : undefined;
+}
+
+function unauthorized(detail: string, tokenPresented: boolean): Problem {
+  return new Problem(401, detail, {
+    'WWW-Authenticate': tokenPresented ? 'Bearer error="invalid_token"' : 'Bearer',
+  });
+}
+
+export async function authenticate(engine: EnginePool, header: string | undefined): Promise<Principal> {
+  if (!header) throw unauthorized('An API key is required: send Authorization: Bearer <key>.', false);
+  const token = bearerToken(header);
+  if (!token) throw unauthorized('The Authorization header must be of the form Bearer <key>.', false);
+  if (!KEY.test(token)) throw unauthorized('The API key is malformed: expected ma_ followed by 43 URL-safe base64 characters.', true);
+  const hash = createHash('sha256').update(token, 'utf8').digest('hex');
+  const result = await engine.run({ kind: 'authenticate', keyHash: hash, now: Date.now() });
+  if (!result.ok) throw unauthorized(REASONS[result.reason], true);
+  return result.principal;
+}
+
+export interface AuthState {
+  principal: Principal;
+}
+
+/** Puts the caller's principal on ctx.state, or answers 401. */
+export function requireApiKey(engine: EnginePool): Middleware<AuthState> {
+  return async (ctx, next) => {
+    ctx.state.principal = await authenticate(engine, ctx.get('Authorization') || undefined);
+    await next();
+  };
+}

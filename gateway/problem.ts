@@ -1,0 +1,101 @@
+// RFC 9457 problem details: the one error shape of every HTTP answer this service gives.
+import type { Context, Middleware } from 'koa';
+import type { Logger } from 'pino';
+import { InvalidInput } from '../shared/search-input.js';
+
+// Title and the `type` URI for each status: the RFC section that defines it, as ASP.NET does.
+const STATUSES: Record<number, [title: string, type: string]> = {
+  400: ['Bad Request', 'https://tools.ietf.org/html/rfc9110#section-15.5.1'],
+  401: ['Unauthorized', 'https://tools.ietf.org/html/rfc9110#section-15.5.2'],
+  403: ['Forbidden', 'https://tools.ietf.org/html/rfc9110#section-15.5.4'],
+  404: ['Not Found', 'https://tools.ietf.org/html/rfc9110#section-15.5.5'],
+  405: ['Method Not Allowed', 'https://tools.ietf.org/html/rfc9110#section-15.5.6'],
+  406: ['Not Acceptable', 'https://tools.ietf.org/html/rfc9110#section-15.5.7'],
+  413: ['Content Too Large', 'https://tools.ietf.org/html/rfc9110#section-15.5.14'],
+  415: ['Unsupported Media Type', 'https://tools.ietf.org/html/rfc9110#section-15.5.16'],
+  429: ['Too Many Requests', 'https://tools.ietf.org/html/rfc6585#section-4'],
+  500: ['Internal Server Error', 'https://tools.ietf.org/html/rfc9110#section-15.6.1'],
+  501: ['Not Implemented', 'https://tools.ietf.org/html/rfc9110#section-15.6.2'],
+  503: ['Service Unavailable', 'https://tools.ietf.org/html/rfc9110#section-15.6.4'],
+};
+
+export class Problem extends Error {
+  override name = 'Problem';
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail);
+  }
+}
+
+export function problemBody(status: number, detail: string, instance: string) {
+  return {
+    type: STATUSES[status]?.[1] ?? 'about:blank',
+    title: STATUSES[status]?.[0] ?? 'Error',
+    status,
+    detail,
+    instance,
+  };
+}
+
+export function sendProblem(ctx: Context, status: number, detail: string, headers: Record<string, string> = {}): void {
+  ctx.status = status;
+  for (const [name, value] of Object.entries(headers)) ctx.set(name, value);
+  ctx.body = problemBody(status, detail, ctx.path);
+  ctx.type = 'application/problem+json';
+}
+
+interface HttpLikeError {
+  status?: number;
+  statusCode?: number;
+  expose?: boolean;
+  message?: string;
+  headers?: Record<string, string>;
+}
+
+/**
+ * Outermost middleware: every thrown error and every bodiless error status leaves as
+ * problem+json. Unexpected errors are logged with their stack and answered with a 500 that
+ * says nothing about the internals.
+ */
+export function problems(logger: Logger): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status >= 400 && ctx.body === undefined) {
+        sendProblem(ctx, ctx.status, defaultDetail(ctx.status, ctx));
+      }
+    } catch (err) {
+      if (err instanceof Problem) {
+        sendProblem(ctx, err.status, err.detail, err.headers);
+        return;
+      }
+      if (err instanceof InvalidInput) {
+        sendProblem(ctx, 400, err.message);
+        return;
+      }
+      const e = err as HttpLikeError;
+      const status = e.status ?? e.statusCode;
+      if (status && status >= 400 && status < 500 && e.expose !== false) {
+        // Koa and body-parser client errors (413, 415, malformed JSON) carry safe messages.
+        sendProblem(ctx, status, e.message ?? defaultDetail(status, ctx), e.headers ?? {});
+        return;
+      }
+      logger.error({ err, method: ctx.method, path: ctx.path }, 'request failed');
+      sendProblem(ctx, 500, 'The server could not complete the request. The error has been logged.');
+    }
+  };
+}
+
+function defaultDetail(status: number, ctx: Context): string {
+  switch (status) {
+    case 404:
+      return `No resource at ${ctx.path}.`;
+    case 405:
+      return `${ctx.method} is not allowed on ${ctx.path}.`;
+    default:
+      return STATUSES[status]?.[0] ?? 'Error';
+  }
+}

@@ -1,0 +1,160 @@
+// Fixed-window rate limits (SPEC.md section 8), one policy per front end.
+//
+// Partition: the first 11 characters of the bearer token (a key's public prefix), else the
+// client IP. The limit runs before authentication, so guessing keys spends budget. With
+// Redis:Url set, counters live in Redis and every process of a cluster shares one budget; when
+// Redis is unreachable each process falls back to its own in-memory window, logs that once,
+// and goes back to Redis as soon as it answers again. The in-memory store caps how many
+// partitions it tracks per window, so a flood of distinct clients cannot grow it without bound.
+import { Redis } from 'ioredis';
+import type { Context, Middleware } from 'koa';
+import type { Logger } from 'pino';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { bearerToken } from './auth.js';
+import { Problem } from './problem.js';
+
+const WINDOW_SECONDS = 60;
+/** Partitions tracked per window by the in-memory store before new ones share one bucket. */
+export const MEMORY_PARTITION_CAP = 50_000;
+const OVERFLOW_PARTITION = '\u0000overflow';
+
+export interface RateLimitPolicy {
+  /** Also the Redis key prefix: `Api` and `Mcp` never share a budget. */
+  name: 'Api' | 'Mcp';
+  pointsPerMinute: number;
+}
+
+/** Caps the number of distinct partitions seen in one window; later ones share a bucket. */
+class PartitionCap {
+  #seen = new Set<string>();
+  #windowEnds = 0;
+
+  constructor(private readonly cap: number) {}
+
+  key(partition: string, now: number): string {
+    if (now >= this.#windowEnds) {
+      this.#seen.clear();
+      this.#windowEnds = now + WINDOW_SECONDS * 1000;
+    }
+    if (this.#seen.has(partition)) return partition;
+    if (this.#seen.size >= this.cap) return OVERFLOW_PARTITION;
+    this.#seen.add(partition);
+    return partition;
+  }
+
+  get size(): number {
+    return this.#seen.size;
+  }
+}
+
+export class RateLimiter {
+  readonly #policy: RateLimitPolicy;
+  readonly #redis: RateLimiterRedis | undefined;
+  readonly #memory: RateLimiterMemory;
+  readonly #cap: PartitionCap;
+  readonly #logger: Logger;
+  #usingFallback = false;
+
+  constructor(policy: RateLimitPolicy, logger: Logger, redis?: Redis, cap = MEMORY_PARTITION_CAP) {
+    this.#policy = policy;
+    this.#logger = logger;
+    this.#cap = new PartitionCap(cap);
+    const common = { points: policy.pointsPerMinute, duration: WINDOW_SECONDS, keyPrefix: `rl:${policy.name}` };
+    this.#memory = new RateLimiterMemory(common);
+    this.#redis = redis ? new RateLimiterRedis({ ...common, storeClient: redis, rejectIfRedisNotReady: true }) : undefined;
+  }
+
+  /** Partitions the in-memory store holds in the current window (for tests and metrics). */
+  get memoryPartitions(): number {
+    return this.#cap.size;
+  }
+
+  /** Spends one point; resolves to the window's state, or rejects with a 429 Problem. */
+  async consume(partition: string): Promise<RateLimiterRes> {
+    let limiter: RateLimiterAbstract = this.#memory;
+    let key = partition;
+    if (this.#redis) limiter = this.#redis;
+    try {
+      if (limiter === this.#memory) key = this.#cap.key(partition, Date.now());
+      const res = await limiter.consume(key);
+      this.#backOnRedis(limiter);
+      return res;
+    } catch (err) {
+      if (err instanceof RateLimiterRes) {
+        this.#backOnRedis(limiter);
+        throw this.#tooMany(err);
+      }
+      if (limiter !== this.#redis) throw err;
+      // Redis failed: serve from this process's own window instead of failing the request.
+      if (!this.#usingFallback) {
+        this.#usingFallback = true;
+        this.#logger.warn({ policy: this.#policy.name, err: (err as Error).message }, 'rate limiter: Redis unreachable, using per-process limits');
+      }
+      try {
+        return await this.#memory.consume(this.#cap.key(partition, Date.now()));
+      } catch (memErr) {
+        if (memErr instanceof RateLimiterRes) throw this.#tooMany(memErr);
+        throw memErr;
+      }
+    }
+  }
+
+  headers(res: RateLimiterRes): Record<string, string> {
+    return {
+      'RateLimit-Limit': String(this.#policy.pointsPerMinute),
+      'RateLimit-Remaining': String(Math.max(0, res.remainingPoints)),
+      'RateLimit-Reset': String(Math.max(0, Math.ceil(res.msBeforeNext / 1000))),
+    };
+  }
+
+  #backOnRedis(limiter: RateLimiterAbstract): void {
+    if (this.#usingFallback && limiter === this.#redis) {
+      this.#usingFallback = false;
+      this.#logger.info({ policy: this.#policy.name }, 'rate limiter: Redis is back, sharing limits again');
+    }
+  }
+
+  #tooMany(res: RateLimiterRes): Problem {
+    const retryAfter = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+    return new Problem(
+      429,
+      `Rate limit of ${this.#policy.pointsPerMinute} requests per minute exceeded; retry in ${retryAfter} s.`,
+      { ...this.headers(res), 'Retry-After': String(retryAfter) },
+    );
+  }
+}
+
+/** The caller's partition: the key's public prefix when a bearer token is sent, else the IP. */
+export function partitionOf(ctx: Context): string {
+  const token = bearerToken(ctx.get('Authorization') || undefined);
+  return token ? `key:${token.slice(0, 11)}` : `ip:${ctx.ip}`;
+}
+
+/** Koa middleware: RateLimit-* headers on every answer, 429 problem+json when spent. */
+export function rateLimit(limiter: RateLimiter): Middleware {
+  return async (ctx, next) => {
+    const res = await limiter.consume(partitionOf(ctx));
+    ctx.set(limiter.headers(res));
+    await next();
+  };
+}
+
+/** One Redis connection for every policy of this process; fails fast while Redis is down. */
+export function connectRedis(url: string, logger: Logger): Redis {
+  const client = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2000,
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+  });
+  let down = false;
+  client.on('error', (err: Error) => {
+    if (!down) logger.warn({ err: err.message }, 'Redis connection error');
+    down = true;
+  });
+  client.on('ready', () => {
+    if (down) logger.info('Redis connection restored');
+    down = false;
+  });
+  return client;
+}

@@ -1,0 +1,127 @@
+// Validation of search parameters, shared by REST (query strings) and MCP (typed JSON).
+// Both front ends hand over what the caller sent; this turns it into a SearchQuery or throws
+// InvalidInput naming the parameter and what was wrong, which each front end reports its way.
+import { SORT_KEYS, type Direction, type SearchQuery, type SortKey, type SortOrder } from './jobs.js';
+
+export class InvalidInput extends Error {
+  override name = 'InvalidInput';
+  constructor(
+    readonly param: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const MAX_QUERY_LENGTH = 10_000;
+const INT32_MAX = 2_147_483_647;
+const INT32_MIN = -2_147_483_648;
+
+export interface PageLimits {
+  defaultPageSize: number;
+  maxPageSize: number;
+}
+
+/** What a caller may send: strings from a query string, or typed values from JSON. */
+export type RawSearchInput = Record<string, unknown>;
+
+function single(param: string, value: unknown): unknown {
+  if (Array.isArray(value)) {
+    if (value.length > 1) throw new InvalidInput(param, `${param} was given more than once; give it once.`);
+    return value[0];
+  }
+  return value;
+}
+
+/** Absent, null or an empty string all mean "not given". */
+function present(value: unknown): boolean {
+  return value !== undefined && value !== null && !(typeof value === 'string' && value.trim() === '');
+}
+
+export function parseInt32(param: string, value: unknown): number {
+  const v = single(param, value);
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\s*[-+]?\d+\s*$/.test(v) ? Number(v) : Number.NaN;
+  if (!Number.isInteger(n) || n > INT32_MAX || n < INT32_MIN) {
+    throw new InvalidInput(param, `${param} must be a 32-bit integer, not ${JSON.stringify(v)}.`);
+  }
+  return n;
+}
+
+function parseString(param: string, value: unknown): string {
+  const v = single(param, value);
+  if (typeof v !== 'string') throw new InvalidInput(param, `${param} must be a string.`);
+  return v;
+}
+
+function oneOf<T extends string>(param: string, value: unknown, allowed: readonly T[]): T {
+  const v = parseString(param, value).trim();
+  const found = allowed.find((a) => a.toLowerCase() === v.toLowerCase());
+  if (!found) throw new InvalidInput(param, `${param} must be one of ${allowed.join(', ')} (any case), not ${JSON.stringify(v)}.`);
+  return found;
+}
+
+const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?([Zz]|[+-]\d{2}:?\d{2})?$/;
+const DAY_MS = 86_400_000;
+
+function validCalendarDate(y: string, m: string, d: string): boolean {
+  const date = new Date(Date.UTC(Number(y), Number(m) - 1, Number(d)));
+  return date.getUTCFullYear() === Number(y) && date.getUTCMonth() === Number(m) - 1 && date.getUTCDate() === Number(d);
+}
+
+/**
+ * YYYY-MM-DD or an ISO 8601 date-time (UTC when it names no offset). A date-only upper bound
+ * covers that whole day; a date-time is used as given.
+ */
+export function parseDateBound(param: string, value: unknown, bound: 'lower' | 'upper'): number {
+  const text = parseString(param, value).trim();
+  const problem = () =>
+    new InvalidInput(param, `${param} must be a date (YYYY-MM-DD) or an ISO 8601 date-time such as 2024-03-05T09:30:00Z, not ${JSON.stringify(text)}.`);
+  const dateOnly = DATE_ONLY.exec(text);
+  if (dateOnly) {
+    const [, y, m, d] = dateOnly as unknown as [string, string, string, string];
+    if (!validCalendarDate(y, m, d)) throw problem();
+    const start = Date.UTC(Number(y), Number(m) - 1, Number(d));
+    return bound === 'upper' ? start + DAY_MS - 1 : start;
+  }
+  const dt = DATE_TIME.exec(text);
+  if (!dt) throw problem();
+  const [, y, m, d, hh, mm, ss] = dt as unknown as [string, string, string, string, string, string, string | undefined];
+  if (!validCalendarDate(y, m, d) || Number(hh) > 23 || Number(mm) > 59 || Number(ss ?? 0) > 59) throw problem();
+  const offset = dt[8] ?? 'Z';
+  const normalized = `${y}-${m}-${d}T${hh}:${mm}:${ss ?? '00'}${dt[7] ? `.${dt[7].slice(0, 3).padEnd(3, '0')}` : ''}${
+    /^[zZ]$/.test(offset) ? 'Z' : offset.length === 5 ? `${offset.slice(0, 3)}:${offset.slice(3)}` : offset
+  }`;
+  const ms = Date.parse(normalized);
+  if (Number.isNaN(ms)) throw problem();
+  return ms;
+}
+
+export function parseSearchInput(raw: RawSearchInput, limits: PageLimits): SearchQuery {
+  const query: SearchQuery = { page: 1, pageSize: limits.defaultPageSize, sortBy: 'sentDate', sortOrder: 'desc' };
+  if (present(raw.q)) {
+    const q = parseString('q', raw.q);
+    if (q.length > MAX_QUERY_LENGTH) throw new InvalidInput('q', `q is ${q.length} characters long; the limit is ${MAX_QUERY_LENGTH}.`);
+    query.q = q;
+  }
+  if (present(raw.from)) query.from = parseDateBound('from', raw.from, 'lower');
+  if (present(raw.to)) query.to = parseDateBound('to', raw.to, 'upper');
+  if (query.from !== undefined && query.to !== undefined && query.from > query.to) {
+    throw new InvalidInput('from', 'from is after to; give a range whose start is not after its end.');
+  }
+  if (present(raw.accountId)) query.accountId = parseInt32('accountId', raw.accountId);
+  if (present(raw.folder)) query.folder = parseString('folder', raw.folder);
+  if (present(raw.direction)) query.direction = oneOf<Direction>('direction', raw.direction, ['incoming', 'outgoing']);
+  if (present(raw.page)) {
+    query.page = parseInt32('page', raw.page);
+    if (query.page < 1) throw new InvalidInput('page', `page is 1-based; ${query.page} is not a page.`);
+  }
+  if (present(raw.pageSize)) {
+    const size = parseInt32('pageSize', raw.pageSize);
+    query.pageSize = size === 0 ? limits.defaultPageSize : Math.min(Math.max(size, 1), limits.maxPageSize);
+  }
+  query.pageSize = Math.min(query.pageSize, limits.maxPageSize);
+  if (present(raw.sortBy)) query.sortBy = oneOf<SortKey>('sortBy', raw.sortBy, SORT_KEYS);
+  if (present(raw.sortOrder)) query.sortOrder = oneOf<SortOrder>('sortOrder', raw.sortOrder, ['asc', 'desc']);
+  return query;
+}
