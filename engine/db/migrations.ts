@@ -58,6 +58,10 @@ export const migrations: Migration[] = [
         has_attachments INTEGER NOT NULL DEFAULT 0 CHECK (has_attachments IN (0, 1)),
         -- Message-ID when present, else a hash of the raw message: re-imports are no-ops.
         dedup_key       TEXT    NOT NULL,
+        -- The message's rowid in email_fts: sent_date * 4096 + a slot, so that the full-text
+        -- index lists matches in sent-date order. "Newest 20 matches" then reads 20 entries
+        -- instead of sorting every match (see docs/search.md, "The planner").
+        fts_key         INTEGER NOT NULL UNIQUE,
         UNIQUE (account_id, folder, dedup_key)
       );
       CREATE INDEX emails_sent          ON emails (sent_date, id);
@@ -145,23 +149,23 @@ export const migrations: Migration[] = [
 
       CREATE TRIGGER email_bodies_ai AFTER INSERT ON email_bodies BEGIN
         INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text)
-        SELECT e.id, e.subject, NEW.text_body, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr
+        SELECT e.fts_key, e.subject, NEW.text_body, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr
         FROM emails e WHERE e.id = NEW.email_id;
       END;
       CREATE TRIGGER email_bodies_au AFTER UPDATE OF text_body ON email_bodies BEGIN
-        DELETE FROM email_fts WHERE rowid = OLD.email_id;
+        DELETE FROM email_fts WHERE rowid = (SELECT fts_key FROM emails WHERE id = OLD.email_id);
         INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text)
-        SELECT e.id, e.subject, NEW.text_body, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr
+        SELECT e.fts_key, e.subject, NEW.text_body, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr
         FROM emails e WHERE e.id = NEW.email_id;
       END;
-      CREATE TRIGGER emails_au AFTER UPDATE OF subject, from_addr, to_addr, cc_addr, bcc_addr ON emails BEGIN
-        DELETE FROM email_fts WHERE rowid = OLD.id;
+      CREATE TRIGGER emails_au AFTER UPDATE OF subject, from_addr, to_addr, cc_addr, bcc_addr, fts_key ON emails BEGIN
+        DELETE FROM email_fts WHERE rowid = OLD.fts_key;
         INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text)
-        SELECT NEW.id, NEW.subject, b.text_body, NEW.from_addr, NEW.to_addr, NEW.cc_addr, NEW.bcc_addr
+        SELECT NEW.fts_key, NEW.subject, b.text_body, NEW.from_addr, NEW.to_addr, NEW.cc_addr, NEW.bcc_addr
         FROM email_bodies b WHERE b.email_id = NEW.id;
       END;
       CREATE TRIGGER emails_ad AFTER DELETE ON emails BEGIN
-        DELETE FROM email_fts WHERE rowid = OLD.id;
+        DELETE FROM email_fts WHERE rowid = OLD.fts_key;
       END;
 
       -- Bumped by every write that changes what a search can return (imports, assignments),

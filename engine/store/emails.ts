@@ -57,7 +57,7 @@ export function searchEmails(db: Db, viewer: Viewer, query: SearchQuery): PagedR
   if (query.from !== undefined) { where.push('e.sent_date >= ?'); params.push(query.from); }
   if (query.to !== undefined) { where.push('e.sent_date <= ?'); params.push(query.to); }
   if (compiled.kind === 'match') {
-    where.push('e.id IN (SELECT rowid FROM email_fts WHERE email_fts MATCH ?)');
+    where.push('e.fts_key IN (SELECT rowid FROM email_fts WHERE email_fts MATCH ?)');
     params.push(compiled.expression);
   }
   const whereSql = where.join(' AND ');

@@ -9,6 +9,9 @@ import { bumpGeneration } from './users.js';
 /** Attachment content is stored in chunks of this many bytes; downloads stream chunk by chunk. */
 export const ATTACHMENT_CHUNK_BYTES = 256 * 1024;
 
+/** Full-text rowids are sent_date * FTS_SLOTS + slot: sent-date order, then insertion order. */
+export const FTS_SLOTS = 4096;
+
 export interface NewAttachment {
   fileName: string;
   contentType: string;
@@ -58,20 +61,22 @@ export class ArchiveWriter {
   readonly #insertContent;
   readonly #insertChunk;
   readonly #insertAttachment;
+  readonly #lastSlot;
 
   constructor(db: Db, options: { bodyLimit?: number } = {}) {
     this.#db = db;
     this.#bodyLimit = options.bodyLimit ?? STORED_BODY_LIMIT;
     this.#insertEmail = db.prepare(
       `INSERT INTO emails (account_id, folder, message_id, subject, from_addr, to_addr, cc_addr, bcc_addr,
-                           sent_date, received_date, is_outgoing, has_attachments, dedup_key)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                           sent_date, received_date, is_outgoing, has_attachments, dedup_key, fts_key)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (account_id, folder, dedup_key) DO NOTHING`,
     );
     this.#insertBody = db.prepare(
       `INSERT INTO email_bodies (email_id, text_body, html_body, text_untruncated, html_untruncated, text_original, html_original)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
+    this.#lastSlot = db.prepare('SELECT max(fts_key) FROM emails WHERE fts_key BETWEEN ? AND ?').pluck();
     this.#findContent = db.prepare('SELECT id FROM attachment_contents WHERE sha256 = ?').pluck();
     this.#insertContent = db.prepare('INSERT INTO attachment_contents (sha256, size, chunks) VALUES (?, ?, ?)');
     this.#insertChunk = db.prepare('INSERT INTO attachment_chunks (content_id, seq, data) VALUES (?, ?, ?)');
@@ -85,7 +90,7 @@ export class ArchiveWriter {
     const info = this.#insertEmail.run(
       email.accountId, normalizeFolder(email.folder), email.messageId, email.subject, email.from, email.to, email.cc,
       email.bcc, email.sentDate, email.receivedDate, email.isOutgoing ? 1 : 0, email.attachments.length > 0 ? 1 : 0,
-      email.dedupKey,
+      email.dedupKey, this.#ftsKey(email.sentDate),
     );
     if (info.changes === 0) return null;
     const id = Number(info.lastInsertRowid);
@@ -105,6 +110,15 @@ export class ArchiveWriter {
       bumpGeneration(this.#db);
       return result;
     })();
+  }
+
+  /** The next free slot at this sent date; 4096 messages in one millisecond spill into the next. */
+  #ftsKey(sentDate: number): number {
+    for (let base = Math.trunc(sentDate) * FTS_SLOTS; ; base += FTS_SLOTS) {
+      const last = this.#lastSlot.get(base, base + FTS_SLOTS - 1) as number | null;
+      if (last === null) return base;
+      if (last < base + FTS_SLOTS - 1) return last + 1;
+    }
   }
 
   #content(bytes: Buffer): number {

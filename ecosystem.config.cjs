@@ -1,0 +1,26 @@
+// PM2: `npm run build && pm2 start ecosystem.config.cjs` (see README, "Running under PM2").
+//
+// Cluster mode runs one gateway process per instance on the same port. Each process has its
+// own worker pool (Engine:Threads), so the default here gives each process one query thread:
+// processes x threads should not exceed the cores. Set Redis:Url (Redis__Url) so that every
+// process shares one rate-limit budget per key; without it each process counts on its own.
+module.exports = {
+  apps: [
+    {
+      name: 'mail-archive-gateway',
+      script: './dist/gateway/server.js',
+      exec_mode: 'cluster',
+      instances: process.env.WEB_CONCURRENCY || 'max',
+      // server.js sends 'ready' once it listens; PM2 waits for it before routing traffic.
+      wait_ready: true,
+      listen_timeout: 15000,
+      // Shutdown drains the access log and the worker pool; give it time before SIGKILL.
+      kill_timeout: 12000,
+      max_memory_restart: '1G',
+      env: {
+        NODE_ENV: 'production',
+        Engine__Threads: process.env.Engine__Threads || '1',
+      },
+    },
+  ],
+};
