@@ -138,30 +138,35 @@ export const migrations: Migration[] = [
       CREATE INDEX access_log_user_at ON access_log (user_id, at);
       CREATE INDEX access_log_at      ON access_log (at);
 
-      -- Full-text index over subject, body and addresses. Contentless (the text already lives
-      -- in emails/email_bodies) with delete support; the triggers below keep it in step.
+      -- Full-text index over subject, body, addresses and attachment file names. Contentless
+      -- (the text already lives in the tables) with delete support; the triggers below keep it
+      -- in step. A message's attachments are written before its body, so the body trigger sees
+      -- their names.
       CREATE VIRTUAL TABLE email_fts USING fts5 (
-        subject, body, from_text, to_text, cc_text, bcc_text,
+        subject, body, from_text, to_text, cc_text, bcc_text, filenames,
         content = '',
         contentless_delete = 1,
         tokenize = 'unicode61 remove_diacritics 2'
       );
 
       CREATE TRIGGER email_bodies_ai AFTER INSERT ON email_bodies BEGIN
-        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text)
-        SELECT e.fts_key, e.subject, NEW.text_body, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr
+        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text, filenames)
+        SELECT e.fts_key, e.subject, NEW.text_body, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr,
+               (SELECT group_concat(file_name, ' ') FROM attachments WHERE email_id = e.id)
         FROM emails e WHERE e.id = NEW.email_id;
       END;
       CREATE TRIGGER email_bodies_au AFTER UPDATE OF text_body ON email_bodies BEGIN
         DELETE FROM email_fts WHERE rowid = (SELECT fts_key FROM emails WHERE id = OLD.email_id);
-        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text)
-        SELECT e.fts_key, e.subject, NEW.text_body, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr
+        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text, filenames)
+        SELECT e.fts_key, e.subject, NEW.text_body, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr,
+               (SELECT group_concat(file_name, ' ') FROM attachments WHERE email_id = e.id)
         FROM emails e WHERE e.id = NEW.email_id;
       END;
       CREATE TRIGGER emails_au AFTER UPDATE OF subject, from_addr, to_addr, cc_addr, bcc_addr, fts_key ON emails BEGIN
         DELETE FROM email_fts WHERE rowid = OLD.fts_key;
-        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text)
-        SELECT NEW.fts_key, NEW.subject, b.text_body, NEW.from_addr, NEW.to_addr, NEW.cc_addr, NEW.bcc_addr
+        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text, filenames)
+        SELECT NEW.fts_key, NEW.subject, b.text_body, NEW.from_addr, NEW.to_addr, NEW.cc_addr, NEW.bcc_addr,
+               (SELECT group_concat(file_name, ' ') FROM attachments WHERE email_id = NEW.id)
         FROM email_bodies b WHERE b.email_id = NEW.id;
       END;
       CREATE TRIGGER emails_ad AFTER DELETE ON emails BEGIN

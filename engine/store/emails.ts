@@ -2,81 +2,20 @@
 // Every query takes the principal and applies the visibility rule of SPEC.md section 5.6:
 // what the caller may not see does not exist.
 import { statSync } from 'node:fs';
-import type { AttachmentDto, EmailDetailDto, EmailSummaryDto, FolderNodeDto, PagedResult, StatsDto } from '../../shared/dto.js';
-import type { AttachmentHandle, Principal, SearchQuery, SortKey } from '../../shared/jobs.js';
+import type { AttachmentDto, EmailDetailDto, FolderNodeDto, StatsDto } from '../../shared/dto.js';
+import type { AttachmentHandle, Principal } from '../../shared/jobs.js';
 import { resolveBody } from '../body.js';
 import type { Db } from '../db/open.js';
-import { compileQuery } from '../search/fts-query.js';
+import { searchEmails } from '../search/plan.js';
 import { iso } from '../time.js';
 import { canSeeAccount, visibleAccountsClause } from './accounts.js';
 import { buildFolderTree } from './folders.js';
+import { SUMMARY_COLUMNS, toSummary, type RawSummary } from './summary.js';
 
 type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
 
-const SORT_COLUMNS: Record<SortKey, string> = {
-  sentDate: 'e.sent_date',
-  receivedDate: 'e.received_date',
-  subject: 'e.subject COLLATE NOCASE',
-  from: 'e.from_addr COLLATE NOCASE',
-  to: 'e.to_addr COLLATE NOCASE',
-};
-
-const SUMMARY_COLUMNS = `e.id, e.account_id, e.subject, e.from_addr, e.to_addr, e.sent_date,
-  e.is_outgoing, e.has_attachments, e.folder`;
-
-interface RawSummary {
-  id: number; account_id: number; subject: string; from_addr: string; to_addr: string; sent_date: number;
-  is_outgoing: number; has_attachments: number; folder: string;
-}
-
-const toSummary = (r: RawSummary): EmailSummaryDto => ({
-  id: r.id,
-  accountId: r.account_id,
-  subject: r.subject,
-  from: r.from_addr,
-  to: r.to_addr,
-  sentDate: iso(r.sent_date),
-  isOutgoing: r.is_outgoing === 1,
-  hasAttachments: r.has_attachments === 1,
-  folderName: r.folder,
-});
-
-export function searchEmails(db: Db, viewer: Viewer, query: SearchQuery): PagedResult<EmailSummaryDto> {
-  const empty = (): PagedResult<EmailSummaryDto> => ({
-    items: [], page: query.page, pageSize: query.pageSize, totalItems: 0, totalPages: 0,
-  });
-  const compiled = compileQuery(query.q);
-  if (compiled.kind === 'none') return empty();
-
-  const visible = visibleAccountsClause(viewer, 'e.account_id');
-  const where: string[] = [visible.sql];
-  const params: unknown[] = [...visible.params];
-  if (query.accountId !== undefined) { where.push('e.account_id = ?'); params.push(query.accountId); }
-  if (query.folder !== undefined) { where.push('e.folder = ?'); params.push(query.folder); }
-  if (query.direction !== undefined) { where.push('e.is_outgoing = ?'); params.push(query.direction === 'outgoing' ? 1 : 0); }
-  if (query.from !== undefined) { where.push('e.sent_date >= ?'); params.push(query.from); }
-  if (query.to !== undefined) { where.push('e.sent_date <= ?'); params.push(query.to); }
-  if (compiled.kind === 'match') {
-    where.push('e.fts_key IN (SELECT rowid FROM email_fts WHERE email_fts MATCH ?)');
-    params.push(compiled.expression);
-  }
-  const whereSql = where.join(' AND ');
-  const totalItems = db.prepare(`SELECT count(*) FROM emails e WHERE ${whereSql}`).pluck().get(...params) as number;
-  const totalPages = Math.ceil(totalItems / query.pageSize);
-  const offset = (query.page - 1) * query.pageSize;
-  let items: EmailSummaryDto[] = [];
-  if (offset < totalItems) {
-    const dir = query.sortOrder === 'asc' ? 'ASC' : 'DESC';
-    const rows = db
-      .prepare(
-        `SELECT ${SUMMARY_COLUMNS} FROM emails e WHERE ${whereSql}
-         ORDER BY ${SORT_COLUMNS[query.sortBy]} ${dir}, e.id ${dir} LIMIT ? OFFSET ?`,
-      )
-      .all(...params, query.pageSize, offset) as RawSummary[];
-    items = rows.map(toSummary);
-  }
-  return { items, page: query.page, pageSize: query.pageSize, totalItems, totalPages };
-}
+/** Search lives in the planner; re-exported so every read query is reachable from here. */
+export { searchEmails };
 
 interface RawDetail extends RawSummary {
   cc_addr: string; bcc_addr: string; received_date: number; message_id: string;

@@ -94,12 +94,13 @@ export class ArchiveWriter {
     );
     if (info.changes === 0) return null;
     const id = Number(info.lastInsertRowid);
-    const text = prepareBody(email.textBody, this.#bodyLimit);
-    const html = prepareBody(email.htmlBody, this.#bodyLimit);
-    this.#insertBody.run(id, text.stored, html.stored, text.untruncated, html.untruncated, text.original, html.original);
+    // Attachments first: the body's insert trigger indexes their file names.
     for (const a of email.attachments) {
       this.#insertAttachment.run(id, a.fileName, a.contentType, a.content.length, a.isInline ? 1 : 0, this.#content(a.content));
     }
+    const text = prepareBody(email.textBody, this.#bodyLimit);
+    const html = prepareBody(email.htmlBody, this.#bodyLimit);
+    this.#insertBody.run(id, text.stored, html.stored, text.untruncated, html.untruncated, text.original, html.original);
     return id;
   }
 

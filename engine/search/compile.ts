@@ -1,0 +1,96 @@
+// Turns a parsed query into what the planner runs: one FTS5 MATCH expression that every hit
+// must satisfy (the fast path: the index yields hits in sent-date order) plus SQL conditions
+// for what FTS5 cannot say (has:attachment, a negation with nothing positive beside it).
+//
+// Every word reaching FTS5 is a quoted string of letters and digits, so no input can inject
+// FTS5 syntax: operators, column names and quotes in `q` are structure or plain text.
+import { parseQuery, type Node, type TextField } from './parse.js';
+
+const COLUMNS: Record<TextField, string> = {
+  subject: 'subject',
+  from: 'from_text',
+  to: 'to_text',
+  cc: 'cc_text',
+  bcc: 'bcc_text',
+  body: 'body',
+  filename: 'filenames',
+};
+/** Free words search what SPEC.md names: subject, body, from, to, cc, bcc. */
+const DEFAULT_COLUMNS = '{subject body from_text to_text cc_text bcc_text}';
+
+export interface SqlCondition {
+  sql: string;
+  params: unknown[];
+}
+
+export type CompiledSearch =
+  /** No q: no text condition at all. */
+  | { kind: 'all' }
+  /** q holds nothing searchable (only punctuation): nothing can match. */
+  | { kind: 'none' }
+  | { kind: 'query'; match: string | null; conditions: SqlCondition[] };
+
+function phrase(node: Extract<Node, { type: 'text' }>): string {
+  const columns = node.field ? `{${COLUMNS[node.field]}}` : DEFAULT_COLUMNS;
+  return `${columns} : "${node.words.join(' ')}"${node.prefix ? ' *' : ''}`;
+}
+
+/** The node as one FTS5 expression, or null when FTS5 cannot express it. */
+function fts(node: Node): string | null {
+  switch (node.type) {
+    case 'text':
+      return phrase(node);
+    case 'has':
+    case 'not':
+      return null; // FTS5's NOT is binary: it needs a positive operand, handled under 'and'.
+    case 'or': {
+      const parts = node.children.map(fts);
+      return parts.every((p) => p !== null) ? `(${parts.join(' OR ')})` : null;
+    }
+    case 'and': {
+      const positive = node.children.filter((c) => c.type !== 'not').map(fts);
+      const negative = node.children.flatMap((c) => (c.type === 'not' ? [fts(c.child)] : []));
+      if (positive.length === 0 || [...positive, ...negative].some((p) => p === null)) return null;
+      const pos = `(${positive.join(' AND ')})`;
+      return negative.length ? `(${pos} NOT (${negative.join(' OR ')}))` : pos;
+    }
+  }
+}
+
+const IN_FTS = 'e.fts_key IN (SELECT rowid FROM email_fts WHERE email_fts MATCH ?)';
+
+/** Any node as a SQL condition on `emails e`; slower than the fast path but always possible. */
+function sql(node: Node): SqlCondition {
+  const expr = fts(node);
+  if (expr !== null) return { sql: IN_FTS, params: [expr] };
+  switch (node.type) {
+    case 'has':
+      return { sql: 'e.has_attachments = 1', params: [] };
+    case 'not': {
+      const inner = sql(node.child);
+      return { sql: `NOT (${inner.sql})`, params: inner.params };
+    }
+    case 'and':
+    case 'or': {
+      const parts = node.children.map(sql);
+      return {
+        sql: parts.map((p) => `(${p.sql})`).join(node.type === 'and' ? ' AND ' : ' OR '),
+        params: parts.flatMap((p) => p.params),
+      };
+    }
+    case 'text':
+      throw new Error('unreachable: text always compiles to FTS');
+  }
+}
+
+export function compileSearch(q: string | undefined): CompiledSearch {
+  if (q === undefined || q.trim() === '') return { kind: 'all' };
+  const root = parseQuery(q);
+  if (!root) return { kind: 'none' };
+  const conjuncts = root.type === 'and' ? root.children : [root];
+  // The largest part FTS5 can run alone becomes the MATCH; the rest are SQL conditions.
+  const ftsable = conjuncts.filter((c) => (c.type === 'not' ? fts(c.child) : fts(c)) !== null);
+  const match = ftsable.some((c) => c.type !== 'not') ? fts({ type: 'and', children: ftsable }) : null;
+  const rest = match === null ? conjuncts : conjuncts.filter((c) => !ftsable.includes(c));
+  return { kind: 'query', match, conditions: rest.map(sql) };
+}

@@ -1,0 +1,192 @@
+// The search language of `q` (docs/search.md), parsed into a small tree.
+//
+//   query   := or
+//   or      := and ('OR' and)*
+//   and     := unary (['AND'] unary)*          adjacent terms are ANDed
+//   unary   := ('-' | 'NOT') unary | primary
+//   primary := '(' or ')' | term
+//   term    := [field ':'] ('"' phrase '"' | word['*'])
+//
+// The parser is forgiving where the meaning is plain (a missing closing quote or parenthesis
+// at the end, an operator with nothing to operate on is searched as a word) and refuses only
+// what has no sensible reading, with a QuerySyntaxError that says what to fix.
+
+export const TEXT_FIELDS = ['subject', 'from', 'to', 'cc', 'bcc', 'body', 'filename'] as const;
+export type TextField = (typeof TEXT_FIELDS)[number];
+
+export type Node =
+  | { type: 'text'; field: TextField | null; words: string[]; prefix: boolean }
+  | { type: 'has'; what: 'attachment' }
+  | { type: 'and'; children: Node[] }
+  | { type: 'or'; children: Node[] }
+  | { type: 'not'; child: Node };
+
+export class QuerySyntaxError extends Error {
+  override name = 'QuerySyntaxError';
+}
+
+/** What the index treats as a word: letters, marks and digits (SQLite's unicode61). */
+const WORD = /[\p{L}\p{M}\p{N}\p{Co}]+/gu;
+export const MAX_TERMS = 64;
+const MAX_DEPTH = 16;
+
+export function words(text: string): string[] {
+  return (text.match(WORD) ?? []).map((w) => w.toLowerCase());
+}
+
+type Token =
+  | { kind: 'lparen' | 'rparen' | 'or' | 'and' | 'not' | 'minus' }
+  | { kind: 'term'; field: string | null; text: string; quoted: boolean; prefix: boolean; raw: string };
+
+function tokenize(q: string): Token[] {
+  const tokens: Token[] = [];
+  let i = 0;
+  const n = q.length;
+  const isSpace = (c: string | undefined) => c !== undefined && /\s/u.test(c);
+  while (i < n) {
+    const c = q[i]!;
+    if (isSpace(c) || c < ' ') {
+      i++;
+      continue;
+    }
+    if (c === '(' || c === ')') {
+      tokens.push({ kind: c === '(' ? 'lparen' : 'rparen' });
+      i++;
+      continue;
+    }
+    // A leading '-' negates the next term when something follows it directly.
+    if (c === '-' && i + 1 < n && !isSpace(q[i + 1]) && q[i + 1] !== '-') {
+      tokens.push({ kind: 'minus' });
+      i++;
+      continue;
+    }
+    let field: string | null = null;
+    const fieldMatch = /^([A-Za-z]+):(?=\S)/.exec(q.slice(i, i + 20));
+    if (fieldMatch && (TEXT_FIELDS as readonly string[]).concat('has').includes(fieldMatch[1]!.toLowerCase())) {
+      field = fieldMatch[1]!.toLowerCase();
+      i += fieldMatch[0].length;
+    }
+    if (q[i] === '"') {
+      const end = q.indexOf('"', i + 1);
+      const text = q.slice(i + 1, end === -1 ? n : end);
+      i = end === -1 ? n : end + 1;
+      const prefix = q[i] === '*';
+      if (prefix) i++;
+      tokens.push({ kind: 'term', field, text, quoted: true, prefix, raw: text });
+      continue;
+    }
+    let j = i;
+    while (j < n && !isSpace(q[j]) && q[j] !== '(' && q[j] !== ')' && q[j] !== '"') j++;
+    const raw = q.slice(i, j);
+    i = j;
+    if (field === null && (raw === 'OR' || raw === 'AND' || raw === 'NOT')) {
+      tokens.push({ kind: raw.toLowerCase() as 'or' | 'and' | 'not' });
+      continue;
+    }
+    const prefix = raw.endsWith('*') && raw.replace(/\*+$/, '').length > 0;
+    tokens.push({ kind: 'term', field, text: raw.replace(/\*+$/, ''), quoted: false, prefix, raw });
+  }
+  return tokens;
+}
+
+class Parser {
+  #pos = 0;
+  #terms = 0;
+  constructor(private readonly tokens: Token[]) {}
+
+  parse(): Node | null {
+    const node = this.#or(0);
+    const extra = this.tokens[this.#pos];
+    if (extra?.kind === 'rparen') {
+      throw new QuerySyntaxError('The query has a ")" without a matching "("; remove it or add the "(".');
+    }
+    return node;
+  }
+
+  #peek(): Token | undefined {
+    return this.tokens[this.#pos];
+  }
+
+  #or(depth: number): Node | null {
+    const children: Node[] = [];
+    const first = this.#and(depth);
+    if (first) children.push(first);
+    while (this.#peek()?.kind === 'or') {
+      this.#pos++;
+      const next = this.#and(depth);
+      // "a OR" or "OR b": the lone OR is searched as the word "or".
+      if (!next || children.length === 0) {
+        children.push(this.#word('or'));
+        if (next) children.push(next);
+        continue;
+      }
+      children.push(next);
+    }
+    return children.length === 0 ? null : children.length === 1 ? children[0]! : { type: 'or', children };
+  }
+
+  #and(depth: number): Node | null {
+    const children: Node[] = [];
+    for (;;) {
+      const t = this.#peek();
+      if (!t || t.kind === 'or' || t.kind === 'rparen') break;
+      if (t.kind === 'and') {
+        this.#pos++;
+        if (children.length === 0 || !this.#startsOperand()) children.push(this.#word('and'));
+        continue;
+      }
+      const node = this.#unary(depth);
+      if (node) children.push(node);
+    }
+    return children.length === 0 ? null : children.length === 1 ? children[0]! : { type: 'and', children };
+  }
+
+  #startsOperand(): boolean {
+    const t = this.#peek();
+    return t !== undefined && (t.kind === 'term' || t.kind === 'lparen' || t.kind === 'not' || t.kind === 'minus');
+  }
+
+  #unary(depth: number): Node | null {
+    const t = this.#peek()!;
+    if (t.kind === 'not' || t.kind === 'minus') {
+      this.#pos++;
+      if (!this.#startsOperand()) return t.kind === 'not' ? this.#word('not') : null;
+      const child = this.#unary(depth + 1);
+      return child ? { type: 'not', child } : null;
+    }
+    if (t.kind === 'lparen') {
+      if (depth >= MAX_DEPTH) throw new QuerySyntaxError(`Parentheses nest deeper than ${MAX_DEPTH} levels; simplify the query.`);
+      this.#pos++;
+      const inner = this.#or(depth + 1);
+      if (this.#peek()?.kind === 'rparen') this.#pos++; // a missing ")" at the end is implied
+      return inner;
+    }
+    this.#pos++;
+    return this.#term(t as Extract<Token, { kind: 'term' }>);
+  }
+
+  #word(text: string): Node {
+    this.#count();
+    return { type: 'text', field: null, words: [text], prefix: false };
+  }
+
+  #count(): void {
+    if (++this.#terms > MAX_TERMS) throw new QuerySyntaxError(`The query has more than ${MAX_TERMS} terms; use fewer words.`);
+  }
+
+  #term(t: Extract<Token, { kind: 'term' }>): Node | null {
+    if (t.field === 'has') {
+      if (/^attachments?$/i.test(t.text)) return { type: 'has', what: 'attachment' };
+      throw new QuerySyntaxError(`has:${t.raw} is not supported; the one has: term is has:attachment.`);
+    }
+    const w = words(t.text);
+    if (w.length === 0) return null; // punctuation only: nothing to search for
+    this.#count();
+    return { type: 'text', field: t.field as TextField | null, words: w, prefix: t.prefix };
+  }
+}
+
+/** null when the query holds nothing searchable (empty, or punctuation only). */
+export function parseQuery(q: string): Node | null {
+  return new Parser(tokenize(q)).parse();
+}

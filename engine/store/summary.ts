@@ -1,0 +1,23 @@
+// The columns and mapping of EmailSummaryDto, shared by search and detail reads.
+import type { EmailSummaryDto } from '../../shared/dto.js';
+import { iso } from '../time.js';
+
+export const SUMMARY_COLUMNS = `e.id, e.account_id, e.subject, e.from_addr, e.to_addr, e.sent_date,
+  e.is_outgoing, e.has_attachments, e.folder`;
+
+export interface RawSummary {
+  id: number; account_id: number; subject: string; from_addr: string; to_addr: string; sent_date: number;
+  is_outgoing: number; has_attachments: number; folder: string;
+}
+
+export const toSummary = (r: RawSummary): EmailSummaryDto => ({
+  id: r.id,
+  accountId: r.account_id,
+  subject: r.subject,
+  from: r.from_addr,
+  to: r.to_addr,
+  sentDate: iso(r.sent_date),
+  isOutgoing: r.is_outgoing === 1,
+  hasAttachments: r.has_attachments === 1,
+  folderName: r.folder,
+});
