@@ -2,6 +2,7 @@
 // Both front ends hand over what the caller sent; this turns it into a SearchQuery or throws
 // InvalidInput naming the parameter and what was wrong, which each front end reports its way.
 import { SORT_KEYS, type Direction, type SearchQuery, type SortKey, type SortOrder } from './jobs.js';
+import { parseQuery, QuerySyntaxError } from './query-language.js';
 
 export class InvalidInput extends Error {
   override name = 'InvalidInput';
@@ -102,6 +103,12 @@ export function parseSearchInput(raw: RawSearchInput, limits: PageLimits): Searc
   if (present(raw.q)) {
     const q = parseString('q', raw.q);
     if (q.length > MAX_QUERY_LENGTH) throw new InvalidInput('q', `q is ${q.length} characters long; the limit is ${MAX_QUERY_LENGTH}.`);
+    try {
+      parseQuery(q);
+    } catch (err) {
+      if (err instanceof QuerySyntaxError) throw new InvalidInput('q', `q: ${err.message}`);
+      throw err;
+    }
     query.q = q;
   }
   if (present(raw.from)) query.from = parseDateBound('from', raw.from, 'lower');

@@ -4,7 +4,7 @@
 //
 // Every word reaching FTS5 is a quoted string of letters and digits, so no input can inject
 // FTS5 syntax: operators, column names and quotes in `q` are structure or plain text.
-import { parseQuery, type Node, type TextField } from './parse.js';
+import { parseQuery, type Node, type TextField } from '../../shared/query-language.js';
 
 const COLUMNS: Record<TextField, string> = {
   subject: 'subject',

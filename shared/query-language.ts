@@ -1,4 +1,6 @@
-// The search language of `q` (docs/search.md), parsed into a small tree.
+// The search language of `q` (docs/search.md), parsed into a small tree. It lives in shared/
+// because both front ends validate `q` with it before any job is sent (a syntax error is a
+// 400 or a tool error naming `q`), and the engine compiles the same tree to SQL.
 //
 //   query   := or
 //   or      := and ('OR' and)*
