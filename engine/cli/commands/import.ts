@@ -1,4 +1,67 @@
+import { MultiBar, Presets } from 'cli-progress';
 import type { Command } from 'commander';
+import { importPaths, type ImportProgress, type ImportSummary } from '../../import/importer.js';
+import { parseId, printJson, withArchive } from '../context.js';
 
-// Placeholder registration: the importer lands with its own module (engine/import/).
-export function registerImport(_program: Command): void {}
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+const megabytes = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
+
+/** A progress bar on a terminal; nothing at all when stderr is a pipe or a file. */
+function progressBar(): { update: (p: ImportProgress) => void; log: (line: string) => void; stop: () => void } {
+  if (!process.stderr.isTTY) {
+    return { update: () => {}, log: (line) => process.stderr.write(line), stop: () => {} };
+  }
+  const bars = new MultiBar(
+    {
+      format: 'Importing [{bar}] {percentage}% | {done} of {size} | {messages} messages, {failed} failed | ETA {eta_formatted}',
+      hideCursor: true,
+      clearOnComplete: true,
+    },
+    Presets.shades_classic,
+  );
+  const bar = bars.create(1, 0, { done: '0 MB', size: '0 MB', messages: 0, failed: 0 });
+  return {
+    update: (p) => {
+      bar.setTotal(Math.max(1, p.bytesTotal));
+      bar.update(p.bytesDone, { done: megabytes(p.bytesDone), size: megabytes(p.bytesTotal), messages: p.messages, failed: p.failed });
+    },
+    // Printed above the bar, which is then redrawn.
+    log: (line) => bars.log(line),
+    stop: () => bars.stop(),
+  };
+}
+
+function summaryLine(accountId: number, s: ImportSummary): string {
+  return `Imported ${plural(s.imported, 'message')} into account ${accountId} (${plural(s.duplicates, 'duplicate')}, ${s.failed} failed) in ${s.seconds.toFixed(1)} s.\n`;
+}
+
+export function registerImport(program: Command): void {
+  program
+    .command('import <accountId> <path...>')
+    .description('import mail into an account from mbox files, Maildir trees, .eml files or directories of .eml files')
+    .option('--folder <fullPath>', 'put everything in this folder (a Maildir keeps its sub-folders beneath it); default: INBOX, or the Maildir\'s own folders')
+    .option('--json', 'print {"imported":N,"duplicates":N,"failed":N,"seconds":S} only')
+    .action(async (accountIdText: string, paths: string[], opts: { folder?: string; json?: boolean }, cmd: Command) => {
+      const accountId = parseId(accountIdText, '<accountId>');
+      const progress = progressBar();
+      let summary: ImportSummary;
+      try {
+        summary = await withArchive(cmd, (db) =>
+          importPaths(db, paths, {
+            accountId,
+            ...(opts.folder !== undefined ? { folder: opts.folder } : {}),
+            onProgress: progress.update,
+            onWarning: (message) => progress.log(`mail-archive: warning: ${message}\n`),
+          }),
+        );
+      } finally {
+        progress.stop();
+      }
+      if (opts.json) {
+        const { imported, duplicates, failed, seconds } = summary;
+        printJson({ imported, duplicates, failed, seconds: Math.round(seconds * 1000) / 1000 });
+      } else {
+        process.stdout.write(summaryLine(accountId, summary));
+      }
+    });
+}

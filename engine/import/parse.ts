@@ -1,0 +1,139 @@
+// One raw RFC 5322 message to one NewEmail record, ready for ArchiveWriter.
+import { compile } from 'html-to-text';
+import { simpleParser, type AddressObject, type EmailAddress, type ParsedMail, type Attachment } from 'mailparser';
+import { dedupKeyFor, type NewAttachment, type NewEmail } from '../store/writer.js';
+import { parseMailDate, receivedHeaderDate } from './mail-date.js';
+
+/** A message that cannot be archived; the importer skips it with a warning. */
+export class MalformedMessageError extends Error {
+  override name = 'MalformedMessageError';
+}
+
+export interface ParseContext {
+  accountId: number;
+  /** The account's own address: mail from it is outgoing. */
+  accountEmail: string;
+  folder: string;
+  /** Epoch ms used when the message has neither a usable Date nor a Received date. */
+  fallbackDate: number;
+}
+
+const PARSER_OPTIONS = {
+  // Inline images are stored as attachments; rewriting cid: links to data: URIs would copy
+  // every image into the HTML body a second time.
+  keepCidLinks: true,
+  // textAsHtml is not stored, and linkifying it is the slowest step of parsing.
+  skipTextLinks: true,
+  // mailparser derives text from HTML only when the HTML part is the message root, not when it
+  // sits beside attachments; deriving it here for every HTML-only message keeps them alike.
+  skipHtmlToText: true,
+} as const;
+
+// mailparser's own converter, tuned for reading: no image placeholders ("logo [cid:…]"),
+// headings in their own case, and a link's address only when it differs from its text.
+const htmlToText = compile({
+  selectors: [
+    { selector: 'img', format: 'skip' },
+    { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
+    ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } })),
+  ],
+});
+
+/** Valid header field names (RFC 5322 ftext), as mailparser keys them: lower case. */
+const FIELD_NAME = /^[!-9;-~]+$/;
+
+export async function parseMessage(raw: Buffer, ctx: ParseContext): Promise<NewEmail> {
+  if (raw.length === 0 || raw.toString('latin1', 0, Math.min(raw.length, 4096)).trim() === '') {
+    throw new MalformedMessageError('the message is empty');
+  }
+  let mail: ParsedMail;
+  try {
+    mail = await simpleParser(raw, PARSER_OPTIONS);
+  } catch (err) {
+    throw new MalformedMessageError(`it cannot be parsed (${(err as Error).message})`);
+  }
+  // A message starts with a header field. Anything else is not mail: a wrong mbox split, a
+  // truncated file, a stray binary.
+  const first = mail.headerLines[0];
+  if (!first || !FIELD_NAME.test(first.key)) throw new MalformedMessageError('it does not start with a header field');
+
+  const sent = parseMailDate(headerValue(mail, 'date'));
+  const receivedHeader = headerValue(mail, 'received');
+  const received = receivedHeader === null ? null : receivedHeaderDate(receivedHeader);
+  const sentDate = sent ?? received ?? ctx.fallbackDate;
+  const messageId = (mail.messageId ?? '').trim();
+  const html = mail.html === false || mail.html === undefined ? null : mail.html;
+
+  return {
+    accountId: ctx.accountId,
+    folder: ctx.folder,
+    messageId,
+    subject: mail.subject ?? '',
+    from: addressText(mail.from),
+    to: addressText(mail.to),
+    cc: addressText(mail.cc),
+    bcc: addressText(mail.bcc),
+    sentDate,
+    receivedDate: received ?? sentDate,
+    isOutgoing: isFrom(mail.from, ctx.accountEmail),
+    textBody: textBodyOf(mail, html),
+    htmlBody: html,
+    attachments: mail.attachments.map(toAttachment),
+    dedupKey: dedupKeyFor(messageId, raw),
+  };
+}
+
+function textBodyOf(mail: ParsedMail, html: string | null): string | null {
+  if (mail.text?.trim()) return mail.text;
+  // An empty text beside HTML is what skipHtmlToText leaves for an HTML-only message.
+  if (html !== null) return htmlToText(html).trim();
+  return mail.text ?? null;
+}
+
+/** The unfolded value of the first (topmost) header of that name, or null. */
+function headerValue(mail: ParsedMail, key: string): string | null {
+  const line = mail.headerLines.find((h) => h.key === key)?.line;
+  if (line === undefined) return null;
+  return line.slice(line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim();
+}
+
+/** Display text such as `Name <addr>, addr2`; a header given twice is joined. */
+function addressText(value: AddressObject | AddressObject[] | undefined): string {
+  if (!value) return '';
+  return (Array.isArray(value) ? value : [value]).flatMap((a) => a.value.map(formatAddress)).filter(Boolean).join(', ');
+}
+
+// mailparser's own .text quotes every name ("Alice Weber" <a@b>); quote only where a name
+// would otherwise read as several addresses or a group.
+const NEEDS_QUOTES = /[",;:<>@()[\]\\]/;
+
+function formatAddress(a: EmailAddress): string {
+  if (a.group) return `${a.name}: ${a.group.map(formatAddress).join(', ')};`;
+  const name = a.name?.trim();
+  if (!name) return a.address ?? '';
+  const phrase = NEEDS_QUOTES.test(name) ? `"${name.replace(/["\\]/g, '\\$&')}"` : name;
+  return a.address ? `${phrase} <${a.address}>` : phrase;
+}
+
+function addresses(list: EmailAddress[]): string[] {
+  return list.flatMap((a) => (a.group ? addresses(a.group) : a.address ? [a.address] : []));
+}
+
+function isFrom(from: AddressObject | undefined, accountEmail: string): boolean {
+  const own = accountEmail.trim().toLowerCase();
+  return own !== '' && !!from && addresses(from.value).some((a) => a.toLowerCase() === own);
+}
+
+// Names for parts that carry none, so that a download still gets a sensible file name.
+const EXTENSIONS: Record<string, string> = {
+  'image/png': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp', 'application/pdf': 'pdf',
+  'text/plain': 'txt', 'text/html': 'html', 'text/calendar': 'ics', 'text/csv': 'csv', 'message/rfc822': 'eml',
+};
+
+function toAttachment(a: Attachment, index: number): NewAttachment {
+  const contentType = (a.contentType || 'application/octet-stream').toLowerCase();
+  const fileName = a.filename?.trim() || `attachment-${index + 1}.${EXTENSIONS[contentType] ?? 'bin'}`;
+  // Inline: shown in the body (Content-Disposition: inline, or a part of multipart/related).
+  const isInline = a.contentDisposition === 'inline' || a.related === true;
+  return { fileName, contentType, content: a.content, isInline };
+}
