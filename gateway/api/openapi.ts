@@ -1,0 +1,444 @@
+// The OpenAPI v1 document of the REST API (SPEC.md sections 2, 4, 7 and 9).
+//
+// The component schemas are not written by hand: they are generated from the zod DTOs in
+// shared/dto.ts, the same definitions the engine's results are typed with and the MCP tools
+// publish, so the document cannot drift from the wire shapes. The generated JSON Schema is then
+// adjusted to what SPEC.md promises for the *published* schema: every DTO field optional (no
+// `required`), null-capable bodies kept (`nullable: true`), int32/int64/date-time formats kept,
+// and nothing that would make adding a field in a later v1 release a breaking change
+// (`additionalProperties: false` is dropped). The paths mirror gateway/api/router.ts and the
+// search parameters mirror shared/search-input.ts.
+//
+// OpenAPI 3.0.3 is published (not 3.1): it is what zod's `openapi-3.0` target emits natively
+// (`nullable: true`), and swagger-parser, openapi-typescript, koa2-swagger-ui and most other
+// generators handle it without caveats. docs/openapi.md has the details.
+import { z } from 'zod';
+import type { Settings } from '../../shared/config.js';
+import * as dto from '../../shared/dto.js';
+import { SORT_KEYS, type SortKey } from '../../shared/jobs.js';
+import { MAX_QUERY_LENGTH } from '../../shared/search-input.js';
+
+export const OPENAPI_VERSION = '3.0.3';
+/** `info.version` of the v1 document (SPEC.md section 9). */
+export const API_DOCUMENT_VERSION = '1.0.0';
+
+/** The component names of SPEC.md section 2, each the `.meta({ id })` of its zod schema. */
+export const DTO_SCHEMAS = {
+  MailAccountDto: dto.MailAccountDto,
+  FolderNodeDto: dto.FolderNodeDto,
+  EmailSummaryDto: dto.EmailSummaryDto,
+  EmailDetailDto: dto.EmailDetailDto,
+  AttachmentDto: dto.AttachmentDto,
+  PagedResultDtoOfEmailSummaryDto: dto.PagedResultDtoOfEmailSummaryDto,
+  StatsDto: dto.StatsDto,
+  ProblemDetails: dto.ProblemDetails,
+} as const satisfies Record<string, z.ZodType>;
+export type DtoSchemaName = keyof typeof DTO_SCHEMAS;
+export const DTO_SCHEMA_NAMES = Object.keys(DTO_SCHEMAS) as DtoSchemaName[];
+
+export type JsonSchema = { [keyword: string]: unknown };
+
+export interface OpenApiParameter {
+  name: string;
+  in: 'path' | 'query';
+  required?: boolean;
+  description: string;
+  schema: JsonSchema;
+}
+
+export interface OpenApiResponse {
+  description: string;
+  headers?: Record<string, { $ref: string } | { description: string; schema: JsonSchema }>;
+  content?: Record<string, { schema: JsonSchema }>;
+}
+
+export interface OpenApiOperation {
+  operationId: string;
+  tags: string[];
+  summary: string;
+  description: string;
+  parameters?: OpenApiParameter[];
+  responses: Record<string, OpenApiResponse | { $ref: string }>;
+}
+
+export interface OpenApiDocument {
+  openapi: typeof OPENAPI_VERSION;
+  info: { title: string; version: string; description: string };
+  servers: Array<{ url: string; description: string }>;
+  tags: Array<{ name: string; description: string }>;
+  security: Array<Record<string, string[]>>;
+  paths: Record<string, { get: OpenApiOperation }>;
+  components: {
+    schemas: Record<string, JsonSchema>;
+    securitySchemes: Record<string, JsonSchema>;
+    responses: Record<string, OpenApiResponse>;
+    headers: Record<string, { description: string; schema: JsonSchema }>;
+  };
+}
+
+const SCHEMA_REF = '#/components/schemas/';
+const ref = (name: DtoSchemaName) => ({ $ref: `${SCHEMA_REF}${name}` });
+
+// ---------------------------------------------------------------------------------------------
+// Components from the zod DTOs
+
+/**
+ * Keywords zod emits that the published schema leaves out: `required` (every DTO field is
+ * optional in the published schema), `additionalProperties: false` (a later v1 release may add
+ * fields), `$id` (not an OpenAPI 3.0 Schema Object keyword) and the ±2^53-1 bounds zod puts on
+ * every `.int()`, which the int32/int64 formats already say better.
+ */
+function publishSchema(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(publishSchema);
+  if (!node || typeof node !== 'object') return node;
+  const out: JsonSchema = {};
+  for (const [key, value] of Object.entries(node as JsonSchema)) {
+    switch (key) {
+      case '$id':
+      case 'required':
+        continue;
+      case 'additionalProperties':
+        if (value === false) continue;
+        out[key] = publishSchema(value);
+        continue;
+      case 'minimum':
+      case 'maximum':
+        if (Math.abs(value as number) === Number.MAX_SAFE_INTEGER) continue;
+        out[key] = value;
+        continue;
+      case '$ref': {
+        const name = /^#\/(?:definitions|\$defs)\/(.+)$/.exec(value as string)?.[1];
+        if (!name) throw new Error(`openapi: unexpected $ref ${String(value)} in a DTO schema`);
+        out[key] = `${SCHEMA_REF}${name}`;
+        continue;
+      }
+      case 'properties':
+        // A map from field name to schema: the names are data, only the values are schemas.
+        out[key] = Object.fromEntries(Object.entries(value as JsonSchema).map(([field, s]) => [field, publishSchema(s)]));
+        continue;
+      default:
+        out[key] = typeof value === 'object' ? publishSchema(value) : value;
+    }
+  }
+  return out;
+}
+
+let componentCache: Record<string, JsonSchema> | undefined;
+
+/** The DTO component schemas, as published. Independent of settings, so built once. */
+export function dtoComponentSchemas(): Record<string, JsonSchema> {
+  if (componentCache) return componentCache;
+  // One conversion over a holder object: every schema with a `.meta({ id })` becomes one
+  // definition and every use of it (the recursive FolderNodeDto included) a $ref to it.
+  const holder = z.object(DTO_SCHEMAS);
+  const json = z.toJSONSchema(holder, { target: 'openapi-3.0', io: 'output', cycles: 'ref', reused: 'inline', unrepresentable: 'throw' }) as JsonSchema;
+  const definitions = (json.definitions ?? json.$defs ?? {}) as Record<string, JsonSchema>;
+  const schemas: Record<string, JsonSchema> = {};
+  for (const name of DTO_SCHEMA_NAMES) {
+    if (!definitions[name]) throw new Error(`openapi: zod did not emit ${name}; is its .meta({ id }) still ${JSON.stringify(name)}?`);
+  }
+  for (const [name, schema] of Object.entries(definitions)) schemas[name] = publishSchema(schema) as JsonSchema;
+  componentCache = schemas;
+  return schemas;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths
+
+const int32 = { type: 'integer', format: 'int32' } as const;
+const PROBLEM_JSON = 'application/problem+json';
+const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
+const RATE_LIMIT_HEADERS = {
+  'RateLimit-Limit': headerRef('RateLimit-Limit'),
+  'RateLimit-Remaining': headerRef('RateLimit-Remaining'),
+  'RateLimit-Reset': headerRef('RateLimit-Reset'),
+};
+
+function ok(description: string, schema: JsonSchema): OpenApiResponse {
+  return { description, headers: { ...RATE_LIMIT_HEADERS }, content: { 'application/json': { schema } } };
+}
+
+function problem(description: string, headers: OpenApiResponse['headers'] = {}): OpenApiResponse {
+  return {
+    description,
+    headers: { ...headers, ...RATE_LIMIT_HEADERS },
+    content: { [PROBLEM_JSON]: { schema: ref('ProblemDetails') } },
+  };
+}
+
+/** The responses every operation can give: shared components. */
+const COMMON = {
+  '401': { $ref: '#/components/responses/Unauthorized' },
+  '429': { $ref: '#/components/responses/TooManyRequests' },
+  '500': { $ref: '#/components/responses/InternalServerError' },
+};
+
+/** Responses in status order, as readers of the document expect them. */
+function byStatus(responses: OpenApiOperation['responses']): OpenApiOperation['responses'] {
+  return Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b)));
+}
+
+function pathId(name: string, description: string): OpenApiParameter {
+  return { name, in: 'path', required: true, description, schema: { ...int32 } };
+}
+
+/** What each accepted sort key orders by; typed so a new key cannot go undocumented. */
+const SORT_KEY_MEANING: Record<SortKey, string> = {
+  sentDate: 'sent date',
+  receivedDate: 'received date',
+  subject: 'subject, case-insensitive',
+  from: 'sender, case-insensitive',
+  to: 'recipient address, case-insensitive',
+  relevance: 'full-text rank of `q` (best first with `desc`), newest first among equals; without `q`, sent date',
+};
+
+function searchParameters(settings: Settings): OpenApiParameter[] {
+  const { DefaultPageSize, MaxPageSize } = settings.Api;
+  const dateForms = 'Accepted forms: a date `YYYY-MM-DD` or an ISO 8601 date-time such as `2024-03-05T09:30:00Z` (UTC when it names no offset). Published as a date-time string; an unparseable value is a 400.';
+  return [
+    {
+      name: 'q',
+      in: 'query',
+      description: `Full-text query over subject, body, from, to, cc and bcc. Field syntax such as \`subject:<text>\` and \`from:<address>\` is supported. At most ${MAX_QUERY_LENGTH} characters.`,
+      schema: { type: 'string', maxLength: MAX_QUERY_LENGTH },
+    },
+    {
+      name: 'from',
+      in: 'query',
+      description: `Earliest sent date, inclusive. A date means the start of that UTC day. ${dateForms}`,
+      schema: { type: 'string', format: 'date-time' },
+    },
+    {
+      name: 'to',
+      in: 'query',
+      description: `Latest sent date, inclusive. A date means the whole of that UTC day. ${dateForms}`,
+      schema: { type: 'string', format: 'date-time' },
+    },
+    {
+      name: 'accountId',
+      in: 'query',
+      description: 'Restrict to one account, which must be visible to the caller (an account outside the caller\'s permitted accounts yields no results).',
+      schema: { ...int32 },
+    },
+    { name: 'folder', in: 'query', description: 'Restrict to one folder by its full path, e.g. `INBOX/Invoices`.', schema: { type: 'string' } },
+    {
+      name: 'direction',
+      in: 'query',
+      description: '`incoming` or `outgoing` (case-insensitive).',
+      schema: { type: 'string', enum: ['incoming', 'outgoing'] },
+    },
+    {
+      name: 'page',
+      in: 'query',
+      description: '1-based page number. A page past the last one is a 200 with an empty `items` array.',
+      schema: { ...int32, minimum: 1, default: 1 },
+    },
+    {
+      name: 'pageSize',
+      in: 'query',
+      description: `Results per page. 0 (the default) means \`Api:DefaultPageSize\`, ${DefaultPageSize} on this server. Other values are clamped to [1, \`Api:MaxPageSize\`], [1, ${MaxPageSize}] on this server.`,
+      schema: { ...int32, default: 0 },
+    },
+    {
+      name: 'sortBy',
+      in: 'query',
+      description: `Sort key (case-insensitive). Any other value is a 400. ${SORT_KEYS.map((k) => `\`${k}\`: ${SORT_KEY_MEANING[k]}`).join('; ')}.`,
+      schema: { type: 'string', enum: [...SORT_KEYS], default: 'sentDate' },
+    },
+    {
+      name: 'sortOrder',
+      in: 'query',
+      description: '`asc` or `desc` (case-insensitive).',
+      schema: { type: 'string', enum: ['asc', 'desc'], default: 'desc' },
+    },
+  ];
+}
+
+function paths(settings: Settings): OpenApiDocument['paths'] {
+  const downloads = settings.Api.AllowAttachmentDownloads ? 'enabled' : 'disabled';
+  return {
+    '/api/v1/accounts': {
+      get: {
+        operationId: 'listAccounts',
+        tags: ['Accounts'],
+        summary: 'List mail accounts',
+        description: 'The mail accounts visible to the caller: all of them for an administrator, the assigned ones otherwise. Credentials are never returned.',
+        responses: byStatus({
+          '200': ok('The accounts visible to the caller.', { type: 'array', items: ref('MailAccountDto') }),
+          ...COMMON,
+        }),
+      },
+    },
+    '/api/v1/accounts/{id}/folders': {
+      get: {
+        operationId: 'listFolders',
+        tags: ['Accounts'],
+        summary: "List an account's folders",
+        description: "The account's folder tree: root folders, each with its sub-folders in `children`.",
+        parameters: [pathId('id', 'Account id.')],
+        responses: byStatus({
+          '200': ok('The folder tree of the account.', { type: 'array', items: ref('FolderNodeDto') }),
+          '400': problem('`id` is not a 32-bit integer.'),
+          ...COMMON,
+          '404': problem('The account does not exist or is not visible to the caller.'),
+        }),
+      },
+    },
+    '/api/v1/emails': {
+      get: {
+        operationId: 'searchEmails',
+        tags: ['Emails'],
+        summary: 'Search archived emails',
+        description: 'Full-text and filtered search over the messages of the accounts visible to the caller, one page at a time. Logged in the access log as Search.',
+        parameters: searchParameters(settings),
+        responses: byStatus({
+          '200': ok('One page of matching messages. A page past the last one has an empty `items` array.', ref('PagedResultDtoOfEmailSummaryDto')),
+          '400': problem('A malformed parameter, such as an unparseable date, a `from` after `to`, an unknown `sortBy` or a non-integer `page`.'),
+          ...COMMON,
+        }),
+      },
+    },
+    '/api/v1/emails/{id}': {
+      get: {
+        operationId: 'getEmail',
+        tags: ['Emails'],
+        summary: 'Get one email',
+        description: 'One message with cc, bcc, received date, message id, bodies and attachment metadata. `htmlBody` is raw and unsanitized: treat it as untrusted. Logged in the access log as Open.',
+        parameters: [pathId('id', 'Email id.')],
+        responses: byStatus({
+          '200': ok('The message.', ref('EmailDetailDto')),
+          '400': problem('`id` is not a 32-bit integer.'),
+          ...COMMON,
+          '404': problem('The message does not exist or its account is not visible to the caller.'),
+        }),
+      },
+    },
+    '/api/v1/emails/{id}/attachments/{attachmentId}': {
+      get: {
+        operationId: 'downloadAttachment',
+        tags: ['Emails'],
+        summary: 'Download an attachment',
+        description:
+          "The attachment's raw bytes with its stored content type (`application/octet-stream` when none, or no well-formed one, was stored) and file name. " +
+          `The bytes are untrusted. Attachment downloads are ${downloads} on this server (\`Api:AllowAttachmentDownloads\`). Logged in the access log as Download.`,
+        parameters: [pathId('id', 'Email id.'), pathId('attachmentId', 'Attachment id, from the `attachments` of the email.')],
+        responses: byStatus({
+          '200': {
+            description:
+              "The attachment's raw bytes. The body is not declared: its media type is the attachment's own stored `Content-Type`, whatever it is.",
+            headers: {
+              'Content-Disposition': { description: 'attachment, with the stored file name (`filename` and RFC 8187 `filename*`).', schema: { type: 'string' } },
+              'Content-Length': { description: 'Size of the attachment in bytes.', schema: { type: 'integer', format: 'int64' } },
+              'Content-Security-Policy': { description: '`sandbox`: the bytes are never rendered as an active document.', schema: { type: 'string' } },
+              'X-Content-Type-Options': { description: '`nosniff`.', schema: { type: 'string' } },
+              ...RATE_LIMIT_HEADERS,
+            },
+          },
+          '400': problem('`id` or `attachmentId` is not a 32-bit integer.'),
+          ...COMMON,
+          '403': problem('Attachment downloads are disabled on this server (`Api:AllowAttachmentDownloads` is false).'),
+          '404': problem('The message or the attachment does not exist, or the account is not visible to the caller.'),
+        }),
+      },
+    },
+    '/api/v1/stats': {
+      get: {
+        operationId: 'getStats',
+        tags: ['Stats'],
+        summary: 'Archive statistics',
+        description: 'Counts of messages, accounts and attachments. Administrators see global totals and the database size; other keys see counts scoped to their assigned accounts and an empty `databaseSizeInMB`.',
+        responses: byStatus({
+          '200': ok('The statistics visible to the caller.', ref('StatsDto')),
+          ...COMMON,
+        }),
+      },
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The document
+
+function build(settings: Settings): OpenApiDocument {
+  const { RateLimitPerMinute } = settings.Api;
+  return {
+    openapi: OPENAPI_VERSION,
+    info: {
+      title: 'Mail Archive API',
+      version: API_DOCUMENT_VERSION,
+      description:
+        'Read-only access to archived mail: accounts, folder trees, message search, message detail, attachment downloads and statistics. ' +
+        'Every request needs `Authorization: Bearer <API key>`; cookies are not accepted. A key inherits exactly its owner\'s permissions, and anything ' +
+        'outside them is answered as if it did not exist (404). Errors are RFC 7807 `application/problem+json` documents. ' +
+        `Requests are limited to ${RateLimitPerMinute} per minute per key (\`Api:RateLimitPerMinute\`). ` +
+        'Every DTO field is optional in this document; clients should tolerate absent fields and fields added later in v1.',
+    },
+    servers: [{ url: '/', description: 'This server; every path carries the /api/v1 prefix.' }],
+    tags: [
+      { name: 'Accounts', description: 'Mail accounts and their folders' },
+      { name: 'Emails', description: 'Message search, detail and attachment downloads' },
+      { name: 'Stats', description: 'Aggregate statistics' },
+    ],
+    security: [{ bearerAuth: [] }],
+    paths: paths(settings),
+    components: {
+      schemas: { ...dtoComponentSchemas() },
+      securitySchemes: {
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'ma_ followed by 43 URL-safe base64 characters',
+          description:
+            'A per-user API key created in the web UI under API Keys: `ma_` followed by 43 URL-safe base64 characters (256 random bits). ' +
+            'Send it as `Authorization: Bearer ma_…`. Missing, malformed, expired, revoked or unknown keys, and keys of inactive users, get a 401.',
+        },
+      },
+      responses: {
+        Unauthorized: problem('The API key is missing, malformed, expired, revoked or unknown, or its owner is inactive.', {
+          'WWW-Authenticate': headerRef('WWW-Authenticate'),
+        }),
+        TooManyRequests: problem(`The rate limit of ${RateLimitPerMinute} requests per minute for this key (or client IP, without a key) is spent.`, {
+          'Retry-After': headerRef('Retry-After'),
+        }),
+        InternalServerError: problem('An unexpected error. The body says nothing about the internals; the error is logged on the server.'),
+      },
+      headers: {
+        'WWW-Authenticate': {
+          description: '`Bearer`, or `Bearer error="invalid_token"` when a presented key was rejected.',
+          schema: { type: 'string' },
+        },
+        'Retry-After': { description: 'Seconds until the rate-limit window resets.', schema: { type: 'integer', format: 'int32' } },
+        'RateLimit-Limit': { description: 'Requests allowed per one-minute window.', schema: { type: 'integer', format: 'int32' } },
+        'RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer', format: 'int32' } },
+        'RateLimit-Reset': { description: 'Seconds until the current window ends.', schema: { type: 'integer', format: 'int32' } },
+      },
+    },
+  };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+const documents = new Map<string, OpenApiDocument>();
+
+/**
+ * The OpenAPI v1 document for these settings. Built once per distinct set of the values it
+ * mentions (page sizes, rate limit, attachment switch) and deeply frozen, since it is shared:
+ * tools that modify a document in place (swagger-parser's dereference, for one) must be given
+ * a copy (`structuredClone`).
+ */
+export function buildOpenApiDocument(settings: Settings): OpenApiDocument {
+  const { DefaultPageSize, MaxPageSize, RateLimitPerMinute, AllowAttachmentDownloads } = settings.Api;
+  const key = JSON.stringify([DefaultPageSize, MaxPageSize, RateLimitPerMinute, AllowAttachmentDownloads]);
+  let doc = documents.get(key);
+  if (!doc) {
+    doc = deepFreeze(build(settings));
+    documents.set(key, doc);
+  }
+  return doc;
+}
