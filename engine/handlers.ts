@@ -6,6 +6,7 @@ import { writeAccessLog } from './store/access-log.js';
 import { listVisibleAccounts } from './store/accounts.js';
 import { getAttachmentHandle, getEmailDetail, getFolderTree, getStats, readAttachmentChunk, searchEmails } from './store/emails.js';
 import { authenticate } from './store/keys.js';
+import { createKeyFor, listKeysFor, login, revokeKeyAs, sessionUser } from './store/web.js';
 
 type Handlers = { [K in JobKind]: (db: Db, job: Job<K>) => JobResult<K> };
 
@@ -19,6 +20,12 @@ export const handlers: Handlers = {
   attachmentChunk: (db, job) => readAttachmentChunk(db, job.contentId, job.seq),
   stats: (db, job) => getStats(db, job.principal),
   accessLog: (db, job) => ({ written: writeAccessLog(db, job.entries) }),
+  // Web UI: scrypt for sign-in runs here, on a worker thread, never on the event loop.
+  login: (db, job) => login(db, job.username, job.password),
+  sessionUser: (db, job) => sessionUser(db, job.userId, job.stamp),
+  listKeysFor: (db, job) => listKeysFor(db, job.actorId, job.now),
+  createKeyFor: (db, job) => createKeyFor(db, job.actorId, job.name, job.expiresAt, job.now),
+  revokeKeyAs: (db, job) => revokeKeyAs(db, job.actorId, job.keyId, job.now),
   fault: () => {
     throw new Error('fault injection is disabled');
   },

@@ -16,6 +16,7 @@ import { mcpEndpoint } from './mcp/endpoint.js';
 import { mount } from './mount.js';
 import { Problem, problems } from './problem.js';
 import { connectRedis, rateLimit, RateLimiter } from './rate-limit.js';
+import { webSurface } from './web/routes.js';
 
 export interface GatewayOptions {
   logger?: Logger;
@@ -72,6 +73,10 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
   }
   if (settings.Mcp.Enabled) {
     app.use(mount('/mcp', mcpEndpoint(settings, service, limiters.mcp, logger)));
+  }
+  if (settings.Api.Enabled || settings.Mcp.Enabled) {
+    // Sign-in, API Keys and /apidocs: cookie sessions on their own paths only, never /api or /mcp.
+    app.use(webSurface(app, settings, { engine, logger, ...(redis ? { redis } : {}) }));
   }
   app.use(async (ctx) => {
     throw new Problem(404, `No resource at ${ctx.path}.`);

@@ -14,13 +14,17 @@ import { bearerToken } from './auth.js';
 import { Problem } from './problem.js';
 
 const WINDOW_SECONDS = 60;
+/** A Redis command that has not answered in this time has failed (a hung or unreachable server). */
+export const REDIS_COMMAND_TIMEOUT_MS = 1000;
+/** After a Redis failure, requests go straight to the in-memory window for this long. */
+export const REDIS_RETRY_AFTER_MS = 2000;
 /** Partitions tracked per window by the in-memory store before new ones share one bucket. */
 export const MEMORY_PARTITION_CAP = 50_000;
 const OVERFLOW_PARTITION = '\u0000overflow';
 
 export interface RateLimitPolicy {
   /** Also the Redis key prefix: `Api` and `Mcp` never share a budget. */
-  name: 'Api' | 'Mcp';
+  name: 'Api' | 'Mcp' | 'LoginUser' | 'LoginIp';
   pointsPerMinute: number;
 }
 
@@ -54,6 +58,8 @@ export class RateLimiter {
   readonly #cap: PartitionCap;
   readonly #logger: Logger;
   #usingFallback = false;
+  /** Until then, do not ask Redis: it just failed, and each attempt can cost a command timeout. */
+  #skipRedisUntil = 0;
 
   constructor(policy: RateLimitPolicy, logger: Logger, redis?: Redis, cap = MEMORY_PARTITION_CAP) {
     this.#policy = policy;
@@ -73,7 +79,7 @@ export class RateLimiter {
   async consume(partition: string): Promise<RateLimiterRes> {
     let limiter: RateLimiterAbstract = this.#memory;
     let key = partition;
-    if (this.#redis) limiter = this.#redis;
+    if (this.#redis && Date.now() >= this.#skipRedisUntil) limiter = this.#redis;
     try {
       if (limiter === this.#memory) key = this.#cap.key(partition, Date.now());
       const res = await limiter.consume(key);
@@ -86,6 +92,7 @@ export class RateLimiter {
       }
       if (limiter !== this.#redis) throw err;
       // Redis failed: serve from this process's own window instead of failing the request.
+      this.#skipRedisUntil = Date.now() + REDIS_RETRY_AFTER_MS;
       if (!this.#usingFallback) {
         this.#usingFallback = true;
         this.#logger.warn({ policy: this.#policy.name, err: (err as Error).message }, 'rate limiter: Redis unreachable, using per-process limits');
@@ -145,6 +152,9 @@ export function connectRedis(url: string, logger: Logger): Redis {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: 2000,
+    // Without it, a Redis that stops answering (paused, overloaded, cut off without a reset)
+    // holds every request that consults the rate limiter for as long as the socket stays open.
+    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
     retryStrategy: (times) => Math.min(times * 200, 2000),
   });
   let down = false;

@@ -10,6 +10,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 
+const MAX_THREADS = 64;
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.number().int().min(min).max(max);
 
 const schema = z.strictObject({
@@ -42,10 +43,17 @@ const schema = z.strictObject({
     Url: z.string().min(1).optional(),
   }).prefault({}),
   Engine: z.strictObject({
-    Threads: int(1, 64).default(availableParallelism()),
+    // A default is not validated, so it is clamped here to the range an explicit value must meet.
+    Threads: int(1, MAX_THREADS).default(Math.min(MAX_THREADS, availableParallelism())),
   }).prefault({}),
   Web: z.strictObject({
+    // Signs the session cookie. Unset: generated once and kept next to the database (0600).
     SessionSecret: z.string().min(16).optional(),
+    // Absolute: a session ends this long after sign-in, however active it was.
+    SessionLifetimeMinutes: int(1, 30 * 24 * 60).default(480),
+    // Sign-in attempts per fixed minute, per username and per client IP.
+    LoginAttemptsPerUserPerMinute: int(1).default(5),
+    LoginAttemptsPerIpPerMinute: int(1).default(30),
   }).prefault({}),
 });
 
@@ -54,7 +62,14 @@ type Raw = Record<string, Record<string, unknown>>;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
+  constructor(message: string) {
+    // One line, whatever the parts it was built from (file names, JSON keys, parser messages).
+    super(message.replace(/\s*[\r\n]+\s*/g, ' '));
+  }
 }
+
+/** Settings whose values must not be echoed into an error message (and so into logs). */
+const SECRET_SETTINGS = new Set(['Web:SessionSecret', 'Redis:Url']);
 
 /** The section and key names exactly as the schema spells them, for case-insensitive lookup. */
 function canonicalNames(): Map<string, { name: string; keys: Map<string, string> }> {
@@ -71,8 +86,9 @@ function fieldKind(section: string, key: string): string {
   const sectionSchema = schema.shape[section as keyof typeof schema.shape];
   const inner = (sectionSchema as unknown as { unwrap(): z.ZodObject }).unwrap();
   let field = inner.shape[key] as z.ZodType | undefined;
-  // Peel default/optional wrappers to reach the base type.
-  while (field && 'unwrap' in field && typeof (field as { unwrap?: unknown }).unwrap === 'function') {
+  // Peel default/optional wrappers to reach the base type. ZodArray also has unwrap() (it
+  // returns the element type), so stop at an array or a list would look like a string.
+  while (field && !(field instanceof z.ZodArray) && 'unwrap' in field && typeof (field as { unwrap?: unknown }).unwrap === 'function') {
     field = (field as unknown as { unwrap(): z.ZodType }).unwrap();
   }
   if (field instanceof z.ZodBoolean) return 'boolean';
@@ -101,11 +117,19 @@ function readSettingsFile(env: NodeJS.ProcessEnv, cwd: string): Raw {
     if (explicit) throw new ConfigError(`Settings file ${path} (from MAIL_ARCHIVE_SETTINGS) does not exist.`);
     return {};
   }
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`Settings file ${path} cannot be read: ${(err as Error).message}`);
+  }
+  // Editors on Windows (and `dotnet new`) write a UTF-8 byte order mark; JSON.parse rejects it.
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   let parsed: unknown;
   try {
-    parsed = JSON.parse(readFileSync(path, 'utf8'));
+    parsed = JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(`Settings file ${path} is not valid JSON: ${(err as Error).message}`);
+    throw new ConfigError(`Settings file ${path} is not valid JSON: ${jsonErrorSummary(text, err as Error)}.`);
   }
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw new ConfigError(`Settings file ${path} must hold a JSON object.`);
@@ -125,6 +149,25 @@ function readSettingsFile(env: NodeJS.ProcessEnv, cwd: string): Raw {
     }
   }
   return out;
+}
+
+/**
+ * V8's JSON.parse messages may quote the file's text (`Unexpected token 'x', "{ ... }" is not
+ * valid JSON`), which can span lines and carry secrets. Keep the reason, drop the quote, and
+ * turn a character position into line and column.
+ */
+function jsonErrorSummary(text: string, err: Error): string {
+  let reason = err.message.replace(/,\s*"[\s\S]*" is not valid JSON$/, '').replace(/ is not valid JSON$/, '');
+  const at = /\s*in JSON at position (\d+)(?: \(line \d+ column \d+\))?/.exec(reason);
+  if (at) {
+    const before = text.slice(0, Number(at[1]));
+    const line = before.split('\n').length;
+    const column = before.length - before.lastIndexOf('\n');
+    reason = `${reason.slice(0, at.index)} at line ${line} column ${column}`;
+  } else if (/^Unexpected end of JSON input$/.test(reason)) {
+    reason = 'the file ends too early';
+  }
+  return reason;
 }
 
 function applyEnvironment(raw: Raw, env: NodeJS.ProcessEnv): void {
@@ -167,7 +210,10 @@ function describe(issue: z.core.$ZodIssue, raw: Raw): string {
   const name = path.join(':');
   let got: unknown = raw;
   for (const p of path) got = (got as Record<string, unknown> | undefined)?.[p];
-  return `Invalid setting ${name}: ${issue.message.replace(/^Invalid input: /, '')} (got ${JSON.stringify(got)}).`;
+  const shown = SECRET_SETTINGS.has(path.slice(0, 2).join(':'))
+    ? typeof got === 'string' ? `a string of ${got.length} characters` : typeof got
+    : JSON.stringify(got);
+  return `Invalid setting ${name}: ${issue.message.replace(/^Invalid input: /, '')} (got ${shown}).`;
 }
 
 export interface LoadOptions {

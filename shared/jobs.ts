@@ -22,7 +22,8 @@ export interface Principal {
   keyPrefix: string;
 }
 
-export const SORT_KEYS = ['sentDate', 'receivedDate', 'subject', 'from', 'to'] as const;
+/** The spec's five keys, plus relevance (bm25 rank, ties newest first). */
+export const SORT_KEYS = ['sentDate', 'receivedDate', 'subject', 'from', 'to', 'relevance'] as const;
 export type SortKey = (typeof SORT_KEYS)[number];
 export type SortOrder = 'asc' | 'desc';
 export type Direction = 'incoming' | 'outgoing';
@@ -70,6 +71,33 @@ export interface AccessLogEntry {
   source: 'api' | 'mcp' | 'web';
 }
 
+/** A signed-in web user. `stamp` fingerprints the password hash: a new password ends old sessions. */
+export interface WebUser {
+  id: number;
+  username: string;
+  isAdmin: boolean;
+  stamp: string;
+}
+
+export type WebKeyStatus = 'active' | 'expired' | 'revoked' | 'owner inactive';
+
+/** An API key as the web page lists it: never the key itself or its hash. */
+export interface WebKeyRow {
+  id: number;
+  userId: number;
+  username: string;
+  name: string;
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
+  revokedAt: string | null;
+  status: WebKeyStatus;
+}
+
+/** Outcome of a web key operation; `not-found` also covers keys the actor may not touch. */
+export type WebKeyResult<T> = { ok: true; value: T } | { ok: false; reason: 'not-found' | 'forbidden' | 'invalid'; message: string };
+
 export interface JobMap {
   authenticate: { args: { keyHash: string; now: number }; result: AuthResult };
   accounts: { args: { principal: Principal }; result: MailAccountDto[] };
@@ -87,6 +115,22 @@ export interface JobMap {
   attachmentChunk: { args: { contentId: number; seq: number }; result: Uint8Array | null };
   stats: { args: { principal: Principal }; result: StatsDto };
   accessLog: { args: { entries: AccessLogEntry[] }; result: { written: number } };
+  /** Web sign-in: the user when the password matches and the user is active, else null. */
+  login: { args: { username: string; password: string }; result: WebUser | null };
+  /** Re-checks a session's user on every web request: null once inactive or the password changed. */
+  sessionUser: { args: { userId: number; stamp: string }; result: WebUser | null };
+  /** The actor's own keys, and for administrators everyone else's (else null). */
+  listKeysFor: {
+    args: { actorId: number; now: number };
+    result: WebKeyResult<{ own: WebKeyRow[]; others: WebKeyRow[] | null }>;
+  };
+  /** Creates a key for the actor; the plaintext `key` exists only in this result. */
+  createKeyFor: {
+    args: { actorId: number; name: string; expiresAt: number | null; now: number };
+    result: WebKeyResult<{ key: string; row: WebKeyRow }>;
+  };
+  /** Revokes a key the actor owns, or any key when the actor is an administrator. */
+  revokeKeyAs: { args: { actorId: number; keyId: number; now: number }; result: WebKeyResult<WebKeyRow> };
   /**
    * Fault injection for tests of failure handling: a worker throws or exits while serving it.
    * Refused unless the pool was created with `faultInjection: true`.

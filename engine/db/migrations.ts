@@ -68,6 +68,7 @@ export const migrations: Migration[] = [
       CREATE INDEX emails_received      ON emails (received_date, id);
       CREATE INDEX emails_account_sent  ON emails (account_id, sent_date, id);
       CREATE INDEX emails_account_folder ON emails (account_id, folder, sent_date, id);
+      CREATE INDEX emails_folder_subject ON emails (folder, subject COLLATE NOCASE, id);
 
       -- The body fallback chain (SPEC.md section 2): original bytes, then untruncated text,
       -- then the stored text. The stored text is what the index sees: cleaned and bounded.

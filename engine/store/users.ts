@@ -1,5 +1,5 @@
 // Users of the archive: who they are, whether they may still read, and which accounts they see.
-import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { randomBytes, scrypt as scryptCb, scryptSync, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import type { Db } from '../db/open.js';
 import { iso } from '../time.js';
 import { StoreError } from './errors.js';
@@ -28,14 +28,26 @@ export async function hashPassword(password: string): Promise<string> {
 }
 
 export async function verifyPassword(password: string, stored: string | null): Promise<boolean> {
+  const parsed = parseStoredHash(stored);
+  if (!parsed) return false;
+  const got = await scrypt(password, parsed.salt, parsed.expected.length, parsed.options);
+  return timingSafeEqual(parsed.expected, got);
+}
+
+/** The same check, blocking: for worker threads, where a job is synchronous anyway. */
+export function verifyPasswordSync(password: string, stored: string | null): boolean {
+  const parsed = parseStoredHash(stored);
+  if (!parsed) return false;
+  return timingSafeEqual(parsed.expected, scryptSync(password, parsed.salt, parsed.expected.length, parsed.options));
+}
+
+function parseStoredHash(stored: string | null): { salt: Buffer; expected: Buffer; options: ScryptOptions } | null {
   const parts = (stored ?? '').split('$');
-  if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
+  if (parts.length !== 6 || parts[0] !== 'scrypt') return null;
   const [, n, r, p, salt, hash] = parts as [string, string, string, string, string, string];
   const expected = Buffer.from(hash, 'base64');
-  const got = await scrypt(password, Buffer.from(salt, 'base64'), expected.length, {
-    N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem,
-  });
-  return timingSafeEqual(expected, got);
+  if (expected.length === 0) return null;
+  return { salt: Buffer.from(salt, 'base64'), expected, options: { N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem } };
 }
 
 interface RawUser {
@@ -62,7 +74,7 @@ export function addUser(
   db: Db,
   input: { username: string; email?: string | null; isAdmin?: boolean; passwordHash?: string | null; now?: number },
 ): UserRow {
-  const username = input.username.trim();
+  const username = input.username.trim().normalize('NFC');
   if (!/^[\p{L}\p{N}._@-]{1,64}$/u.test(username)) {
     throw new StoreError(`Invalid username "${input.username}": use 1 to 64 letters, digits, dots, dashes, underscores or @.`);
   }
@@ -78,9 +90,20 @@ export function getUser(db: Db, id: number): UserRow | null {
   return row ? toUser(row) : null;
 }
 
+/** Usernames match case-insensitively in every script and whatever the Unicode normal form. */
+const foldName = (name: string): string => name.normalize('NFC').toLowerCase();
+
 export function findUser(db: Db, username: string): UserRow | null {
-  const row = db.prepare(`${SELECT_USERS} WHERE u.username = ?`).get(username.trim()) as RawUser | undefined;
-  return row ? toUser(row) : null;
+  const wanted = username.trim();
+  const row = db.prepare(`${SELECT_USERS} WHERE u.username = ?`).get(wanted) as RawUser | undefined;
+  if (row) return toUser(row);
+  // COLLATE NOCASE folds ASCII letters only, while usernames may hold any letter (Jürgen and
+  // JÜRGEN differ to it). The users table is small: compare the folded names here.
+  const folded = foldName(wanted);
+  const ids = (db.prepare('SELECT id, username FROM users').all() as Array<{ id: number; username: string }>)
+    .filter((u) => foldName(u.username) === folded)
+    .map((u) => u.id);
+  return ids.length === 1 ? getUser(db, ids[0]!) : null;
 }
 
 export function requireUser(db: Db, username: string): UserRow {

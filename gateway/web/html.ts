@@ -1,0 +1,31 @@
+// HTML built by a tagged template that escapes every interpolated value. Only values that are
+// themselves the output of `html` pass through unescaped, so user input (key names, usernames)
+// can never become markup by accident.
+
+export class SafeHtml {
+  constructor(readonly value: string) {}
+  toString(): string {
+    return this.value;
+  }
+}
+
+const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' };
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"'`]/g, (c) => ENTITIES[c]!);
+}
+
+function render(value: unknown): string {
+  if (value instanceof SafeHtml) return value.value;
+  if (Array.isArray(value)) return value.map(render).join('');
+  if (value === null || value === undefined || value === false) return '';
+  return escapeHtml(String(value));
+}
+
+export function html(strings: TemplateStringsArray, ...values: unknown[]): SafeHtml {
+  let out = strings[0]!;
+  values.forEach((value, i) => {
+    out += render(value) + strings[i + 1]!;
+  });
+  return new SafeHtml(out);
+}

@@ -1,0 +1,33 @@
+// Sign-in throttling: fixed one-minute windows per client IP and per username, on the same
+// RateLimiter as the API (so with Redis:Url every process of a cluster shares the counts).
+// Every attempt spends a point before the password is checked, so a throttled guess costs the
+// server no scrypt work. The IP budget is spent first: a throttled IP cannot also lock out
+// the usernames it tries.
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Settings } from '../../shared/config.js';
+import { Problem } from '../problem.js';
+import { RateLimiter } from '../rate-limit.js';
+
+export class LoginThrottle {
+  readonly #perUser: RateLimiter;
+  readonly #perIp: RateLimiter;
+
+  constructor(settings: Settings, logger: Logger, redis?: Redis) {
+    this.#perUser = new RateLimiter({ name: 'LoginUser', pointsPerMinute: settings.Web.LoginAttemptsPerUserPerMinute }, logger, redis);
+    this.#perIp = new RateLimiter({ name: 'LoginIp', pointsPerMinute: settings.Web.LoginAttemptsPerIpPerMinute }, logger, redis);
+  }
+
+  /** Spends one attempt; resolves to null when allowed, else to the seconds to wait. */
+  async attempt(ip: string, username: string): Promise<number | null> {
+    try {
+      await this.#perIp.consume(`ip:${ip}`);
+      // Usernames are case-insensitive in the store, so they are here too.
+      await this.#perUser.consume(`user:${username.trim().normalize('NFC').toLowerCase().slice(0, 128)}`);
+      return null;
+    } catch (err) {
+      if (err instanceof Problem && err.status === 429) return Number(err.headers['Retry-After'] ?? 60);
+      throw err;
+    }
+  }
+}
