@@ -39,9 +39,19 @@ export class ArchiveService {
 
   /** Resolves a visible attachment and logs the download; null when it is missing or hidden. */
   async attachment(caller: Caller, emailId: number, attachmentId: number) {
-    const handle = await this.engine.run({ kind: 'attachment', principal: caller.principal, emailId, attachmentId });
-    if (handle) this.#log(caller, 'Download', { emailId, accountId: handle.accountId });
+    const handle = await this.findAttachment(caller, emailId, attachmentId);
+    if (handle) this.recordDownload(caller, handle);
     return handle;
+  }
+
+  /** Resolves a visible attachment without logging, for a front end that may still refuse it (MCP's size limit). */
+  findAttachment(caller: Caller, emailId: number, attachmentId: number) {
+    return this.engine.run({ kind: 'attachment', principal: caller.principal, emailId, attachmentId });
+  }
+
+  /** Logs a download of an attachment found by findAttachment, once its bytes are going out. */
+  recordDownload(caller: Caller, handle: AttachmentHandle): void {
+    this.#log(caller, 'Download', { emailId: handle.emailId, accountId: handle.accountId });
   }
 
   /** The attachment's bytes, one stored chunk at a time, so memory stays flat for any size. */

@@ -1,0 +1,22 @@
+// The shapes of tool results (MCP `CallToolResult`).
+//
+// The text block always carries the result exactly as SPEC.md section 4 describes it, as compact
+// JSON: that is what most clients hand to the model. structuredContent must be a JSON object, so
+// an object result is sent as is, while a list or a nullable result is wrapped (`{items: [...]}`,
+// `{email: ...}`) for the tool's declared outputSchema.
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+
+/** An object result: the same JSON as text and as structuredContent. */
+export function objectResult(value: object): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(value) }], structuredContent: value as Record<string, unknown> };
+}
+
+/** A result that is not an object (a list, or null): text as SPEC.md gives it, wrapped as structuredContent. */
+export function wrappedResult(value: unknown, structured: Record<string, unknown>): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(value) }], structuredContent: structured };
+}
+
+/** A tool-level error: one sentence telling the agent what happened and what to do instead. */
+export function toolError(message: string): CallToolResult {
+  return { content: [{ type: 'text', text: message }], isError: true };
+}
