@@ -1,0 +1,45 @@
+// Benchmarks run the real server as its own process, so the load generator never shares its
+// event loop. The server logs a JSON line with its port once it listens.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { dirname, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const SERVER = resolve(dirname(fileURLToPath(import.meta.url)), '../../gateway/server.js');
+export const FLOOR_SERVER = resolve(dirname(fileURLToPath(import.meta.url)), 'floor-server.js');
+
+export interface RunningServer {
+  url: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Starts dist/gateway/server.js (or another script) with these env vars on a free port. */
+export async function startServer(env: Record<string, string>, script = SERVER): Promise<RunningServer> {
+  const child = spawn(process.execPath, [script], {
+    env: { ...process.env, Server__Port: '0', Server__Host: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout! });
+  const port = await new Promise<number>((resolvePort, reject) => {
+    child.once('exit', (code) => reject(new Error(`server exited with code ${code} before listening`)));
+    lines.on('line', (line) => {
+      try {
+        const entry = JSON.parse(line) as { port?: number; msg?: string };
+        if (entry.port && entry.msg?.startsWith('listening')) resolvePort(entry.port);
+      } catch {
+        // not a log line
+      }
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    process: child,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    },
+  };
+}
