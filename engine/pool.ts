@@ -1,4 +1,9 @@
 // The engine as the gateway sees it: typed jobs in, typed results out, on worker threads.
+//
+// Two lanes, each its own Piscina pool on the same file. Searches and other scans go to the
+// query lane (Engine:Threads threads); the key check every request starts with, and the other
+// point reads, go to a one-thread interactive lane. A burst of heavy searches then queues only
+// behind itself: `GET /accounts` or an MCP `tools/list` never waits for someone's full-text scan.
 import { Piscina } from 'piscina';
 import type { Job, JobKind, JobResult } from '../shared/jobs.js';
 import { openArchive } from './db/open.js';
@@ -6,39 +11,66 @@ import type { WorkerData } from './worker.js';
 
 export interface EnginePoolOptions {
   dbPath: string;
+  /** Threads of the query lane. */
   threads: number;
-  /** Tasks that may wait for a free thread before run() rejects; default: unbounded. */
+  /** Threads of the interactive lane; default 1. */
+  interactiveThreads?: number;
+  /** Tasks that may wait for a free thread (per lane) before run() rejects; default: unbounded. */
   maxQueue?: number;
   /** Let `fault` jobs crash a worker (tests of failure handling only). */
   faultInjection?: boolean;
 }
 
+type Lane = 'interactive' | 'query';
+
+/** Every job kind names its lane; a new kind that forgets to is a compile error. */
+const LANES: Record<JobKind, Lane> = {
+  authenticate: 'interactive',
+  sessionUser: 'interactive',
+  accounts: 'interactive',
+  detail: 'interactive',
+  attachment: 'interactive',
+  accessLog: 'interactive',
+  listKeysFor: 'interactive',
+  createKeyFor: 'interactive',
+  revokeKeyAs: 'interactive',
+  search: 'query',
+  folders: 'query',
+  stats: 'query',
+  attachmentChunk: 'query',
+  login: 'query', // scrypt: deliberately slow, so it stays off the interactive lane
+  fault: 'query',
+};
+
 export class EnginePool {
-  readonly #piscina: Piscina;
+  readonly #lanes: Record<Lane, Piscina>;
 
   constructor(options: EnginePoolOptions) {
     // Create and migrate the file once, here, so the workers never race to do it.
     openArchive(options.dbPath).close();
     const workerData: WorkerData = { dbPath: options.dbPath, faultInjection: options.faultInjection ?? false };
-    this.#piscina = new Piscina({
-      filename: new URL('./worker.js', import.meta.url).href,
-      minThreads: options.threads,
-      maxThreads: options.threads,
-      idleTimeout: Number.POSITIVE_INFINITY,
-      workerData,
-      ...(options.maxQueue !== undefined ? { maxQueue: options.maxQueue } : {}),
-    });
+    const lane = (threads: number) =>
+      new Piscina({
+        filename: new URL('./worker.js', import.meta.url).href,
+        minThreads: threads,
+        maxThreads: threads,
+        idleTimeout: Number.POSITIVE_INFINITY,
+        workerData,
+        ...(options.maxQueue !== undefined ? { maxQueue: options.maxQueue } : {}),
+      });
+    this.#lanes = { interactive: lane(options.interactiveThreads ?? 1), query: lane(options.threads) };
   }
 
   run<K extends JobKind>(job: Job<K>): Promise<JobResult<K>> {
-    return this.#piscina.run(job) as Promise<JobResult<K>>;
+    return this.#lanes[LANES[job.kind]].run(job) as Promise<JobResult<K>>;
   }
 
+  /** Threads of the query lane. */
   get threads(): number {
-    return this.#piscina.threads.length;
+    return this.#lanes.query.threads.length;
   }
 
   async close(): Promise<void> {
-    await this.#piscina.close();
+    await Promise.all([this.#lanes.interactive.close(), this.#lanes.query.close()]);
   }
 }

@@ -17,7 +17,8 @@ export const TEXT_FIELDS = ['subject', 'from', 'to', 'cc', 'bcc', 'body', 'filen
 export type TextField = (typeof TEXT_FIELDS)[number];
 
 export type Node =
-  | { type: 'text'; field: TextField | null; words: string[]; prefix: boolean }
+  /** `text` is the term as written (unquoted), `words` what the index sees of it. */
+  | { type: 'text'; field: TextField | null; text: string; words: string[]; prefix: boolean }
   | { type: 'has'; what: 'attachment' }
   | { type: 'and'; children: Node[] }
   | { type: 'or'; children: Node[] }
@@ -169,7 +170,7 @@ class Parser {
 
   #word(text: string): Node {
     this.#count();
-    return { type: 'text', field: null, words: [text], prefix: false };
+    return { type: 'text', field: null, text, words: [text], prefix: false };
   }
 
   #count(): void {
@@ -184,7 +185,7 @@ class Parser {
     const w = words(t.text);
     if (w.length === 0) return null; // punctuation only: nothing to search for
     this.#count();
-    return { type: 'text', field: t.field as TextField | null, words: w, prefix: t.prefix };
+    return { type: 'text', field: t.field as TextField | null, text: t.text, words: w, prefix: t.prefix };
   }
 }
 

@@ -117,6 +117,63 @@ test('date-sorted text search pages through matches in order, with filters on th
   t.deepEqual(search('budget', { accountId: accountB }).items.map((i) => i.id), [ids.spam]);
 });
 
+test('account, folder, direction and visibility filters combine with q exactly as without it', (t) => {
+  const { dir } = tempDir('mag-filters-');
+  const local = openArchive(join(dir, 'f.db'));
+  t.teardown(() => local.close());
+  const a1 = addAccount(local, { name: 'One', emailAddress: 'one@x.example' }).id;
+  const a2 = addAccount(local, { name: 'Two', emailAddress: 'two@x.example' }).id;
+  const viewer = { isAdmin: false, userId: addUser(local, { username: 'v' }).id };
+  assignAccount(local, 'v', a2);
+  const w = new ArchiveWriter(local);
+  w.batch(() => {
+    let n = 0;
+    for (const accountId of [a1, a2]) {
+      for (const folder of ['INBOX', 'INBOX/Sub', 'Sent']) {
+        for (const isOutgoing of [false, true]) {
+          w.add(email({ accountId, folder, isOutgoing, subject: `hello ${n}`, sentDate: T('2024-01-01T00:00:00Z') + n * 1000 }));
+          n++;
+        }
+      }
+    }
+  });
+  const run = (v: { isAdmin: boolean; userId: number }, q: string | undefined, extra: Partial<SearchQuery>) =>
+    searchEmails(local, v, { q, page: 1, pageSize: 50, sortBy: 'sentDate', sortOrder: 'desc', ...extra });
+  const cases: Array<Partial<SearchQuery>> = [
+    {}, { accountId: a1 }, { folder: 'INBOX' }, { folder: 'INBOX/Sub' }, { direction: 'outgoing' },
+    { accountId: a2, folder: 'Sent', direction: 'incoming' }, { from: T('2024-01-01T00:00:03Z'), to: T('2024-01-01T00:00:07Z') },
+  ];
+  for (const extra of cases) {
+    for (const v of [admin, viewer]) {
+      const withQ = run(v, 'hello', extra);
+      const without = run(v, undefined, extra);
+      t.deepEqual(withQ.items.map((i) => i.id), without.items.map((i) => i.id), JSON.stringify({ extra, admin: v.isAdmin }));
+      t.is(withQ.totalItems, without.totalItems);
+    }
+  }
+  t.is(run(viewer, 'hello', {}).totalItems, 6, 'the viewer sees only the assigned account');
+  t.is(run(admin, 'hello', { folder: 'INBOX' }).totalItems, 4, 'a folder is its own path, not its sub-folders');
+  t.is(run({ isAdmin: false, userId: 999 }, 'hello', {}).totalItems, 0);
+});
+
+test('sent dates are kept to the second, so date order and id order agree', (t) => {
+  const { dir } = tempDir('mag-second-');
+  const local = openArchive(join(dir, 's.db'));
+  t.teardown(() => local.close());
+  const acct = addAccount(local, { name: 'S', emailAddress: 's@x.example' }).id;
+  const w = new ArchiveWriter(local);
+  const base = T('2024-05-05T05:05:05Z');
+  const [x, y] = w.batch(() => [
+    w.add(email({ accountId: acct, subject: 'same second late', sentDate: base + 900 }))!,
+    w.add(email({ accountId: acct, subject: 'same second early', sentDate: base + 100 }))!,
+  ]);
+  const res = searchEmails(local, admin, { q: 'same', page: 1, pageSize: 10, sortBy: 'sentDate', sortOrder: 'desc' });
+  t.deepEqual(res.items.map((i) => i.id), [y, x], 'ties on the second fall back to id, newest id first');
+  t.true(res.items.every((i) => i.sentDate === '2024-05-05T05:05:05.000Z'));
+  const plain = searchEmails(local, admin, { page: 1, pageSize: 10, sortBy: 'sentDate', sortOrder: 'desc' });
+  t.deepEqual(plain.items.map((i) => i.id), [y, x]);
+});
+
 test('counts stay exact across an import and a permission change', (t) => {
   const { dir } = tempDir('mag-count-');
   const local = openArchive(join(dir, 'c.db'));

@@ -58,9 +58,9 @@ export const migrations: Migration[] = [
         has_attachments INTEGER NOT NULL DEFAULT 0 CHECK (has_attachments IN (0, 1)),
         -- Message-ID when present, else a hash of the raw message: re-imports are no-ops.
         dedup_key       TEXT    NOT NULL,
-        -- The message's rowid in email_fts: sent_date * 4096 + a slot, so that the full-text
-        -- index lists matches in sent-date order. "Newest 20 matches" then reads 20 entries
-        -- instead of sorting every match (see docs/search.md, "The planner").
+        -- The message's rowid in email_fts: sent second * 2^20 + a slot (engine/search/fts-key.ts),
+        -- so that the full-text index lists matches in sent-date order. "Newest 20 matches"
+        -- then reads 20 entries instead of sorting every match (docs/search.md, "The planner").
         fts_key         INTEGER NOT NULL UNIQUE,
         UNIQUE (account_id, folder, dedup_key)
       );
@@ -79,7 +79,9 @@ export const migrations: Migration[] = [
         text_untruncated  TEXT,
         html_untruncated  TEXT,
         text_original     BLOB,
-        html_original     BLOB
+        html_original     BLOB,
+        -- Filter tags for the full-text index (engine/search/tags.ts); not shown to anyone.
+        fts_tags          TEXT    NOT NULL DEFAULT ''
       );
 
       -- Attachment content is stored once per SHA-256 and split in fixed-size chunks, so a
@@ -144,30 +146,30 @@ export const migrations: Migration[] = [
       -- in step. A message's attachments are written before its body, so the body trigger sees
       -- their names.
       CREATE VIRTUAL TABLE email_fts USING fts5 (
-        subject, body, from_text, to_text, cc_text, bcc_text, filenames,
+        subject, body, from_text, to_text, cc_text, bcc_text, filenames, tags,
         content = '',
         contentless_delete = 1,
         tokenize = 'unicode61 remove_diacritics 2'
       );
 
       CREATE TRIGGER email_bodies_ai AFTER INSERT ON email_bodies BEGIN
-        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text, filenames)
+        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text, filenames, tags)
         SELECT e.fts_key, e.subject, NEW.text_body, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr,
-               (SELECT group_concat(file_name, ' ') FROM attachments WHERE email_id = e.id)
+               (SELECT group_concat(file_name, ' ') FROM attachments WHERE email_id = e.id), NEW.fts_tags
         FROM emails e WHERE e.id = NEW.email_id;
       END;
-      CREATE TRIGGER email_bodies_au AFTER UPDATE OF text_body ON email_bodies BEGIN
+      CREATE TRIGGER email_bodies_au AFTER UPDATE OF text_body, fts_tags ON email_bodies BEGIN
         DELETE FROM email_fts WHERE rowid = (SELECT fts_key FROM emails WHERE id = OLD.email_id);
-        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text, filenames)
+        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text, filenames, tags)
         SELECT e.fts_key, e.subject, NEW.text_body, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr,
-               (SELECT group_concat(file_name, ' ') FROM attachments WHERE email_id = e.id)
+               (SELECT group_concat(file_name, ' ') FROM attachments WHERE email_id = e.id), NEW.fts_tags
         FROM emails e WHERE e.id = NEW.email_id;
       END;
       CREATE TRIGGER emails_au AFTER UPDATE OF subject, from_addr, to_addr, cc_addr, bcc_addr, fts_key ON emails BEGIN
         DELETE FROM email_fts WHERE rowid = OLD.fts_key;
-        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text, filenames)
+        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text, filenames, tags)
         SELECT NEW.fts_key, NEW.subject, b.text_body, NEW.from_addr, NEW.to_addr, NEW.cc_addr, NEW.bcc_addr,
-               (SELECT group_concat(file_name, ' ') FROM attachments WHERE email_id = NEW.id)
+               (SELECT group_concat(file_name, ' ') FROM attachments WHERE email_id = NEW.id), b.fts_tags
         FROM email_bodies b WHERE b.email_id = NEW.id;
       END;
       CREATE TRIGGER emails_ad AFTER DELETE ON emails BEGIN

@@ -5,6 +5,7 @@
 // Every word reaching FTS5 is a quoted string of letters and digits, so no input can inject
 // FTS5 syntax: operators, column names and quotes in `q` are structure or plain text.
 import { parseQuery, type Node, type TextField } from '../../shared/query-language.js';
+import { ADDRESS, addressTag } from './tags.js';
 
 const COLUMNS: Record<TextField, string> = {
   subject: 'subject',
@@ -32,7 +33,13 @@ export type CompiledSearch =
 
 function phrase(node: Extract<Node, { type: 'text' }>): string {
   const columns = node.field ? `{${COLUMNS[node.field]}}` : DEFAULT_COLUMNS;
-  return `${columns} : "${node.words.join(' ')}"${node.prefix ? ' *' : ''}`;
+  const text = `${columns} : "${node.words.join(' ')}"${node.prefix ? ' *' : ''}`;
+  const { field } = node;
+  if ((field === 'from' || field === 'to' || field === 'cc' || field === 'bcc') && !node.prefix && ADDRESS.test(node.text)) {
+    // An exact address: its tag finds the few candidates fast; the phrase keeps the match honest.
+    return `({tags} : "${addressTag(field, node.text)}" AND ${text})`;
+  }
+  return text;
 }
 
 /** The node as one FTS5 expression, or null when FTS5 cannot express it. */

@@ -4,13 +4,13 @@
 import { createHash } from 'node:crypto';
 import type { Db } from '../db/open.js';
 import { prepareBody, STORED_BODY_LIMIT } from '../body.js';
+import { keyBase, SLOTS, toSecond } from '../search/fts-key.js';
+import { messageTags } from '../search/tags.js';
 import { bumpGeneration } from './users.js';
 
 /** Attachment content is stored in chunks of this many bytes; downloads stream chunk by chunk. */
 export const ATTACHMENT_CHUNK_BYTES = 256 * 1024;
 
-/** Full-text rowids are sent_date * FTS_SLOTS + slot: sent-date order, then insertion order. */
-export const FTS_SLOTS = 4096;
 
 export interface NewAttachment {
   fileName: string;
@@ -28,7 +28,7 @@ export interface NewEmail {
   to: string;
   cc: string;
   bcc: string;
-  /** Epoch milliseconds, UTC. */
+  /** Epoch milliseconds, UTC; stored to the second. */
   sentDate: number;
   receivedDate: number;
   isOutgoing: boolean;
@@ -73,8 +73,8 @@ export class ArchiveWriter {
        ON CONFLICT (account_id, folder, dedup_key) DO NOTHING`,
     );
     this.#insertBody = db.prepare(
-      `INSERT INTO email_bodies (email_id, text_body, html_body, text_untruncated, html_untruncated, text_original, html_original)
-       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO email_bodies (email_id, text_body, html_body, text_untruncated, html_untruncated, text_original, html_original, fts_tags)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.#lastSlot = db.prepare('SELECT max(fts_key) FROM emails WHERE fts_key BETWEEN ? AND ?').pluck();
     this.#findContent = db.prepare('SELECT id FROM attachment_contents WHERE sha256 = ?').pluck();
@@ -87,10 +87,12 @@ export class ArchiveWriter {
 
   /** Stores one message; returns its id, or null when the same message is already there. */
   add(email: NewEmail): number | null {
+    const folder = normalizeFolder(email.folder);
+    const sentDate = toSecond(email.sentDate);
     const info = this.#insertEmail.run(
-      email.accountId, normalizeFolder(email.folder), email.messageId, email.subject, email.from, email.to, email.cc,
-      email.bcc, email.sentDate, email.receivedDate, email.isOutgoing ? 1 : 0, email.attachments.length > 0 ? 1 : 0,
-      email.dedupKey, this.#ftsKey(email.sentDate),
+      email.accountId, folder, email.messageId, email.subject, email.from, email.to, email.cc,
+      email.bcc, sentDate, email.receivedDate, email.isOutgoing ? 1 : 0, email.attachments.length > 0 ? 1 : 0,
+      email.dedupKey, this.#ftsKey(sentDate),
     );
     if (info.changes === 0) return null;
     const id = Number(info.lastInsertRowid);
@@ -100,7 +102,8 @@ export class ArchiveWriter {
     }
     const text = prepareBody(email.textBody, this.#bodyLimit);
     const html = prepareBody(email.htmlBody, this.#bodyLimit);
-    this.#insertBody.run(id, text.stored, html.stored, text.untruncated, html.untruncated, text.original, html.original);
+    const tags = messageTags({ ...email, folder });
+    this.#insertBody.run(id, text.stored, html.stored, text.untruncated, html.untruncated, text.original, html.original, tags);
     return id;
   }
 
@@ -113,12 +116,12 @@ export class ArchiveWriter {
     })();
   }
 
-  /** The next free slot at this sent date; 4096 messages in one millisecond spill into the next. */
+  /** The next free slot in this sent second (engine/search/fts-key.ts). */
   #ftsKey(sentDate: number): number {
-    for (let base = Math.trunc(sentDate) * FTS_SLOTS; ; base += FTS_SLOTS) {
-      const last = this.#lastSlot.get(base, base + FTS_SLOTS - 1) as number | null;
+    for (let base = keyBase(sentDate); ; base += SLOTS) {
+      const last = this.#lastSlot.get(base, base + SLOTS - 1) as number | null;
       if (last === null) return base;
-      if (last < base + FTS_SLOTS - 1) return last + 1;
+      if (last < base + SLOTS - 1) return last + 1;
     }
   }
 
