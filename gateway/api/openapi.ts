@@ -199,7 +199,7 @@ function searchParameters(settings: Settings): OpenApiParameter[] {
     {
       name: 'q',
       in: 'query',
-      description: `Full-text query over subject, body, from, to, cc and bcc. Field syntax such as \`subject:<text>\` and \`from:<address>\` is supported. At most ${MAX_QUERY_LENGTH} characters.`,
+      description: `Full-text query over subject, body, from, to, cc and bcc; all words must match, case- and accent-insensitively. Also: \`"exact phrase"\`, \`a OR b\`, \`-word\` or \`NOT word\`, \`(groups)\`, \`prefix*\`, field terms \`subject:\`, \`from:\`, \`to:\`, \`cc:\`, \`bcc:\`, \`body:\` (a word, prefix or quoted phrase; \`from:alice@example.com\` matches that exact address), \`has:attachment\` and \`filename:<word>\`. A query with no sensible reading (such as an unmatched \`)\`) is a 400 naming q. At most ${MAX_QUERY_LENGTH} characters. See docs/search.md.`,
       schema: { type: 'string', maxLength: MAX_QUERY_LENGTH },
     },
     {

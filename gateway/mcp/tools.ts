@@ -128,8 +128,8 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
     input: z.object({
       q: stringParam(
         'q',
-        'Full-text query over subject, body, addresses and attachment file names; all words must match. Also: "exact phrase", ' +
-          `a OR b, -word, prefix*, (groups), has:attachment, and field:word with ${TEXT_FIELDS.join(', ')} (e.g. from:alice@example.com).`,
+        'Full-text query over subject, body and addresses; all words must match (case- and accent-insensitive). Also: "exact phrase", ' +
+          `a OR b, -word, prefix*, (groups), has:attachment, and field:word with ${TEXT_FIELDS.join(', ')} (e.g. from:alice@example.com matches that exact address; filename: searches attachment names).`,
       ).optional(),
       from: stringParam('from', 'Sent on or after: a date (YYYY-MM-DD) or an ISO 8601 date-time, UTC unless it names an offset.').optional(),
       to: stringParam('to', 'Sent on or before: a date (YYYY-MM-DD, covering that whole day) or an ISO 8601 date-time.').optional(),
