@@ -50,14 +50,29 @@ server.listen(settings.Server.Port, settings.Server.Host, () => {
   process.send?.('ready'); // PM2 wait_ready
 });
 
+/** How long requests in progress may take to finish after SIGTERM/SIGINT. */
+const DRAIN_MS = 6_000;
+/** Exit regardless after this long; below PM2's kill_timeout (12 s, ecosystem.config.cjs). */
+const FORCE_EXIT_MS = 11_000;
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   logger.info({ signal }, 'shutting down');
-  const force = setTimeout(() => process.exit(1), 10_000).unref();
-  server.close();
+  const force = setTimeout(() => process.exit(1), FORCE_EXIT_MS).unref();
+  // Stop accepting connections, then let the requests already in progress finish: they still
+  // need the pool, and their access-log entries are only recorded as they complete. Closing
+  // the gateway first would fail them and lose their entries.
+  const drained = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
+  // Keep-alive connections become idle once their response is sent; close them as they do.
+  const idle = setInterval(() => server.closeIdleConnections(), 100);
+  const patience = new Promise<void>((resolve) => setTimeout(resolve, DRAIN_MS).unref());
+  await Promise.race([drained, patience]);
+  clearInterval(idle);
+  // Whatever is still running after DRAIN_MS (a slow download) is cut off, so that the access
+  // log is still flushed well before the forced exit.
+  server.closeAllConnections();
   await close();
   clearTimeout(force);
   logger.info('stopped');

@@ -16,31 +16,34 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
   const caller = (ctx: Context & { state: AuthState }) => callerOf(ctx, ctx.state.principal, 'api');
   const idParam = (ctx: Context, name: string) => parseInt32(name, (ctx.params as Record<string, string>)[name]);
 
-  router.use(requireApiKey(service.engine));
+  // Authentication is attached to each route rather than with router.use(): a router-level
+  // middleware layer matches every path, which made the gateway's "known path?" check (405 vs
+  // 404) treat unknown paths such as /api/v1/nope as known and answer 405.
+  const auth = requireApiKey(service.engine);
 
-  router.get('/accounts', async (ctx) => {
+  router.get('/accounts', auth, async (ctx) => {
     ctx.body = await service.accounts(caller(ctx));
   });
 
-  router.get('/accounts/:id/folders', async (ctx) => {
+  router.get('/accounts/:id/folders', auth, async (ctx) => {
     const folders = await service.folders(caller(ctx), idParam(ctx, 'id'));
     if (!folders) throw new Problem(404, `Account ${ctx.params.id} does not exist.`);
     ctx.body = folders;
   });
 
-  router.get('/emails', async (ctx) => {
+  router.get('/emails', auth, async (ctx) => {
     const params = ctx.query as Record<string, unknown>;
     const query = parseSearchInput(params, limits);
     ctx.body = await service.search(caller(ctx), query, params);
   });
 
-  router.get('/emails/:id', async (ctx) => {
+  router.get('/emails/:id', auth, async (ctx) => {
     const email = await service.email(caller(ctx), idParam(ctx, 'id'));
     if (!email) throw new Problem(404, `Email ${ctx.params.id} does not exist.`);
     ctx.body = email;
   });
 
-  router.get('/emails/:id/attachments/:attachmentId', async (ctx) => {
+  router.get('/emails/:id/attachments/:attachmentId', auth, async (ctx) => {
     const emailId = idParam(ctx, 'id');
     const attachmentId = idParam(ctx, 'attachmentId');
     if (!settings.Api.AllowAttachmentDownloads) {
@@ -48,22 +51,37 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
     }
     const handle = await service.attachment(caller(ctx), emailId, attachmentId);
     if (!handle) throw new Problem(404, `Attachment ${attachmentId} of email ${emailId} does not exist.`);
+    // Start reading first: if the content cannot be read, the 500 problem must not carry the
+    // file's headers (Content-Disposition would make a browser save the error as the file).
+    const body = ctx.method === 'HEAD' ? Readable.from([]) : await startedStream(service.content(handle));
     // The bytes are untrusted: never sniffed, never rendered as an active document.
     ctx.set({
       'Content-Disposition': contentDisposition(handle.fileName),
       'X-Content-Type-Options': 'nosniff',
       'Content-Security-Policy': 'sandbox',
+      // The stored type exactly as stored. Not through ctx.type, which looks values up as file
+      // extensions and appends "; charset=utf-8" to text types, relabelling the bytes.
+      'Content-Type': storedMediaType(handle.contentType),
     });
-    ctx.type = handle.contentType || 'application/octet-stream';
-    ctx.body = ctx.method === 'HEAD' ? Readable.from([]) : await startedStream(service.content(handle));
+    ctx.body = body;
     ctx.length = handle.size;
   });
 
-  router.get('/stats', async (ctx) => {
+  router.get('/stats', auth, async (ctx) => {
     ctx.body = await service.stats(caller(ctx));
   });
 
   return router;
+}
+
+// type "/" subtype *( OWS ";" OWS parameter ), RFC 9110 section 8.3.1, printable ASCII only.
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"(?:[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]|\\\\[\\x20-\\x7e])*"))*$`);
+
+/** The stored content type when it is a well-formed media type, else application/octet-stream. */
+export function storedMediaType(stored: string | null | undefined): string {
+  const value = (stored ?? '').trim();
+  return MEDIA_TYPE.test(value) ? value : 'application/octet-stream';
 }
 
 /**
