@@ -1,5 +1,6 @@
 // Piscina worker entry. Each thread opens its own connection once; better-sqlite3 caches the
 // prepared statements per connection, so every query is prepared once per thread.
+import { Piscina } from 'piscina';
 import { workerData } from 'node:worker_threads';
 import type { Job, JobKind, JobResult } from '../shared/jobs.js';
 import { openArchive, type Db } from './db/open.js';
@@ -17,11 +18,37 @@ function connection(): Db {
   return db;
 }
 
+/**
+ * Errors cross the thread boundary by structured clone, which keeps only what plain Errors
+ * have: better-sqlite3's SqliteError would arrive as a bare `{ code }`. Rethrow as an Error
+ * that keeps message, code and stack, so the gateway can log what went wrong.
+ */
+function portable(err: unknown): Error {
+  if (!(err instanceof Error)) return new Error(String(err));
+  const out = new Error(err.message);
+  out.name = err.name;
+  out.stack = err.stack ?? '';
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') Object.assign(out, { code });
+  return out;
+}
+
 export default function run<K extends JobKind>(job: Job<K>): JobResult<K> {
   if (job.kind === 'fault' && (workerData as WorkerData).faultInjection) {
     const { mode } = job as Job<'fault'>;
     if (mode === 'exit') process.exit(1); // ends this worker thread only
     throw new Error('injected fault');
   }
-  return runJob(connection(), job);
+  let result: JobResult<K>;
+  try {
+    result = runJob(connection(), job);
+  } catch (err) {
+    throw portable(err);
+  }
+  // Attachment chunks move to the gateway thread instead of being copied (flat memory on big
+  // downloads). better-sqlite3 gives each blob its own ArrayBuffer, so moving it is safe.
+  if (job.kind === 'attachmentChunk' && result instanceof Uint8Array && result.byteLength === result.buffer.byteLength) {
+    return Piscina.move(result) as unknown as JobResult<K>;
+  }
+  return result;
 }

@@ -53,6 +53,8 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
   const app = new Koa();
   app.proxy = settings.Server.TrustProxy;
   app.silent = true; // problems() logs what matters; Koa's default handler would print stacks.
+  // What problems() cannot see: a response stream that fails after its headers were sent.
+  app.on('error', (err: Error, ctx?: Koa.Context) => logger.error({ err, method: ctx?.method, path: ctx?.path }, 'response failed'));
 
   app.use(problems(logger));
   app.use(async (ctx, next) => {

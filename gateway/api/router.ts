@@ -49,7 +49,11 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
     if (!settings.Api.AllowAttachmentDownloads) {
       throw new Problem(403, 'Attachment downloads are disabled on this server (Api:AllowAttachmentDownloads).');
     }
-    const handle = await service.attachment(caller(ctx), emailId, attachmentId);
+    // HEAD reads no bytes, so it is not a download and is not logged as one.
+    const handle =
+      ctx.method === 'HEAD'
+        ? await service.findAttachment(caller(ctx), emailId, attachmentId)
+        : await service.attachment(caller(ctx), emailId, attachmentId);
     if (!handle) throw new Problem(404, `Attachment ${attachmentId} of email ${emailId} does not exist.`);
     // Start reading first: if the content cannot be read, the 500 problem must not carry the
     // file's headers (Content-Disposition would make a browser save the error as the file).
