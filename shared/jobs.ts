@@ -79,10 +79,10 @@ export interface WebUser {
   stamp: string;
 }
 
-export type WebKeyStatus = 'active' | 'expired' | 'revoked' | 'owner inactive';
+export type KeyStatus = 'active' | 'expired' | 'revoked' | 'owner inactive';
 
-/** An API key as the web page lists it: never the key itself or its hash. */
-export interface WebKeyRow {
+/** An API key as it is listed (CLI, web page): never the key itself or its hash. */
+export interface KeyRow {
   id: number;
   userId: number;
   username: string;
@@ -92,7 +92,7 @@ export interface WebKeyRow {
   lastUsedAt: string | null;
   expiresAt: string | null;
   revokedAt: string | null;
-  status: WebKeyStatus;
+  status: KeyStatus;
 }
 
 /** Outcome of a web key operation; `not-found` also covers keys the actor may not touch. */
@@ -122,15 +122,15 @@ export interface JobMap {
   /** The actor's own keys, and for administrators everyone else's (else null). */
   listKeysFor: {
     args: { actorId: number; now: number };
-    result: WebKeyResult<{ own: WebKeyRow[]; others: WebKeyRow[] | null }>;
+    result: WebKeyResult<{ own: KeyRow[]; others: KeyRow[] | null }>;
   };
   /** Creates a key for the actor; the plaintext `key` exists only in this result. */
   createKeyFor: {
     args: { actorId: number; name: string; expiresAt: number | null; now: number };
-    result: WebKeyResult<{ key: string; row: WebKeyRow }>;
+    result: WebKeyResult<{ key: string; row: KeyRow }>;
   };
   /** Revokes a key the actor owns, or any key when the actor is an administrator. */
-  revokeKeyAs: { args: { actorId: number; keyId: number; now: number }; result: WebKeyResult<WebKeyRow> };
+  revokeKeyAs: { args: { actorId: number; keyId: number; now: number }; result: WebKeyResult<KeyRow> };
   /**
    * Fault injection for tests of failure handling: a worker throws or exits while serving it.
    * Refused unless the pool was created with `faultInjection: true`.

@@ -2,7 +2,7 @@
 // random bytes. Only its SHA-256 (hex) and its first 11 characters are stored; the plaintext
 // exists once, in the return value of createKey.
 import { createHash, randomBytes } from 'node:crypto';
-import type { AuthResult } from '../../shared/jobs.js';
+import type { AuthResult, KeyRow, KeyStatus } from '../../shared/jobs.js';
 import type { Db } from '../db/open.js';
 import { iso } from '../time.js';
 import { StoreError } from './errors.js';
@@ -21,20 +21,7 @@ export function hashKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }
 
-export type KeyStatus = 'active' | 'expired' | 'revoked' | 'owner inactive';
-
-export interface KeyRow {
-  id: number;
-  userId: number;
-  username: string;
-  name: string;
-  prefix: string;
-  createdAt: string;
-  lastUsedAt: string | null;
-  expiresAt: string | null;
-  revokedAt: string | null;
-  status: KeyStatus;
-}
+export type { KeyRow, KeyStatus };
 
 interface RawKey {
   id: number; user_id: number; username: string; is_active: number; name: string; key_prefix: string;

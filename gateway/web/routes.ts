@@ -11,7 +11,7 @@ import compose from 'koa-compose';
 import type { Logger } from 'pino';
 import type { EnginePool } from '../../engine/pool.js';
 import type { Settings } from '../../shared/config.js';
-import type { WebKeyRow, WebUser } from '../../shared/jobs.js';
+import type { KeyRow, WebUser } from '../../shared/jobs.js';
 import { sendProblem } from '../problem.js';
 import { buildApiDocs, DOCS_ASSETS_PATH, DOCS_PATH, SPEC_PATH } from './apidocs.js';
 import { sendAsset, SwaggerAssets, WebAssets } from './assets.js';
@@ -82,7 +82,7 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
     ctx.redirect(url);
   };
 
-  async function listKeys(user: WebUser): Promise<{ own: WebKeyRow[]; others: WebKeyRow[] | null }> {
+  async function listKeys(user: WebUser): Promise<{ own: KeyRow[]; others: KeyRow[] | null }> {
     const result = await engine.run({ kind: 'listKeysFor', actorId: user.id, now: Date.now() });
     if (!result.ok) throw new WebError(403, 'Not allowed', result.message);
     return result.value;

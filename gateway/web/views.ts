@@ -1,6 +1,6 @@
 // The web pages. Every value goes through `html`, which escapes it: key names, usernames and
 // form input are user input. No inline script or style anywhere (the CSP forbids both).
-import type { WebKeyRow, WebUser } from '../../shared/jobs.js';
+import type { KeyRow, WebUser } from '../../shared/jobs.js';
 import { html, type SafeHtml } from './html.js';
 
 /** What every page's frame needs. */
@@ -92,12 +92,12 @@ function when(iso: string | null, none: string): SafeHtml {
   return html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`;
 }
 
-function statusBadge(key: WebKeyRow): SafeHtml {
+function statusBadge(key: KeyRow): SafeHtml {
   const badge = html`<span class="status status-${key.status.replace(' ', '-')}">${key.status}</span>`;
   return html`<span>${badge}${key.revokedAt ? html` <span class="since">${when(key.revokedAt, '')}</span>` : ''}</span>`;
 }
 
-function revokeForm(chrome: Chrome, key: WebKeyRow): SafeHtml {
+function revokeForm(chrome: Chrome, key: KeyRow): SafeHtml {
   if (key.status === 'revoked') return html``;
   const question = `Revoke the key “${key.name}” (${key.prefix}…)${key.userId !== chrome.user?.id ? ` of ${key.username}` : ''}? Programs using it are refused from the next request on. This cannot be undone.`;
   // Without JavaScript the server asks for confirmation on a page of its own (confirmed is empty).
@@ -107,7 +107,7 @@ function revokeForm(chrome: Chrome, key: WebKeyRow): SafeHtml {
     </form>`;
 }
 
-function keyTable(chrome: Chrome, keys: WebKeyRow[], withOwner: boolean, label: string): SafeHtml {
+function keyTable(chrome: Chrome, keys: KeyRow[], withOwner: boolean, label: string): SafeHtml {
   if (keys.length === 0) return html`<p class="muted">No keys yet.</p>`;
   return html`<div class="table-wrap"><table class="keys" aria-label="${label}">
   <thead><tr>${withOwner ? html`<th scope="col">Owner</th>` : ''}<th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Expires</th><th scope="col">Status</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
@@ -127,12 +127,12 @@ function keyTable(chrome: Chrome, keys: WebKeyRow[], withOwner: boolean, label: 
 }
 
 export interface KeysModel {
-  own: WebKeyRow[];
+  own: KeyRow[];
   /** Everyone else's keys; only for administrators. */
-  others: WebKeyRow[] | null;
+  others: KeyRow[] | null;
   /** Right after creation: the plaintext key, shown this once. */
-  created?: { key: string; row: WebKeyRow };
-  revoked?: WebKeyRow;
+  created?: { key: string; row: KeyRow };
+  revoked?: KeyRow;
   form?: { name: string; expires: string; error?: string };
   /** Earliest date the expiry field accepts (YYYY-MM-DD). */
   minExpiry: string;
@@ -179,7 +179,7 @@ ${model.others ? html`<section>
 </section>` : ''}`);
 }
 
-export function confirmRevokePage(chrome: Chrome, key: WebKeyRow): string {
+export function confirmRevokePage(chrome: Chrome, key: KeyRow): string {
   return layout(chrome, 'Revoke key', html`
 <section class="card narrow">
   <h1>Revoke this key?</h1>
