@@ -36,8 +36,9 @@ function phrase(node: Extract<Node, { type: 'text' }>): string {
   const text = `${columns} : "${node.words.join(' ')}"${node.prefix ? ' *' : ''}`;
   const { field } = node;
   if ((field === 'from' || field === 'to' || field === 'cc' || field === 'bcc') && !node.prefix && ADDRESS.test(node.text)) {
-    // An exact address: its tag finds the few candidates fast; the phrase keeps the match honest.
-    return `({tags} : "${addressTag(field, node.text)}" AND ${text})`;
+    // An exact address is its tag: one short list to read, and `alice@x.com` never matches
+    // `malice@x.com`. (Tags are 64-bit hashes; a collision would add a hit, never lose one.)
+    return `{tags} : "${addressTag(field, node.text)}"`;
   }
   return text;
 }

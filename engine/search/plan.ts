@@ -115,10 +115,26 @@ export function searchEmails(db: Db, viewer: Viewer, query: SearchQuery): PagedR
   );
   if (offset >= total) return page([], total);
 
-  let order: string;
-  if (query.sortBy === 'sentDate') order = `f.rowid ${dir}`;
-  else if (query.sortBy === 'relevance') order = `f.rank ${desc ? 'ASC' : 'DESC'}, f.rowid DESC`; // bm25: lower is better
-  else order = `${SORT_COLUMNS[query.sortBy]} ${dir}, e.id ${dir}`;
+  if (extra.length === 0 && (query.sortBy === 'sentDate' || query.sortBy === 'relevance')) {
+    // The index alone decides the page; only its rows are joined (a deep page skips
+    // thousands of index entries without touching the emails table for them).
+    const rank = desc ? 'ASC' : 'DESC'; // bm25: lower is better
+    const byDate = query.sortBy === 'sentDate';
+    const rows = db
+      .prepare(
+        `SELECT ${SUMMARY_COLUMNS} FROM (
+           SELECT f.rowid AS k, ${byDate ? '0' : 'f.rank'} AS r FROM email_fts f WHERE ${where(fts)}
+           ORDER BY ${byDate ? `f.rowid ${dir}` : `f.rank ${rank}, f.rowid DESC`} LIMIT ? OFFSET ?
+         ) p JOIN emails e ON e.fts_key = p.k
+         ORDER BY ${byDate ? `p.k ${dir}` : `p.r ${rank}, p.k DESC`}`,
+      )
+      .all(...params(fts), query.pageSize, offset) as RawSummary[];
+    return page(rows.map(toSummary), total);
+  }
+  const order =
+    query.sortBy === 'sentDate' ? `f.rowid ${dir}`
+    : query.sortBy === 'relevance' ? `f.rank ${desc ? 'ASC' : 'DESC'}, f.rowid DESC`
+    : `${SORT_COLUMNS[query.sortBy]} ${dir}, e.id ${dir}`;
   const rows = db
     .prepare(`SELECT ${SUMMARY_COLUMNS} ${joined} WHERE ${where(all)} ORDER BY ${order} LIMIT ? OFFSET ?`)
     .all(...params(all), query.pageSize, offset) as RawSummary[];
