@@ -75,6 +75,14 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
   }
   if (settings.Mcp.Enabled) {
     app.use(mount('/mcp', mcpEndpoint(settings, service, limiters.mcp, logger)));
+  } else {
+    // Disabled is a 404, but still one no cache may keep (SPEC.md 5.8: never cache /mcp).
+    app.use(
+      mount('/mcp', async (ctx) => {
+        ctx.set('Cache-Control', 'no-store');
+        throw new Problem(404, `No resource at ${ctx.path}.`);
+      }),
+    );
   }
   if (settings.Api.Enabled || settings.Mcp.Enabled) {
     // Sign-in, API Keys and /apidocs: cookie sessions on their own paths only, never /api or /mcp.

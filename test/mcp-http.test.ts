@@ -38,6 +38,7 @@ test('a disabled MCP server is 404 while the REST API answers', async (t) => {
   const res = await postMcp(off.url, toolsCall(1, 'list_accounts'), bearer(off.fixture.keys.admin));
   t.is(res.status, 404);
   t.is(res.headers.get('content-type'), 'application/problem+json');
+  t.is(res.headers.get('cache-control'), 'no-store', 'even the disabled endpoint must not be cached');
   t.is((await fetch(`${off.base}/api/v1/accounts`, { headers: bearer(off.fixture.keys.admin) })).status, 200);
 });
 
