@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // mail-archive: the operator's command line over the archive file.
+import Database from 'better-sqlite3';
 import { Command, CommanderError } from 'commander';
 import { createRequire } from 'node:module';
 import { ConfigError } from '../../shared/config.js';
@@ -20,7 +21,13 @@ export function buildProgram(): Command {
     .description('Manage the mail archive that mail-archive-gateway serves.')
     .version(version)
     .option('--db <path>', 'archive file (default: the Database:Path setting, ./data/archive.db)')
-    .showHelpAfterError('(run with --help for usage)')
+    // Set before any subcommand exists: subcommands copy it. Commander's usage errors (unknown
+    // command or option, missing argument) become one line like every other failure; its
+    // suggestions ("Did you mean …?") arrive on a second line and are joined on.
+    .configureOutput({
+      outputError: (str, write) =>
+        write(`mail-archive: ${str.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ').trim()} (run with --help for usage)\n`),
+    })
     .exitOverride();
   registerUsers(program);
   registerAccounts(program);
@@ -34,6 +41,9 @@ export function buildProgram(): Command {
   }
   return program;
 }
+
+/** SQLite failures caused by the file, the disk or a concurrent writer rather than by this program. */
+const ENVIRONMENTAL_SQLITE_CODES = /^SQLITE_(BUSY|LOCKED|READONLY|CANTOPEN|NOTADB|CORRUPT|FULL|IOERR|PERM|AUTH)(_|$)/;
 
 /** Known failures print one sentence; only a bug prints a stack. */
 export async function main(argv: string[]): Promise<number> {
@@ -51,6 +61,11 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (err instanceof StoreError || err instanceof ConfigError || err instanceof ArchiveOpenError) {
       process.stderr.write(`mail-archive: ${err.message}\n`);
+      return 1;
+    }
+    if (err instanceof Database.SqliteError && ENVIRONMENTAL_SQLITE_CODES.test(err.code)) {
+      // The file, the disk or another process, not a bug here: say so in one line.
+      process.stderr.write(`mail-archive: the archive cannot be used (${err.code}): ${err.message}\n`);
       return 1;
     }
     process.stderr.write(`mail-archive: unexpected error: ${(err as Error).stack ?? String(err)}\n`);

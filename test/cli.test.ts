@@ -1,0 +1,363 @@
+// The operator's CLI, end to end: every command is run as a child process against a fresh
+// archive file, the way an operator (or a script) runs it.
+import test, { type ExecutionContext } from 'ava';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openArchive, type Db } from '../engine/db/open.js';
+import { writeAccessLog } from '../engine/store/access-log.js';
+import { addAccount } from '../engine/store/accounts.js';
+import { hashKey, KEY_PATTERN } from '../engine/store/keys.js';
+import { addUser, passwordHashOf, verifyPassword } from '../engine/store/users.js';
+import { tempDir } from './helpers/fixture.js';
+
+const CLI = fileURLToPath(new URL('../engine/cli/main.js', import.meta.url));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+interface Archive {
+  dir: string;
+  db: string;
+  /** Runs `mail-archive --db <db> ...args` in `dir`, with an environment free of settings. */
+  cli: (args: string[], options?: { input?: string; env?: NodeJS.ProcessEnv; noDb?: boolean }) => Promise<Run>;
+  /** Opens the archive in this process (closed at teardown). */
+  open: () => Db;
+}
+
+function archive(t: ExecutionContext): Archive {
+  const { dir, cleanup } = tempDir('mag-cli-');
+  const db = join(dir, 'a.db');
+  const handles: Db[] = [];
+  t.teardown(() => {
+    for (const h of handles) if (h.open) h.close();
+    cleanup();
+  });
+  return {
+    dir,
+    db,
+    cli: (args, options = {}) =>
+      new Promise((resolve, reject) => {
+        const argv = options.noDb ? args : ['--db', db, ...args];
+        const child = spawn(process.execPath, [CLI, ...argv], {
+          cwd: dir,
+          env: { PATH: process.env.PATH, TZ: 'UTC', ...options.env },
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code, stdout, stderr }));
+        child.stdin.end(options.input ?? '');
+      }),
+    open: () => {
+      const h = openArchive(db);
+      handles.push(h);
+      return h;
+    },
+  };
+}
+
+/** Success: exit 0 and nothing on stderr. */
+function ok(t: ExecutionContext, r: Run): string {
+  t.is(r.code, 0, `exit code; stderr: ${r.stderr}`);
+  t.is(r.stderr, '', 'nothing on stderr');
+  return r.stdout;
+}
+
+/** A failure: non-zero exit, exactly one line on stderr, no stack trace, nothing on stdout. */
+function fails(t: ExecutionContext, r: Run, ...mentions: string[]): string {
+  t.not(r.code, 0, `should fail; stdout: ${r.stdout}`);
+  t.is(r.stdout, '', 'nothing on stdout');
+  t.regex(r.stderr, /^[^\n]+\n$/, `exactly one line on stderr: ${JSON.stringify(r.stderr)}`);
+  t.false(/^\s+at /m.test(r.stderr), 'no stack trace');
+  for (const m of mentions) t.true(r.stderr.includes(m), `${JSON.stringify(r.stderr)} should mention ${m}`);
+  return r.stderr;
+}
+
+/** The whole of stdout must be one JSON value. */
+function json<T = unknown>(t: ExecutionContext, r: Run): T {
+  const out = ok(t, r);
+  return JSON.parse(out) as T;
+}
+
+test('users add: plain, --admin and --email; users list shows them as one JSON value', async (t) => {
+  const a = archive(t);
+  t.regex(ok(t, await a.cli(['users', 'add', 'alice'])), /^Created user alice \(id \d+\)\.\n$/);
+  const root = json<{ username: string; isAdmin: boolean; email: string | null }>(
+    t,
+    await a.cli(['users', 'add', 'root', '--admin', '--email', 'root@example.com', '--json']),
+  );
+  t.like(root, { username: 'root', isAdmin: true, email: 'root@example.com' });
+  const list = json<Array<{ username: string; isAdmin: boolean; isActive: boolean; email: string | null; accountIds: number[] }>>(
+    t,
+    await a.cli(['users', 'list', '--json']),
+  );
+  t.deepEqual(
+    list.map((u) => [u.username, u.isAdmin, u.isActive, u.email, u.accountIds]),
+    [
+      ['alice', false, true, null, []],
+      ['root', true, true, 'root@example.com', []],
+    ],
+  );
+  const table = ok(t, await a.cli(['users', 'list']));
+  t.regex(table, /^id\s+username/);
+  t.regex(table, /\broot\s+root@example\.com\s+true\b/);
+});
+
+test('users add --password-stdin stores an scrypt hash, never the password', async (t) => {
+  const a = archive(t);
+  const password = 'correct horse battery staple';
+  ok(t, await a.cli(['users', 'add', 'alice', '--password-stdin'], { input: `${password}\n` }));
+  const db = a.open();
+  const id = db.prepare("SELECT id FROM users WHERE username = 'alice'").pluck().get() as number;
+  const hash = passwordHashOf(db, id)!;
+  t.regex(hash, /^scrypt\$\d+\$\d+\$\d+\$[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+$/);
+  t.false(hash.includes(password));
+  t.true(await verifyPassword(password, hash), 'the trailing newline is not part of the password');
+  t.false(await verifyPassword(`${password}\n`, hash));
+  db.close();
+  const bytes = Buffer.concat([readFileSync(a.db), existsSync(`${a.db}-wal`) ? readFileSync(`${a.db}-wal`) : Buffer.alloc(0)]);
+  t.false(bytes.includes(password), 'the plaintext is nowhere in the file');
+});
+
+test('users add refuses a short password, a duplicate name in any case and a bad name', async (t) => {
+  const a = archive(t);
+  fails(t, await a.cli(['users', 'add', 'alice', '--password-stdin'], { input: 'short\n' }), '8 characters');
+  fails(t, await a.cli(['users', 'add', 'alice', '--password-stdin'], { input: '' }), '8 characters');
+  ok(t, await a.cli(['users', 'add', 'alice']));
+  fails(t, await a.cli(['users', 'add', 'ALICE']), 'already exists');
+  fails(t, await a.cli(['users', 'add', 'bad name']), 'Invalid username');
+  const db = a.open();
+  t.deepEqual(db.prepare('SELECT username FROM users').pluck().all(), ['alice'], 'nothing else was created');
+});
+
+// Bug fixed with this test: usernames were unique only under SQLite's NOCASE, which folds ASCII
+// letters alone, so "jürgen" and "JÜRGEN" (or a decomposed "jürgen") became different users.
+test('usernames are case-insensitive beyond ASCII', async (t) => {
+  const a = archive(t);
+  ok(t, await a.cli(['users', 'add', 'jürgen']));
+  fails(t, await a.cli(['users', 'add', 'JÜRGEN']), 'already exists');
+  fails(t, await a.cli(['users', 'add', 'ju\u0308rgen']), 'already exists');
+  t.is(ok(t, await a.cli(['users', 'set-active', 'JÜRGEN', 'false'])), 'jürgen is now inactive.\n');
+  t.deepEqual(a.open().prepare('SELECT username FROM users').pluck().all(), ['jürgen']);
+});
+
+test('users set-active switches a user and refuses anything but true or false', async (t) => {
+  const a = archive(t);
+  addUser(a.open(), { username: 'alice' });
+  t.is(ok(t, await a.cli(['users', 'set-active', 'alice', 'false'])), 'alice is now inactive.\n');
+  t.like(json(t, await a.cli(['users', 'set-active', 'Alice', 'TRUE', '--json'])), { username: 'alice', isActive: true });
+  fails(t, await a.cli(['users', 'set-active', 'alice', 'maybe']), '"maybe"');
+  fails(t, await a.cli(['users', 'set-active', 'nobody', 'true']), 'nobody');
+  t.is(a.open().prepare("SELECT is_active FROM users WHERE username = 'alice'").pluck().get(), 1);
+});
+
+test('users assign and unassign, with unknown users, unknown accounts and bad ids', async (t) => {
+  const a = archive(t);
+  const db = a.open();
+  addUser(db, { username: 'alice' });
+  const accountId = addAccount(db, { name: 'Work', emailAddress: 'work@example.com' }).id;
+  t.regex(ok(t, await a.cli(['users', 'assign', 'alice', String(accountId)])), /^Done: alice sees account \d+\.\n$/);
+  t.deepEqual(json(t, await a.cli(['users', 'assign', 'alice', String(accountId), '--json'])), {
+    username: 'alice',
+    accountId,
+    changed: false,
+  });
+  t.deepEqual(json<Array<{ accountIds: number[] }>>(t, await a.cli(['users', 'list', '--json']))[0]!.accountIds, [accountId]);
+  t.like(json(t, await a.cli(['users', 'unassign', 'alice', String(accountId), '--json'])), { changed: true });
+  t.is(db.prepare('SELECT count(*) FROM user_accounts').pluck().get(), 0);
+  fails(t, await a.cli(['users', 'assign', 'nobody', String(accountId)]), 'nobody');
+  fails(t, await a.cli(['users', 'assign', 'alice', '999']), '999');
+  fails(t, await a.cli(['users', 'unassign', 'alice', '999']), '999');
+  fails(t, await a.cli(['users', 'assign', 'alice', 'x']), '"x"');
+  fails(t, await a.cli(['users', 'unassign', 'alice', '0']), '"0"');
+});
+
+test('accounts add prints the id (or {"id":N}) and accounts list shows the accounts', async (t) => {
+  const a = archive(t);
+  t.is(ok(t, await a.cli(['accounts', 'add', '--name', 'Work', '--email', 'work@example.com'])), '1\n');
+  t.deepEqual(
+    json(t, await a.cli(['accounts', 'add', '--name', 'Home', '--email', 'me@home.example', '--provider', 'M365', '--json'])),
+    { id: 2 },
+  );
+  t.deepEqual(json(t, await a.cli(['accounts', 'list', '--json'])), [
+    { id: 1, name: 'Work', emailAddress: 'work@example.com', provider: 'IMAP', isEnabled: true, lastSync: null },
+    { id: 2, name: 'Home', emailAddress: 'me@home.example', provider: 'M365', isEnabled: true, lastSync: null },
+  ]);
+  fails(t, await a.cli(['accounts', 'add', '--name', 'Bad', '--email', 'not-an-address']), 'not-an-address');
+  fails(t, await a.cli(['accounts', 'add', '--name', 'NoMail']), '--email');
+  t.is(a.open().prepare('SELECT count(*) FROM mail_accounts').pluck().get(), 2);
+});
+
+test('keys create prints a well-formed key once; only its SHA-256 reaches the file and the WAL', async (t) => {
+  const a = archive(t);
+  // Holding a connection keeps the CLI's writes in the -wal file, so both files are checked.
+  const db = a.open();
+  addUser(db, { username: 'alice' });
+  const created = json<{ id: number; key: string; prefix: string }>(t, await a.cli(['keys', 'create', 'alice', '--name', 'laptop', '--json']));
+  t.deepEqual(Object.keys(created).sort(), ['id', 'key', 'prefix']);
+  t.regex(created.key, /^ma_[A-Za-z0-9_-]{43}$/);
+  t.regex(created.key, KEY_PATTERN);
+  t.is(created.prefix, created.key.slice(0, 11));
+  const plain = ok(t, await a.cli(['keys', 'create', 'alice', '--name', 'phone']));
+  const [second, note] = plain.split('\n');
+  t.regex(second!, /^ma_[A-Za-z0-9_-]{43}$/);
+  t.regex(note!, new RegExp(`^Key \\d+ \\(${second!.slice(0, 11)}…\\) for alice\\.`));
+
+  const wal = readFileSync(`${a.db}-wal`);
+  t.true(wal.length > 0, 'the writes are in the WAL');
+  const bytes = Buffer.concat([readFileSync(a.db), wal]);
+  for (const key of [created.key, second!]) {
+    t.false(bytes.includes(key), 'the plaintext key is not stored');
+    t.true(bytes.includes(hashKey(key)), 'its SHA-256 hex is');
+  }
+  t.is(db.prepare('SELECT key_hash FROM api_keys WHERE id = ?').pluck().get(created.id), hashKey(created.key));
+
+  fails(t, await a.cli(['keys', 'create', 'nobody', '--name', 'x']), 'nobody');
+  fails(t, await a.cli(['keys', 'create', 'alice']), '--name');
+  fails(t, await a.cli(['keys', 'create', 'alice', '--name', '   ']), 'name');
+});
+
+test('keys create --expires: a past date warns, a bad date fails, a date-time without offset is UTC', async (t) => {
+  const a = archive(t);
+  addUser(a.open(), { username: 'alice' });
+  const past = await a.cli(['keys', 'create', 'alice', '--name', 'old', '--expires', '2020-01-01', '--json']);
+  t.is(past.code, 0);
+  t.regex(past.stderr, /^Warning: [^\n]*2020-01-01T00:00:00\.000Z[^\n]*\n$/);
+  const pastKey = JSON.parse(past.stdout) as { id: number };
+  for (const bad of ['tomorrow', '2027-13-01', '2027-01-31T12:00:00+25:00']) {
+    fails(t, await a.cli(['keys', 'create', 'alice', '--name', 'x', '--expires', bad]), '--expires', bad);
+  }
+  // Run in New York: a date-time without an offset must still be read as UTC, as --help says.
+  const ny = { TZ: 'America/New_York' };
+  const noOffset = json<{ id: number }>(t, await a.cli(['keys', 'create', 'alice', '--name', 'utc', '--expires', '2030-01-31T12:00:00', '--json'], { env: ny }));
+  const offset = json<{ id: number }>(t, await a.cli(['keys', 'create', 'alice', '--name', 'cet', '--expires', '2030-01-31T12:00+01:00', '--json'], { env: ny }));
+  const keys = json<Array<{ id: number; expiresAt: string | null; status: string }>>(t, await a.cli(['keys', 'list', '--json']));
+  const byId = new Map(keys.map((k) => [k.id, k]));
+  t.like(byId.get(pastKey.id), { expiresAt: '2020-01-01T00:00:00.000Z', status: 'expired' });
+  t.like(byId.get(noOffset.id), { expiresAt: '2030-01-31T12:00:00.000Z', status: 'active' });
+  t.like(byId.get(offset.id), { expiresAt: '2030-01-31T11:00:00.000Z' });
+  t.is(keys.length, 3, 'the refused ones were not created');
+});
+
+// Bug fixed with this test: Date.parse rolls impossible dates over, so a key asked to expire on
+// 30 February silently expired on 2 March.
+test('keys create --expires refuses a date that does not exist', async (t) => {
+  const a = archive(t);
+  addUser(a.open(), { username: 'alice' });
+  fails(t, await a.cli(['keys', 'create', 'alice', '--name', 'x', '--expires', '2031-02-30']), '2031-02-30');
+  fails(t, await a.cli(['keys', 'create', 'alice', '--name', 'x', '--expires', '2031-01-31T24:00']), '2031-01-31T24:00');
+  t.is(a.open().prepare('SELECT count(*) FROM api_keys').pluck().get(), 0);
+});
+
+test('keys list shows status but never the key or its hash; --user filters', async (t) => {
+  const a = archive(t);
+  const db = a.open();
+  addUser(db, { username: 'alice' });
+  addUser(db, { username: 'bob' });
+  const alice = json<{ key: string; id: number }>(t, await a.cli(['keys', 'create', 'alice', '--name', 'a', '--json']));
+  const bob = json<{ key: string; id: number }>(t, await a.cli(['keys', 'create', 'bob', '--name', 'b', '--json']));
+  const all = await a.cli(['keys', 'list', '--json']);
+  const rows = json<Array<{ id: number; username: string; status: string; prefix: string }>>(t, all);
+  t.deepEqual(rows.map((r) => [r.username, r.status, r.prefix]), [
+    ['alice', 'active', alice.key.slice(0, 11)],
+    ['bob', 'active', bob.key.slice(0, 11)],
+  ]);
+  for (const k of [alice.key, bob.key]) {
+    t.false(all.stdout.includes(k));
+    t.false(all.stdout.includes(hashKey(k)));
+  }
+  t.deepEqual(json<Array<{ id: number }>>(t, await a.cli(['keys', 'list', '--user', 'bob', '--json'])).map((r) => r.id), [bob.id]);
+  const table = ok(t, await a.cli(['keys', 'list']));
+  t.false(table.includes(alice.key));
+  t.regex(table, /\balice\s+a\s+ma_/);
+  fails(t, await a.cli(['keys', 'list', '--user', 'nobody']), 'nobody');
+});
+
+test('keys revoke by id and by prefix; unknown ids and prefixes fail', async (t) => {
+  const a = archive(t);
+  addUser(a.open(), { username: 'alice' });
+  const one = json<{ id: number; prefix: string }>(t, await a.cli(['keys', 'create', 'alice', '--name', 'one', '--json']));
+  const two = json<{ id: number; prefix: string }>(t, await a.cli(['keys', 'create', 'alice', '--name', 'two', '--json']));
+  const byId = json<{ id: number; status: string; revokedAt: string | null }>(t, await a.cli(['keys', 'revoke', String(one.id), '--json']));
+  t.like(byId, { id: one.id, status: 'revoked' });
+  t.regex(byId.revokedAt!, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  t.regex(ok(t, await a.cli(['keys', 'revoke', two.prefix])), new RegExp(`^Revoked key ${two.id} \\(${two.prefix}…\\) of alice at `));
+  const again = json<{ revokedAt: string | null }>(t, await a.cli(['keys', 'revoke', String(one.id), '--json']));
+  t.is(again.revokedAt, byId.revokedAt, 'revoking twice keeps the first RevokedAt');
+  const rows = json<Array<{ status: string }>>(t, await a.cli(['keys', 'list', '--json']));
+  t.deepEqual(rows.map((r) => r.status), ['revoked', 'revoked']);
+  fails(t, await a.cli(['keys', 'revoke', '999']), '999');
+  fails(t, await a.cli(['keys', 'revoke', 'ma_nothere']), 'ma_nothere');
+});
+
+test('access-log lists entries newest first, filtered by user, type and limit', async (t) => {
+  const a = archive(t);
+  const db = a.open();
+  const alice = addUser(db, { username: 'alice' }).id;
+  const bob = addUser(db, { username: 'bob' }).id;
+  const base = Date.parse('2024-05-01T10:00:00Z');
+  writeAccessLog(db, [
+    { userId: alice, type: 'Search', at: base, keyPrefix: 'ma_aaaaaaaa', clientIp: '127.0.0.1', searchParams: { q: 'budget' }, source: 'api' },
+    { userId: alice, type: 'Open', at: base + 1000, keyPrefix: 'ma_aaaaaaaa', clientIp: '127.0.0.1', emailId: 7, accountId: 1, source: 'api' },
+    { userId: bob, type: 'Download', at: base + 2000, keyPrefix: 'ma_bbbbbbbb', clientIp: '10.0.0.2', emailId: 8, accountId: 2, source: 'mcp' },
+    { userId: alice, type: 'Open', at: base + 3000, keyPrefix: 'ma_aaaaaaaa', clientIp: '127.0.0.1', emailId: 9, accountId: 1, source: 'mcp' },
+  ]);
+  type Row = { username: string; type: string; at: string; emailId: number | null; searchParams: unknown; source: string };
+  const all = json<Row[]>(t, await a.cli(['access-log', '--json']));
+  t.deepEqual(all.map((r) => [r.username, r.type, r.emailId]), [
+    ['alice', 'Open', 9],
+    ['bob', 'Download', 8],
+    ['alice', 'Open', 7],
+    ['alice', 'Search', null],
+  ]);
+  t.like(all[3], { at: '2024-05-01T10:00:00.000Z', searchParams: { q: 'budget' }, source: 'api' });
+  t.deepEqual(json<Row[]>(t, await a.cli(['access-log', '--user', 'bob', '--json'])).map((r) => r.type), ['Download']);
+  t.deepEqual(json<Row[]>(t, await a.cli(['access-log', '--user', 'alice', '--type', 'open', '--limit', '1', '--json'])).map((r) => r.emailId), [9]);
+  t.regex(ok(t, await a.cli(['access-log', '--type', 'Search'])), /\balice\s+Search\s+api\s+ma_aaaaaaaa/);
+  fails(t, await a.cli(['access-log', '--type', 'Delete']), '--type', 'Delete');
+  fails(t, await a.cli(['access-log', '--limit', 'ten']), '--limit');
+  fails(t, await a.cli(['access-log', '--user', 'nobody']), 'nobody');
+});
+
+test('help exits 0; an unknown command fails', async (t) => {
+  const a = archive(t);
+  const help = await a.cli(['--help']);
+  t.is(help.code, 0);
+  t.regex(help.stdout, /^Usage: mail-archive /);
+  for (const command of ['users', 'accounts', 'keys', 'access-log']) t.true(help.stdout.includes(command));
+  fails(t, await a.cli(['frobnicate']), 'frobnicate');
+});
+
+// Bug fixed with this test: commander's own usage errors printed a second line
+// ("(run with --help for usage)"), and suggestions a third.
+test("commander's usage errors are one line too", async (t) => {
+  const a = archive(t);
+  fails(t, await a.cli(['users', 'lst']), "unknown command 'lst'", 'list');
+  fails(t, await a.cli(['users', 'list', '--bogus']), '--bogus');
+  fails(t, await a.cli(['users', 'add']), 'username');
+});
+
+// Bug fixed with this test: a --db that is not an SQLite file failed at the first pragma with
+// an SqliteError, which the CLI printed as an "unexpected error" with a stack trace.
+test('a --db file that is not an archive fails in one line', async (t) => {
+  const a = archive(t);
+  const notDb = join(a.dir, 'notes.txt');
+  writeFileSync(notDb, 'this is not a database, just some text that is long enough to have a header\n'.repeat(20));
+  fails(t, await a.cli(['--db', notDb, 'users', 'list'], { noDb: true }), 'notes.txt', 'not a database');
+});
+
+test('without --db the archive is Database:Path from the settings', async (t) => {
+  const a = archive(t);
+  writeFileSync(join(a.dir, 'appsettings.json'), JSON.stringify({ Database: { Path: 'custom/archive.db' } }));
+  ok(t, await a.cli(['users', 'add', 'alice'], { noDb: true }));
+  t.true(existsSync(join(a.dir, 'custom', 'archive.db')));
+  t.false(existsSync(a.db));
+  fails(t, await a.cli(['users', 'list'], { noDb: true, env: { Database__Path: '' } }), 'Database:Path');
+});

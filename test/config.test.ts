@@ -1,0 +1,255 @@
+// Settings (SPEC.md section 1): defaults < appsettings.json < environment, names case-insensitive,
+// and every mistake a ConfigError of one line that names the setting.
+import test, { type ExecutionContext } from 'ava';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ConfigError, defaultSettings, loadSettings } from '../shared/config.js';
+import { tempDir } from './helpers/fixture.js';
+
+const CLI = fileURLToPath(new URL('../engine/cli/main.js', import.meta.url));
+
+/** A fresh working directory, optionally holding appsettings.json (a string is written as is). */
+function workdir(t: ExecutionContext, settings?: unknown, name = 'appsettings.json'): string {
+  const { dir, cleanup } = tempDir('mag-config-');
+  t.teardown(cleanup);
+  if (settings !== undefined) {
+    writeFileSync(join(dir, name), typeof settings === 'string' ? settings : JSON.stringify(settings, null, 2));
+  }
+  return dir;
+}
+
+/** Asserts a ConfigError of exactly one line that mentions every fragment given. */
+function configError(t: ExecutionContext, load: () => unknown, ...mentions: Array<string | RegExp>): string {
+  const err = t.throws(load, { instanceOf: ConfigError });
+  const message = err?.message ?? '';
+  t.false(/[\r\n]/.test(message), `one line: ${JSON.stringify(message)}`);
+  for (const m of mentions) {
+    if (typeof m === 'string') t.true(message.includes(m), `${JSON.stringify(message)} should mention ${m}`);
+    else t.regex(message, m);
+  }
+  return message;
+}
+
+test('every default of SPEC.md section 1, plus the service settings', (t) => {
+  const s = loadSettings({ env: {}, cwd: workdir(t) });
+  t.deepEqual(s.Api, {
+    Enabled: false,
+    AllowAttachmentDownloads: true,
+    EnableSwaggerUi: true,
+    DefaultPageSize: 20,
+    MaxPageSize: 100,
+    RateLimitPerMinute: 120,
+  });
+  t.deepEqual(s.Mcp, {
+    Enabled: false,
+    AllowAttachmentDownloads: true,
+    DefaultPageSize: 20,
+    MaxResults: 100,
+    MaxAttachmentBytes: 10_000_000,
+    RateLimitPerMinute: 120,
+    AllowedOrigins: [],
+  });
+  t.is(s.Database.Path, './data/archive.db');
+  t.is(s.Server.Host, '127.0.0.1');
+  t.is(s.Server.Port, 5000);
+  t.is(s.Redis.Url, undefined);
+  t.is(s.Engine.Threads, Math.min(64, availableParallelism()));
+  t.deepEqual(defaultSettings(), s);
+});
+
+test('environment variables of other programs and unknown sections are ignored', (t) => {
+  const s = loadSettings({
+    env: { PATH: '/usr/bin', Logging__LogLevel__Default: 'Debug', npm_config__x: '1', Api__: 'true' },
+    cwd: workdir(t),
+  });
+  t.deepEqual(s, defaultSettings());
+});
+
+test('the settings file overrides defaults, and unknown sections in it are ignored', (t) => {
+  const cwd = workdir(t, {
+    Api: { Enabled: true, DefaultPageSize: 50 },
+    Mcp: { AllowedOrigins: ['https://a.example'] },
+    Server: { Port: 8080 },
+    Redis: { Url: 'redis://localhost:6379' },
+    Logging: { LogLevel: { Default: 'Information' } },
+  });
+  const s = loadSettings({ env: {}, cwd });
+  t.true(s.Api.Enabled);
+  t.is(s.Api.DefaultPageSize, 50);
+  t.is(s.Api.MaxPageSize, 100, 'untouched keys keep their defaults');
+  t.deepEqual(s.Mcp.AllowedOrigins, ['https://a.example']);
+  t.is(s.Server.Port, 8080);
+  t.is(s.Server.Host, '127.0.0.1');
+  t.is(s.Redis.Url, 'redis://localhost:6379');
+});
+
+test('environment variables override the file', (t) => {
+  const cwd = workdir(t, { Api: { Enabled: true, DefaultPageSize: 50 }, Server: { Port: 8080 } });
+  const s = loadSettings({ env: { Api__Enabled: 'false', Server__Port: '9090', Mcp__MaxResults: '7' }, cwd });
+  t.false(s.Api.Enabled);
+  t.is(s.Api.DefaultPageSize, 50, 'a file value not overridden survives');
+  t.is(s.Server.Port, 9090);
+  t.is(s.Mcp.MaxResults, 7);
+});
+
+test('section and key names are case-insensitive in the environment and in the file', (t) => {
+  const fromEnv = loadSettings({ env: { API__ENABLED: 'TRUE', mcp__enabled: 'True', server__PORT: ' 6000 ' }, cwd: workdir(t) });
+  t.true(fromEnv.Api.Enabled);
+  t.true(fromEnv.Mcp.Enabled);
+  t.is(fromEnv.Server.Port, 6000);
+
+  const fromFile = loadSettings({ env: {}, cwd: workdir(t, { api: { enabled: true, maxpagesize: 30 }, MCP: { ALLOWEDORIGINS: ['x'] } }) });
+  t.true(fromFile.Api.Enabled);
+  t.is(fromFile.Api.MaxPageSize, 30);
+  t.deepEqual(fromFile.Mcp.AllowedOrigins, ['x']);
+
+  // The environment wins over the file whatever the spelling in either.
+  const both = loadSettings({ env: { API__MAXPAGESIZE: '40' }, cwd: workdir(t, { api: { MaxPageSize: 30 } }) });
+  t.is(both.Api.MaxPageSize, 40);
+});
+
+test('MAIL_ARCHIVE_SETTINGS names the file (relative to cwd), instead of appsettings.json', (t) => {
+  const cwd = workdir(t, { Api: { DefaultPageSize: 11 } });
+  writeFileSync(join(cwd, 'other.json'), JSON.stringify({ Api: { DefaultPageSize: 33 } }));
+  t.is(loadSettings({ env: {}, cwd }).Api.DefaultPageSize, 11);
+  t.is(loadSettings({ env: { MAIL_ARCHIVE_SETTINGS: 'other.json' }, cwd }).Api.DefaultPageSize, 33);
+  t.is(loadSettings({ env: { MAIL_ARCHIVE_SETTINGS: join(cwd, 'other.json') }, cwd: workdir(t) }).Api.DefaultPageSize, 33);
+  t.is(
+    loadSettings({ env: { MAIL_ARCHIVE_SETTINGS: 'other.json', Api__DefaultPageSize: '44' }, cwd }).Api.DefaultPageSize,
+    44,
+    'the environment still wins over the named file',
+  );
+});
+
+test('a missing file named by MAIL_ARCHIVE_SETTINGS is an error; a missing appsettings.json is not', (t) => {
+  const cwd = workdir(t);
+  t.notThrows(() => loadSettings({ env: {}, cwd }));
+  configError(t, () => loadSettings({ env: { MAIL_ARCHIVE_SETTINGS: 'nope.json' }, cwd }), 'nope.json', 'MAIL_ARCHIVE_SETTINGS');
+});
+
+test('a settings path that cannot be read is reported as such, on one line', (t) => {
+  const cwd = workdir(t);
+  configError(t, () => loadSettings({ env: { MAIL_ARCHIVE_SETTINGS: cwd }, cwd }), cwd, 'cannot be read');
+});
+
+test('lists bind from a comma-separated value and from indexed variables', (t) => {
+  const cwd = workdir(t);
+  t.deepEqual(loadSettings({ env: { Mcp__AllowedOrigins: 'https://a.example, https://b.example' }, cwd }).Mcp.AllowedOrigins, [
+    'https://a.example',
+    'https://b.example',
+  ]);
+  t.deepEqual(loadSettings({ env: { Mcp__AllowedOrigins__0: 'https://a.example' }, cwd }).Mcp.AllowedOrigins, ['https://a.example']);
+  t.deepEqual(
+    loadSettings({ env: { MCP__ALLOWEDORIGINS__1: 'https://b.example', Mcp__AllowedOrigins__0: 'https://a.example' }, cwd }).Mcp
+      .AllowedOrigins,
+    ['https://a.example', 'https://b.example'],
+    'ordered by index, not by variable order',
+  );
+  t.deepEqual(loadSettings({ env: { Mcp__AllowedOrigins: '' }, cwd }).Mcp.AllowedOrigins, []);
+  // The environment replaces a list from the file.
+  const withFile = workdir(t, { Mcp: { AllowedOrigins: ['https://file.example'] } });
+  t.deepEqual(loadSettings({ env: { Mcp__AllowedOrigins__0: 'https://env.example' }, cwd: withFile }).Mcp.AllowedOrigins, [
+    'https://env.example',
+  ]);
+});
+
+test('an index on a setting that is not a list is an error naming it', (t) => {
+  configError(t, () => loadSettings({ env: { Api__Enabled__0: 'true' }, cwd: workdir(t) }), 'Api:Enabled', 'Api__Enabled__0');
+  configError(t, () => loadSettings({ env: { Mcp__AllowedOrigins__0: '' }, cwd: workdir(t) }), 'Mcp:AllowedOrigins');
+});
+
+test('a value of the wrong type is an error naming the setting and the value', (t) => {
+  const cwd = workdir(t);
+  configError(t, () => loadSettings({ env: { Api__DefaultPageSize: 'abc' }, cwd }), 'Api:DefaultPageSize', '"abc"');
+  configError(t, () => loadSettings({ env: { Api__DefaultPageSize: '2.5' }, cwd }), 'Api:DefaultPageSize');
+  configError(t, () => loadSettings({ env: { Server__Port: '' }, cwd }), 'Server:Port');
+  configError(t, () => loadSettings({ env: { Api__Enabled: 'yes' }, cwd }), 'Api:Enabled', '"yes"');
+  configError(t, () => loadSettings({ env: { Api__DefaultPageSize: 'a\nb' }, cwd }), 'Api:DefaultPageSize');
+  configError(t, () => loadSettings({ env: {}, cwd: workdir(t, { Api: { Enabled: 'true' } }) }), 'Api:Enabled');
+  configError(t, () => loadSettings({ env: {}, cwd: workdir(t, { Mcp: { MaxResults: null } }) }), 'Mcp:MaxResults');
+  configError(t, () => loadSettings({ env: {}, cwd: workdir(t, { Api: 3 }) }), 'Api', 'expected an object');
+  configError(t, () => loadSettings({ env: {}, cwd: workdir(t, '[1, 2]') }), 'must hold a JSON object');
+});
+
+test('a value out of range is an error naming the setting', (t) => {
+  const cwd = workdir(t);
+  configError(t, () => loadSettings({ env: { Server__Port: '70000' }, cwd }), 'Server:Port', '70000');
+  configError(t, () => loadSettings({ env: { Api__MaxPageSize: '0' }, cwd }), 'Api:MaxPageSize');
+  configError(t, () => loadSettings({ env: { Api__RateLimitPerMinute: '-1' }, cwd }), 'Api:RateLimitPerMinute');
+  configError(t, () => loadSettings({ env: { Engine__Threads: '65' }, cwd }), 'Engine:Threads');
+  configError(t, () => loadSettings({ env: {}, cwd: workdir(t, { Database: { Path: '' } }) }), 'Database:Path');
+  t.is(loadSettings({ env: { Server__Port: '0', Mcp__MaxAttachmentBytes: '0' }, cwd }).Server.Port, 0, 'bounds are inclusive');
+});
+
+test('an unknown key in a known section is an error, from the environment or the file', (t) => {
+  configError(t, () => loadSettings({ env: { Api__Enabld: 'true' }, cwd: workdir(t) }), 'Api:Enabld', 'Api__Enabld');
+  configError(t, () => loadSettings({ env: {}, cwd: workdir(t, { Api: { Enabld: true } }) }), 'Unknown setting', 'Api:Enabld');
+  configError(t, () => loadSettings({ env: {}, cwd: workdir(t, { mcp: { maxresult: 5 } }) }), 'Mcp:maxresult');
+  configError(t, () => loadSettings({ env: {}, cwd: workdir(t, { Api: { 'Ena\nbld': true } }) }), 'Api:Ena');
+});
+
+test('an invalid JSON file is an error of one line naming the file and where it breaks', (t) => {
+  const cwd = workdir(t, '{\n  "Api": {\n    "Enabled": true,\n  }\n}\n');
+  configError(t, () => loadSettings({ env: {}, cwd }), join(cwd, 'appsettings.json'), 'not valid JSON', 'line 4');
+  configError(t, () => loadSettings({ env: {}, cwd: workdir(t, '{"Api": {') }), 'not valid JSON');
+  configError(t, () => loadSettings({ env: {}, cwd: workdir(t, '') }), 'not valid JSON');
+});
+
+// Bug fixed with this test: V8's JSON.parse message quotes the source text ("Unexpected token
+// 'x', "{\n ..." is not valid JSON"), so the ConfigError spanned several lines and could print
+// secrets from the file.
+test('the invalid JSON error neither spans lines nor quotes the file', (t) => {
+  const cwd = workdir(t, '{\n  "Web": { "SessionSecret": "correct horse battery staple" },\n  "Api": x\n}\n');
+  const message = configError(t, () => loadSettings({ env: {}, cwd }), 'not valid JSON');
+  t.false(message.includes('correct horse'), message);
+});
+
+// Bug fixed with this test: a UTF-8 byte order mark (as Visual Studio and `dotnet new` write
+// appsettings.json) made the file "not valid JSON".
+test('a settings file that starts with a UTF-8 byte order mark is read', (t) => {
+  const cwd = workdir(t, '\uFEFF{ "Api": { "Enabled": true } }');
+  t.true(loadSettings({ env: {}, cwd }).Api.Enabled);
+});
+
+// Bug fixed with this test: the "got …" part of a validation error echoed secret values.
+test('an invalid secret setting is named but its value is not echoed', (t) => {
+  const message = configError(
+    t,
+    () => loadSettings({ env: { Web__SessionSecret: 'hunter2' }, cwd: workdir(t) }),
+    'Web:SessionSecret',
+  );
+  t.false(message.includes('hunter2'), message);
+  t.is(
+    loadSettings({ env: { Web__SessionSecret: 'a'.repeat(32) }, cwd: workdir(t) }).Web.SessionSecret,
+    'a'.repeat(32),
+  );
+});
+
+test('overrides win over file and environment', (t) => {
+  const cwd = workdir(t, { Api: { DefaultPageSize: 50 } });
+  const s = loadSettings({ env: { Api__DefaultPageSize: '60' }, cwd, overrides: { Api: { DefaultPageSize: 70 } } });
+  t.is(s.Api.DefaultPageSize, 70);
+});
+
+test('the CLI stops with one line naming the bad setting, without a stack trace', async (t) => {
+  const cwd = workdir(t);
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, Api__DefaultPageSize: 'abc' };
+  const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, 'users', 'list'], { cwd, env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+  t.not(result.code, 0);
+  t.is(result.stdout, '');
+  const lines = result.stderr.split('\n').filter((l) => l !== '');
+  t.is(lines.length, 1, result.stderr);
+  t.true(lines[0]!.includes('Api:DefaultPageSize'), result.stderr);
+  t.false(/^\s{4}at /m.test(result.stderr), 'no stack trace');
+});
