@@ -1,24 +1,16 @@
 // The operator's CLI, end to end: every command is run as a child process against a fresh
 // archive file, the way an operator (or a script) runs it.
 import test, { type ExecutionContext } from 'ava';
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { openArchive, type Db } from '../engine/db/open.js';
 import { writeAccessLog } from '../engine/store/access-log.js';
 import { addAccount } from '../engine/store/accounts.js';
 import { hashKey, KEY_PATTERN } from '../engine/store/keys.js';
 import { addUser, passwordHashOf, verifyPassword } from '../engine/store/users.js';
+import { runCli, type Run } from './helpers/cli.js';
 import { tempDir } from './helpers/fixture.js';
 
-const CLI = fileURLToPath(new URL('../engine/cli/main.js', import.meta.url));
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 interface Archive {
   dir: string;
@@ -41,19 +33,10 @@ function archive(t: ExecutionContext): Archive {
     dir,
     db,
     cli: (args, options = {}) =>
-      new Promise((resolve, reject) => {
-        const argv = options.noDb ? args : ['--db', db, ...args];
-        const child = spawn(process.execPath, [CLI, ...argv], {
-          cwd: dir,
-          env: { PATH: process.env.PATH, TZ: 'UTC', ...options.env },
-        });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-        child.on('error', reject);
-        child.on('close', (code) => resolve({ code, stdout, stderr }));
-        child.stdin.end(options.input ?? '');
+      runCli(options.noDb ? args : ['--db', db, ...args], {
+        cwd: dir,
+        ...(options.env ? { env: options.env } : {}),
+        ...(options.input !== undefined ? { input: options.input } : {}),
       }),
     open: () => {
       const h = openArchive(db);
@@ -295,6 +278,32 @@ test('keys revoke by id and by prefix; unknown ids and prefixes fail', async (t)
   t.deepEqual(rows.map((r) => r.status), ['revoked', 'revoked']);
   fails(t, await a.cli(['keys', 'revoke', '999']), '999');
   fails(t, await a.cli(['keys', 'revoke', 'ma_nothere']), 'ma_nothere');
+});
+
+test('keys revoke accepts the whole key, and no message ever repeats one', async (t) => {
+  const a = archive(t);
+  addUser(a.open(), { username: 'alice' });
+  const made = json<{ id: number; key: string }>(t, await a.cli(['keys', 'create', 'alice', '--name', 'k', '--json']));
+  const revoked = json<{ id: number; status: string }>(t, await a.cli(['keys', 'revoke', made.key, '--json']));
+  t.like(revoked, { id: made.id, status: 'revoked' });
+  const stranger = `ma_${'A'.repeat(43)}`;
+  const err = fails(t, await a.cli(['keys', 'revoke', stranger]), 'ma_AAAAAAAA');
+  t.false(err.includes(stranger), 'the whole key is not echoed');
+});
+
+test('commands that only read or change an archive refuse a missing one instead of creating it', async (t) => {
+  const a = archive(t);
+  for (const args of [['users', 'list'], ['accounts', 'list'], ['keys', 'list'], ['access-log'], ['users', 'set-active', 'x', 'true'], ['keys', 'revoke', '1']]) {
+    fails(t, await a.cli(args), 'no archive', a.db);
+    t.false(existsSync(a.db), `${args.join(' ')} must not create ${a.db}`);
+  }
+  ok(t, await a.cli(['accounts', 'add', '--name', 'A', '--email', 'a@example.com']));
+  t.true(existsSync(a.db), 'accounts add starts an archive');
+});
+
+test('users add refuses an e-mail that is not an address', async (t) => {
+  const a = archive(t);
+  fails(t, await a.cli(['users', 'add', 'alice', '--email', 'not an address']), 'not an e-mail address');
 });
 
 test('access-log lists entries newest first, filtered by user, type and limit', async (t) => {

@@ -1,15 +1,13 @@
 // Settings (SPEC.md section 1): defaults < appsettings.json < environment, names case-insensitive,
 // and every mistake a ConfigError of one line that names the setting.
 import test, { type ExecutionContext } from 'ava';
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ConfigError, defaultSettings, loadSettings } from '../shared/config.js';
+import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/fixture.js';
 
-const CLI = fileURLToPath(new URL('../engine/cli/main.js', import.meta.url));
 
 /** A fresh working directory, optionally holding appsettings.json (a string is written as is). */
 function workdir(t: ExecutionContext, settings?: unknown, name = 'appsettings.json'): string {
@@ -237,15 +235,7 @@ test('overrides win over file and environment', (t) => {
 test('the CLI stops with one line naming the bad setting, without a stack trace', async (t) => {
   const cwd = workdir(t);
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, Api__DefaultPageSize: 'abc' };
-  const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'users', 'list'], { cwd, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  const result = await runCli(['users', 'list'], { cwd, env });
   t.not(result.code, 0);
   t.is(result.stdout, '');
   const lines = result.stderr.split('\n').filter((l) => l !== '');

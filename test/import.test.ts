@@ -2,7 +2,6 @@
 // Fixtures in test/fixtures/mail are hand-written real-world MIME; every test copies what it
 // needs into its own temp dir and imports into a fresh archive.
 import test, { type ExecutionContext } from 'ava';
-import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,10 +19,10 @@ import { StoreError } from '../engine/store/errors.js';
 import { hashKey, KEY_PATTERN } from '../engine/store/keys.js';
 import { findUser, passwordHashOf, verifyPassword } from '../engine/store/users.js';
 import { ATTACHMENT_CHUNK_BYTES } from '../engine/store/writer.js';
+import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/fixture.js';
 
 const FIXTURES = fileURLToPath(new URL('../../test/fixtures/mail/', import.meta.url));
-const CLI = fileURLToPath(new URL('../engine/cli/main.js', import.meta.url));
 const PNG_1X1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
 const ms = (iso: string) => Date.parse(iso);
 
@@ -328,23 +327,7 @@ test('Maildir++ folder names are decoded from IMAP modified UTF-7', (t) => {
   t.is(decodeMailboxName('R&-D'), 'R&D');
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(dbPath: string, args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, '--db', dbPath, ...args], { env: { PATH: process.env.PATH, TZ: 'UTC' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = (dbPath: string, args: string[]) => runCli(['--db', dbPath, ...args]);
 
 test('CLI import: JSON summary, a human summary line, warnings on stderr, duplicates on the second run', async (t) => {
   const env = setup(t);

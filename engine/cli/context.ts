@@ -1,9 +1,7 @@
 // What every CLI command needs: the archive it works on and a way to print results.
-import Database from 'better-sqlite3';
 import type { Command } from 'commander';
-import { resolve } from 'node:path';
 import { loadSettings } from '../../shared/config.js';
-import { ArchiveOpenError, openArchive, type Db } from '../db/open.js';
+import { openArchive, type Db } from '../db/open.js';
 
 export interface GlobalOptions {
   db?: string;
@@ -15,18 +13,16 @@ export function archivePath(cmd: Command): string {
   return opts.db ?? loadSettings().Database.Path;
 }
 
-/** Opens the archive for the duration of `work` and closes it however `work` ends. */
-export async function withArchive<T>(cmd: Command, work: (db: Db) => T | Promise<T>): Promise<T> {
-  const path = archivePath(cmd);
-  let db: Db;
-  try {
-    db = openArchive(path);
-  } catch (err) {
-    // openArchive only wraps the constructor; a file that is not SQLite fails at the first
-    // pragma with SQLITE_NOTADB, which is the operator's mistake, not a bug.
-    if (err instanceof Database.SqliteError) throw new ArchiveOpenError(`Cannot open archive ${resolve(path)}: ${err.message}`);
-    throw err;
-  }
+/**
+ * Opens the archive for the duration of `work` and closes it however `work` ends. Only the
+ * commands that start an archive (`create`) may create a missing file; the others say so.
+ */
+export async function withArchive<T>(
+  cmd: Command,
+  work: (db: Db) => T | Promise<T>,
+  options: { create?: boolean } = {},
+): Promise<T> {
+  const db = openArchive(archivePath(cmd), { mustExist: !options.create });
   try {
     return await work(db);
   } finally {

@@ -1,6 +1,6 @@
 // Opening the archive: pragmas first, then any pending migrations.
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { migrations } from './migrations.js';
 
@@ -9,6 +9,8 @@ export type Db = Database.Database;
 export interface OpenOptions {
   /** Open without creating or migrating; fails if the file is missing. */
   readonly?: boolean;
+  /** Fail instead of creating a new, empty archive when the file is missing. */
+  mustExist?: boolean;
 }
 
 export class ArchiveOpenError extends Error {
@@ -17,23 +19,35 @@ export class ArchiveOpenError extends Error {
 
 export function openArchive(path: string, options: OpenOptions = {}): Db {
   const file = resolve(path);
+  const mustExist = options.readonly === true || options.mustExist === true;
+  if (mustExist && !existsSync(file)) {
+    throw new ArchiveOpenError(`There is no archive at ${file}; check --db or Database:Path.`);
+  }
   if (!options.readonly) mkdirSync(dirname(file), { recursive: true });
   let db: Db;
   try {
-    db = new Database(file, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+    db = new Database(file, { readonly: options.readonly ?? false, fileMustExist: mustExist });
   } catch (err) {
     throw new ArchiveOpenError(`Cannot open archive ${file}: ${(err as Error).message}`);
   }
-  // Readers and one writer at a time; a busy writer is waited for, not failed.
-  db.pragma('busy_timeout = 5000');
-  if (!options.readonly) db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma('foreign_keys = ON');
-  db.pragma('cache_size = -32000');
-  db.pragma('temp_store = MEMORY');
-  db.pragma('mmap_size = 268435456');
-  if (!options.readonly) migrate(db);
-  else assertCurrent(db, file);
+  try {
+    // Readers and one writer at a time; a busy writer is waited for, not failed.
+    db.pragma('busy_timeout = 5000');
+    if (!options.readonly) db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+    db.pragma('cache_size = -32000');
+    db.pragma('temp_store = MEMORY');
+    db.pragma('mmap_size = 268435456');
+    if (!options.readonly) migrate(db);
+    else assertCurrent(db, file);
+  } catch (err) {
+    db.close();
+    // A file that is not SQLite (SQLITE_NOTADB), a read-only or locked one: the operator's
+    // problem to fix, said in one sentence, not a crash.
+    if (err instanceof Database.SqliteError) throw new ArchiveOpenError(`Cannot open archive ${file}: ${err.message}`);
+    throw err;
+  }
   return db;
 }
 

@@ -20,6 +20,9 @@ const toDto = (r: RawAccount): MailAccountDto => ({
 
 const COLUMNS = 'a.id, a.name, a.email_address, a.provider, a.is_enabled, a.last_sync';
 
+/** Loose on purpose: one @, something either side, no spaces. */
+export const EMAIL_ADDRESS = /^[^\s@]+@[^\s@]+$/;
+
 /**
  * SQL that limits `column` (an account id) to what the principal may see. Admins see all;
  * everyone else sees only assigned accounts. Returned with its parameters so callers can
@@ -62,7 +65,7 @@ export function addAccount(
   const name = input.name.trim();
   const email = input.emailAddress.trim();
   if (!name) throw new StoreError('An account needs a name.');
-  if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new StoreError(`"${input.emailAddress}" is not an e-mail address.`);
+  if (!EMAIL_ADDRESS.test(email)) throw new StoreError(`"${input.emailAddress}" is not an e-mail address.`);
   const provider = (input.provider ?? 'IMAP').trim() || 'IMAP';
   const info = db
     .prepare('INSERT INTO mail_accounts (name, email_address, provider, is_enabled, last_sync) VALUES (?, ?, ?, ?, ?)')

@@ -94,13 +94,21 @@ export function listKeys(db: Db, options: { username?: string; now?: number } = 
   return (db.prepare(`${SELECT_KEYS} ORDER BY u.username, k.id`).all() as RawKey[]).map((r) => toRow(r, now));
 }
 
-/** Finds a key by numeric id or by its prefix; an ambiguous prefix is an error. */
+/**
+ * Finds a key by numeric id, by its prefix, or by the whole key (looked up by its hash). An
+ * ambiguous prefix is an error. No message ever repeats a whole key.
+ */
 export function findKey(db: Db, idOrPrefix: string, now = Date.now()): KeyRow {
   const text = idOrPrefix.trim();
   if (/^\d+$/.test(text)) {
     const row = getKey(db, Number(text), now);
     if (!row) throw new StoreError(`No API key with id ${text}.`);
     return row;
+  }
+  if (KEY_PATTERN.test(text)) {
+    const id = db.prepare('SELECT id FROM api_keys WHERE key_hash = ?').pluck().get(hashKey(text)) as number | undefined;
+    if (id === undefined) throw new StoreError(`No API key matches the key given (prefix ${text.slice(0, KEY_PREFIX_LENGTH)}).`);
+    return getKey(db, id, now)!;
   }
   const rows = db.prepare(`${SELECT_KEYS} WHERE k.key_prefix = ?`).all(text) as RawKey[];
   if (rows.length === 0) throw new StoreError(`No API key with prefix "${text}".`);

@@ -2,6 +2,7 @@
 import { randomBytes, scrypt as scryptCb, scryptSync, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import type { Db } from '../db/open.js';
 import { iso } from '../time.js';
+import { EMAIL_ADDRESS } from './accounts.js';
 import { StoreError } from './errors.js';
 
 export interface UserRow {
@@ -78,10 +79,12 @@ export function addUser(
   if (!/^[\p{L}\p{N}._@-]{1,64}$/u.test(username)) {
     throw new StoreError(`Invalid username "${input.username}": use 1 to 64 letters, digits, dots, dashes, underscores or @.`);
   }
+  const email = input.email?.trim() || null;
+  if (email !== null && !EMAIL_ADDRESS.test(email)) throw new StoreError(`"${input.email}" is not an e-mail address.`);
   if (findUser(db, username)) throw new StoreError(`User "${username}" already exists.`);
   const info = db
     .prepare('INSERT INTO users (username, email, is_admin, password_hash, created_at) VALUES (?, ?, ?, ?, ?)')
-    .run(username, input.email ?? null, input.isAdmin ? 1 : 0, input.passwordHash ?? null, input.now ?? Date.now());
+    .run(username, email, input.isAdmin ? 1 : 0, input.passwordHash ?? null, input.now ?? Date.now());
   return getUser(db, Number(info.lastInsertRowid))!;
 }
 

@@ -13,7 +13,11 @@ export function registerAccounts(program: Command): void {
     .option('--provider <provider>', 'IMAP, M365, …', 'IMAP')
     .option('--json', 'print {"id":N}')
     .action(async (opts: { name: string; email: string; provider: string; json?: boolean }, cmd: Command) => {
-      const account = await withArchive(cmd, (db) => addAccount(db, { name: opts.name, emailAddress: opts.email, provider: opts.provider }));
+      const account = await withArchive(
+        cmd,
+        (db) => addAccount(db, { name: opts.name, emailAddress: opts.email, provider: opts.provider }),
+        { create: true },
+      );
       if (opts.json) printJson({ id: account.id });
       else process.stdout.write(`${account.id}\n`);
     });

@@ -22,7 +22,7 @@ export function registerDemo(program: Command): void {
           onWarning: (message) => process.stderr.write(`mail-archive: warning: ${message}\n`),
         });
         return { demo: built, keys: issueDemoKeys(db, 'demo') };
-      });
+      }, { create: true });
       const path = resolve(archivePath(cmd));
       if (opts.json) printJson({ archive: path, ...demo, seconds: Math.round(demo.seconds * 1000) / 1000, keys });
       else process.stdout.write(`${formatDemoArchive(path, demo)}\n${formatKeys(keys)}`);

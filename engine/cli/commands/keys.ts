@@ -1,36 +1,20 @@
 import type { Command } from 'commander';
+import { InvalidInput, parseDateBound } from '../../../shared/search-input.js';
 import { createKey, findKey, listKeys, revokeKey } from '../../store/keys.js';
 import { printJson, printTable, UsageError, withArchive } from '../context.js';
 
-const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
-
 /**
- * Parses the date or date-time by hand rather than with Date.parse, which rolls impossible
- * dates over (2027-02-30 becomes 2 March) and reads a date-time without an offset as local
- * time, while the option promises UTC.
+ * An ISO 8601 date (midnight UTC) or date-time (UTC unless it names an offset), parsed by the
+ * same rules as search dates: never Date.parse, which rolls 2027-02-30 over to 2 March and
+ * reads a date-time without an offset as local time.
  */
 export function parseExpiry(text: string): number {
-  const invalid = () =>
-    new UsageError(`--expires must be an ISO 8601 date or date-time, such as 2027-01-31 or 2027-01-31T12:00:00Z, not "${text}".`);
-  const m = ISO_8601.exec(text.trim());
-  if (!m) throw invalid();
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map((v) => Number(v ?? 0)) as [number, number, number, number, number, number];
-  const millis = Number((m[7] ?? '').padEnd(3, '0').slice(0, 3));
-  const date = new Date(0);
-  date.setUTCFullYear(year, month - 1, day);
-  date.setUTCHours(hour, minute, second, millis);
-  if (date.getUTCFullYear() !== year || date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) throw invalid();
-  if (hour > 23 || minute > 59 || second > 59) throw invalid();
-  let offsetMinutes = 0;
-  const zone = m[8];
-  if (zone && zone.toUpperCase() !== 'Z') {
-    const z = /^([+-])(\d{2}):?(\d{2})$/.exec(zone)!;
-    const hours = Number(z[2]);
-    const minutes = Number(z[3]);
-    if (hours > 23 || minutes > 59) throw invalid();
-    offsetMinutes = (z[1] === '-' ? -1 : 1) * (hours * 60 + minutes);
+  try {
+    return parseDateBound('--expires', text, 'lower');
+  } catch (err) {
+    if (!(err instanceof InvalidInput)) throw err;
+    throw new UsageError(`--expires must be an ISO 8601 date or date-time, such as 2027-01-31 or 2027-01-31T12:00:00Z, not "${text}".`);
   }
-  return date.getTime() - offsetMinutes * 60_000;
 }
 
 export function registerKeys(program: Command): void {

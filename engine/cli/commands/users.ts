@@ -19,8 +19,10 @@ export function registerUsers(program: Command): void {
         if (password.length < 8) throw new UsageError('The password must be at least 8 characters.');
         passwordHash = await hashPassword(password);
       }
-      const user = await withArchive(cmd, (db) =>
-        addUser(db, { username, email: opts.email ?? null, isAdmin: opts.admin ?? false, passwordHash }),
+      const user = await withArchive(
+        cmd,
+        (db) => addUser(db, { username, email: opts.email ?? null, isAdmin: opts.admin ?? false, passwordHash }),
+        { create: true },
       );
       if (opts.json) printJson(user);
       else process.stdout.write(`Created ${user.isAdmin ? 'administrator' : 'user'} ${user.username} (id ${user.id}).\n`);
