@@ -112,14 +112,24 @@ async function main(): Promise<void> {
   const server = await startServer({ Api__Enabled: 'true', Database__Path: dbPath, Engine__Threads: '2', Api__RateLimitPerMinute: '1000000000' });
   try {
     const startup = time(() => nm('--version'), runs);
+    // Warm the server: every worker opens its connection on its first job. A word outside the
+    // mix, so that no count of the mix is cached before its first call is timed.
+    await Promise.all(Array.from({ length: 6 }, () => fetch(`${server.url}/api/v1/emails?q=warmup`, { headers: { Authorization: `Bearer ${key}` } })));
+    const agree: string[] = [];
+    let compared = 0;
     console.log(`\n${messages.toLocaleString('en')} messages; p50 of ${runs} runs, one query at a time.`);
-    console.log('| query | ours (HTTP) | notmuch count + search | notmuch counted | ours / notmuch |');
-    console.log('|---|---:|---:|---:|---:|');
+    console.log('Ours: the first call (count computed) and the p50 of repeated calls (count cached); notmuch computes every time.');
+    console.log('| query | ours, first call | ours, repeated | our count | notmuch count + search | notmuch count | first call / notmuch | repeated / notmuch |');
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
     for (const p of pairs(address)) {
-      const path = `/api/v1/emails?${new URLSearchParams(p.ours)}`;
-      const ours = percentile(await sequential(server.url + path, { Authorization: `Bearer ${key}` }, runs), 50);
+      const url = `${server.url}/api/v1/emails?${new URLSearchParams(p.ours)}`;
+      const headers = { Authorization: `Bearer ${key}` };
+      const t = performance.now();
+      const first = (await (await fetch(url, { headers })).json()) as { totalItems: number };
+      const firstMs = performance.now() - t;
+      const ours = percentile(await sequential(url, headers, runs), 50);
       if (!p.notmuch) {
-        console.log(`| ${p.name} | ${ms(ours)} | no equivalent (notmuch sorts by date only) | | |`);
+        console.log(`| ${p.name} | ${ms(firstMs)} | ${ms(ours)} | ${first.totalItems} | no equivalent (notmuch sorts by date only) | | | |`);
         continue;
       }
       const { query, offset } = p.notmuch;
@@ -128,9 +138,14 @@ async function main(): Promise<void> {
         counted = Number(nm('count', '--output=messages', query).toString().trim());
         nm('search', '--format=json', '--output=messages', '--sort=newest-first', '--limit=20', ...(offset ? [`--offset=${offset}`] : []), query);
       }, runs);
-      console.log(`| ${p.name} | ${ms(ours)} | ${ms(theirs)} | ${counted} | ${ratio(ours, theirs)} |`);
+      compared++;
+      if (counted === first.totalItems) agree.push(p.name);
+      console.log(
+        `| ${p.name} | ${ms(firstMs)} | ${ms(ours)} | ${first.totalItems} | ${ms(theirs)} | ${counted} | ${ratio(firstMs, theirs)} | ${ratio(ours, theirs)} |`,
+      );
     }
     console.log(`\nnotmuch's own process start (notmuch --version): p50 ${ms(startup)}; each notmuch row includes two.`);
+    console.log(`Counts: ${agree.length === compared ? 'equal for every query' : `equal for ${agree.length} of ${compared} queries`}.`);
   } finally {
     await server.stop();
   }
