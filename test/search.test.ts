@@ -156,6 +156,42 @@ test('account, folder, direction and visibility filters combine with q exactly a
   t.is(run({ isAdmin: false, userId: 999 }, 'hello', {}).totalItems, 0);
 });
 
+test('sorting many matches by another key walks that key\'s index and pages exactly like a plain listing', (t) => {
+  const { dir } = tempDir('mag-walk-');
+  const local = openArchive(join(dir, 'w.db'));
+  t.teardown(() => local.close());
+  const acct = addAccount(local, { name: 'W', emailAddress: 'w@x.example' }).id;
+  const other = addAccount(local, { name: 'V', emailAddress: 'v@x.example' }).id;
+  const w = new ArchiveWriter(local);
+  w.batch(() => {
+    for (let i = 0; i < 40; i++) {
+      // Repeated subjects and senders: ties must fall back to the id, in the sort's direction.
+      w.add(email({
+        accountId: i % 4 ? acct : other, subject: `topic ${(i * 7) % 9}`, from: `sender${(i * 3) % 5}@x.example`,
+        to: `rcpt${i % 6}@x.example`, textBody: i % 10 ? 'common words here' : 'something else',
+        sentDate: T('2024-01-01T00:00:00Z') + i * 60_000, receivedDate: T('2024-02-01T00:00:00Z') - i * 1000,
+      }));
+    }
+  });
+  const run = (q: string | undefined, extra: Partial<SearchQuery>) =>
+    searchEmails(local, admin, { q, page: 1, pageSize: 4, sortBy: 'subject', sortOrder: 'asc', ...extra });
+  for (const sortBy of ['subject', 'from', 'to', 'receivedDate'] as const) {
+    for (const sortOrder of ['asc', 'desc'] as const) {
+      for (const page of [1, 2, 5, 9]) {
+        for (const filter of [{}, { accountId: acct }]) {
+          const label = JSON.stringify({ sortBy, sortOrder, page, filter });
+          // "here" matches 36 of 40 messages, so a page of 4 is cheaper to find by walking.
+          const walked = run('here', { sortBy, sortOrder, page, ...filter });
+          // Expected: list everything in that order and drop the non-matches (ids 1, 11, 21, 31).
+          const all = run(undefined, { sortBy, sortOrder, page: 1, pageSize: 100, ...filter }).items.filter((i) => (i.id - 1) % 10 !== 0);
+          t.is(walked.totalItems, all.length, label);
+          t.deepEqual(walked.items.map((i) => i.id), all.slice((page - 1) * 4, page * 4).map((i) => i.id), label);
+        }
+      }
+    }
+  }
+});
+
 test('sent dates are kept to the second, so date order and id order agree', (t) => {
   const { dir } = tempDir('mag-second-');
   const local = openArchive(join(dir, 's.db'));

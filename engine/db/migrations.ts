@@ -69,6 +69,10 @@ export const migrations: Migration[] = [
       CREATE INDEX emails_account_sent  ON emails (account_id, sent_date, id);
       CREATE INDEX emails_account_folder ON emails (account_id, folder, sent_date, id);
       CREATE INDEX emails_folder_subject ON emails (folder, subject COLLATE NOCASE, id);
+      -- Sort orders a search can ask for; with many matches the planner walks these.
+      CREATE INDEX emails_subject ON emails (subject COLLATE NOCASE, id);
+      CREATE INDEX emails_from    ON emails (from_addr COLLATE NOCASE, id);
+      CREATE INDEX emails_to      ON emails (to_addr COLLATE NOCASE, id);
 
       -- The body fallback chain (SPEC.md section 2): original bytes, then untruncated text,
       -- then the stored text. The stored text is what the index sees: cleaned and bounded.
