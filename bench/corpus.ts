@@ -21,21 +21,127 @@ export const CACHE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../..
 
 /** Words the query mix relies on: "meeting" is very common, "zanzibar" is rare. */
 export const COMMON_WORDS = [
-  'the', 'and', 'to', 'of', 'a', 'in', 'for', 'is', 'on', 'that', 'with', 'we', 'this', 'you', 'it', 'be', 'are',
-  'please', 'meeting', 'project', 'report', 'team', 'update', 'review', 'budget', 'thanks', 'time', 'week', 'next',
-  'plan', 'client', 'call', 'draft', 'schedule', 'invoice', 'contract', 'deadline', 'quarter', 'sales', 'design',
+  'the',
+  'and',
+  'to',
+  'of',
+  'a',
+  'in',
+  'for',
+  'is',
+  'on',
+  'that',
+  'with',
+  'we',
+  'this',
+  'you',
+  'it',
+  'be',
+  'are',
+  'please',
+  'meeting',
+  'project',
+  'report',
+  'team',
+  'update',
+  'review',
+  'budget',
+  'thanks',
+  'time',
+  'week',
+  'next',
+  'plan',
+  'client',
+  'call',
+  'draft',
+  'schedule',
+  'invoice',
+  'contract',
+  'deadline',
+  'quarter',
+  'sales',
+  'design',
 ];
 const RARE_WORDS = ['zanzibar', 'quokka', 'marzipan', 'obsidian', 'halcyon'];
-const FIRST = ['Anna', 'Ben', 'Carla', 'David', 'Elena', 'Felix', 'Greta', 'Hugo', 'Ines', 'Jonas', 'Karin', 'Lukas', 'Maria', 'Nils', 'Olga', 'Paul', 'Rosa', 'Sven', 'Tanja', 'Uwe', 'Vera', 'Wim', 'Yara', 'Zoe', 'Amélie', 'Björn', 'Çelik', 'Dörte', 'Émile', 'Søren'];
-const LAST = ['Adler', 'Becker', 'Costa', 'Dubois', 'Eriksen', 'Fischer', 'García', 'Hansen', 'Ivanova', 'Jansen', 'Klein', 'Lefèvre', 'Meyer', 'Novak', 'Olsen', 'Peters', 'Quinn', 'Rossi', 'Schmidt', 'Tanaka', 'Urban', 'Vogel', 'Weber', 'Young', 'Zimmermann'];
+const FIRST = [
+  'Anna',
+  'Ben',
+  'Carla',
+  'David',
+  'Elena',
+  'Felix',
+  'Greta',
+  'Hugo',
+  'Ines',
+  'Jonas',
+  'Karin',
+  'Lukas',
+  'Maria',
+  'Nils',
+  'Olga',
+  'Paul',
+  'Rosa',
+  'Sven',
+  'Tanja',
+  'Uwe',
+  'Vera',
+  'Wim',
+  'Yara',
+  'Zoe',
+  'Amélie',
+  'Björn',
+  'Çelik',
+  'Dörte',
+  'Émile',
+  'Søren',
+];
+const LAST = [
+  'Adler',
+  'Becker',
+  'Costa',
+  'Dubois',
+  'Eriksen',
+  'Fischer',
+  'García',
+  'Hansen',
+  'Ivanova',
+  'Jansen',
+  'Klein',
+  'Lefèvre',
+  'Meyer',
+  'Novak',
+  'Olsen',
+  'Peters',
+  'Quinn',
+  'Rossi',
+  'Schmidt',
+  'Tanaka',
+  'Urban',
+  'Vogel',
+  'Weber',
+  'Young',
+  'Zimmermann',
+];
 const FILES: ReadonlyArray<readonly [string, string]> = [
-  ['report.pdf', 'application/pdf'], ['invoice.pdf', 'application/pdf'], ['photo.jpg', 'image/jpeg'],
-  ['budget.xlsx', 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'], ['notes.txt', 'text/plain'],
-  ['minutes.docx', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'], ['data.csv', 'text/csv'],
+  ['report.pdf', 'application/pdf'],
+  ['invoice.pdf', 'application/pdf'],
+  ['photo.jpg', 'image/jpeg'],
+  ['budget.xlsx', 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'],
+  ['notes.txt', 'text/plain'],
+  ['minutes.docx', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'],
+  ['data.csv', 'text/csv'],
 ];
 const FOLDERS: ReadonlyArray<readonly [string, number]> = [
-  ['INBOX', 45], ['Sent', 20], ['INBOX/Projects/Apollo', 6], ['INBOX/Projects/Zephyr', 5], ['INBOX/Receipts', 4],
-  ['Newsletters', 6], ['Archive/2019', 4], ['Archive/2020', 4], ['Archive/2021', 3], ['Archive/2022', 3],
+  ['INBOX', 45],
+  ['Sent', 20],
+  ['INBOX/Projects/Apollo', 6],
+  ['INBOX/Projects/Zephyr', 5],
+  ['INBOX/Receipts', 4],
+  ['Newsletters', 6],
+  ['Archive/2019', 4],
+  ['Archive/2020', 4],
+  ['Archive/2021', 3],
+  ['Archive/2022', 3],
 ];
 export const ACCOUNTS = 20;
 export const START = Date.UTC(2015, 0, 1);
@@ -63,7 +169,28 @@ class Zipf {
 }
 
 function vocabulary(rng: Random, size: number): string[] {
-  const syllables = ['ka', 'lo', 'mi', 'ne', 'ru', 'ta', 'vo', 'shi', 'pra', 'den', 'gor', 'bel', 'fin', 'ster', 'qua', 'lix', 'mon', 'tra', 'zel', 'dor'];
+  const syllables = [
+    'ka',
+    'lo',
+    'mi',
+    'ne',
+    'ru',
+    'ta',
+    'vo',
+    'shi',
+    'pra',
+    'den',
+    'gor',
+    'bel',
+    'fin',
+    'ster',
+    'qua',
+    'lix',
+    'mon',
+    'tra',
+    'zel',
+    'dor',
+  ];
   const words = new Set<string>(COMMON_WORDS);
   while (words.size < size - RARE_WORDS.length) {
     const n = rng.int(2, 4);
@@ -106,13 +233,22 @@ export function ensureCorpus(options: CorpusOptions = {}): string {
     const first = rng.pick(FIRST);
     const last = rng.pick(LAST);
     const domain = `${rng.pick(['north', 'south', 'blue', 'green', 'alpha', 'delta'])}${i % 50}.example`;
-    const local = `${first}.${last}`.normalize('NFD').replace(/[^\x20-\x7e]/g, '').toLowerCase();
+    const local = `${first}.${last}`
+      .normalize('NFD')
+      .replace(/[^\x20-\x7e]/g, '')
+      .toLowerCase();
     return { name: `${first} ${last}`, address: `${local}${i % 7 || ''}@${domain}` };
   });
   const accountIds: number[] = [];
   for (let a = 0; a < ACCOUNTS; a++) {
     const owner = people[a]!;
-    accountIds.push(addAccount(db, { name: `${owner.name} (${a % 2 ? 'Work' : 'Home'})`, emailAddress: owner.address, provider: a % 3 ? 'IMAP' : 'M365' }).id);
+    accountIds.push(
+      addAccount(db, {
+        name: `${owner.name} (${a % 2 ? 'Work' : 'Home'})`,
+        emailAddress: owner.address,
+        provider: a % 3 ? 'IMAP' : 'M365',
+      }).id,
+    );
   }
   addUser(db, { username: 'admin', isAdmin: true });
   for (let u = 0; u < 10; u++) {
@@ -122,7 +258,11 @@ export function ensureCorpus(options: CorpusOptions = {}): string {
   }
   const attachmentPool: NewAttachment[] = Array.from({ length: 300 }, (_, i) => {
     const [fileName, contentType] = FILES[i % FILES.length]!;
-    return { fileName: `${i % 3 ? '' : `${rng.pick(COMMON_WORDS)}-`}${fileName}`, contentType, content: rng.bytes(rng.int(1024, 6144)) };
+    return {
+      fileName: `${i % 3 ? '' : `${rng.pick(COMMON_WORDS)}-`}${fileName}`,
+      contentType,
+      content: rng.bytes(rng.int(1024, 6144)),
+    };
   });
   const threadSubjects: string[] = [];
   const writer = new ArchiveWriter(db);
@@ -163,13 +303,18 @@ export function ensureCorpus(options: CorpusOptions = {}): string {
           receivedDate: sentDate + rng.int(1000, 120_000),
           isOutgoing: outgoing,
           textBody: text,
-          htmlBody: rng.chance(0.25) ? `<html><body>${paragraphs.map((p) => `<p>${p}</p>`).join('')}</body></html>` : null,
+          htmlBody: rng.chance(0.25)
+            ? `<html><body>${paragraphs.map((p) => `<p>${p}</p>`).join('')}</body></html>`
+            : null,
           attachments,
           dedupKey: dedupKeyFor(`<${seed}.${i}@corpus.example>`, ''),
         });
       }
     });
-    if ((start / BATCH) % 20 === 0) log(`corpus: ${Math.min(messages, start + BATCH)} / ${messages} messages (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+    if ((start / BATCH) % 20 === 0)
+      log(
+        `corpus: ${Math.min(messages, start + BATCH)} / ${messages} messages (${((Date.now() - started) / 1000).toFixed(0)} s)`,
+      );
   }
   db.pragma('optimize');
   db.exec("INSERT INTO email_fts (email_fts) VALUES ('optimize')");

@@ -57,14 +57,21 @@ async function main(): Promise<void> {
     const { user, system } = process.cpuUsage(cpu);
     const cpuSeconds = (user + system) / 1e6;
     db.close();
-    if (summary.imported !== count) throw new Error(`imported ${summary.imported} of ${count} (${summary.failed} failed)`);
+    if (summary.imported !== count)
+      throw new Error(`imported ${summary.imported} of ${count} (${summary.failed} failed)`);
 
     const importRate = rate(count, importSeconds);
     const splitRate = rate(count, splitSeconds);
-    console.log(`Read + split only: ${splitRate} msg/s (${(mb / splitSeconds).toFixed(0)} MB/s), ${splitSeconds.toFixed(2)} s.`);
+    console.log(
+      `Read + split only: ${splitRate} msg/s (${(mb / splitSeconds).toFixed(0)} MB/s), ${splitSeconds.toFixed(2)} s.`,
+    );
     // CPU time as well: on a shared machine it stays put while wall-clock time does not.
-    console.log(`Import (parse + write): ${importRate} msg/s, ${importSeconds.toFixed(2)} s (${rate(count, cpuSeconds)} msg per CPU-second).`);
-    console.log(`Target ${TARGET} msg/s: ${(importRate / TARGET).toFixed(2)}x. Parse + write cost ${(splitRate / importRate).toFixed(1)}x the read + split time.`);
+    console.log(
+      `Import (parse + write): ${importRate} msg/s, ${importSeconds.toFixed(2)} s (${rate(count, cpuSeconds)} msg per CPU-second).`,
+    );
+    console.log(
+      `Target ${TARGET} msg/s: ${(importRate / TARGET).toFixed(2)}x. Parse + write cost ${(splitRate / importRate).toFixed(1)}x the read + split time.`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

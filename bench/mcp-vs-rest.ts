@@ -21,9 +21,12 @@ const MCP_HEADERS = { 'Content-Type': 'application/json', Accept: 'application/j
 async function check(base: string, auth: Record<string, string>, restPath: string, mcpBody: string): Promise<void> {
   const rest = await fetch(base + restPath, { headers: auth });
   const mcp = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...auth, ...MCP_HEADERS }, body: mcpBody });
-  if (rest.status !== 200 || mcp.status !== 200) throw new Error(`warm-up failed: REST ${rest.status}, MCP ${mcp.status}`);
+  if (rest.status !== 200 || mcp.status !== 200)
+    throw new Error(`warm-up failed: REST ${rest.status}, MCP ${mcp.status}`);
   const restEmail = (await rest.json()) as { subject: string };
-  const mcpAnswer = (await mcp.json()) as { result?: { isError?: boolean; structuredContent?: { email: { subject: string } } } };
+  const mcpAnswer = (await mcp.json()) as {
+    result?: { isError?: boolean; structuredContent?: { email: { subject: string } } };
+  };
   if (mcpAnswer.result?.isError || mcpAnswer.result?.structuredContent?.email.subject !== restEmail.subject) {
     throw new Error(`MCP and REST disagree: ${JSON.stringify(mcpAnswer).slice(0, 300)}`);
   }
@@ -55,19 +58,35 @@ async function main(): Promise<void> {
     const id = fixture.emails.budget!;
     const auth = { Authorization: `Bearer ${fixture.keys.admin}` };
     const restPath = `/api/v1/emails/${id}`;
-    const mcpBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_email', arguments: { id } } });
+    const mcpBody = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'get_email', arguments: { id } },
+    });
     await check(server.url, auth, restPath, mcpBody);
 
-    const restLoad = (seconds: number) => load({ url: server.url, connections, duration: seconds, headers: auth, paths: [restPath] });
+    const restLoad = (seconds: number) =>
+      load({ url: server.url, connections, duration: seconds, headers: auth, paths: [restPath] });
     const mcpLoad = (seconds: number) =>
-      load({ url: server.url, connections, duration: seconds, headers: { ...auth, ...MCP_HEADERS }, paths: ['/mcp'], method: 'POST', body: mcpBody });
+      load({
+        url: server.url,
+        connections,
+        duration: seconds,
+        headers: { ...auth, ...MCP_HEADERS },
+        paths: ['/mcp'],
+        method: 'POST',
+        body: mcpBody,
+      });
     // One unreported second of each first, so that neither is measured with a cold JIT.
     await restLoad(1);
     await mcpLoad(1);
 
     // Alternating rounds, and the median round of each kind: a burst of other load on the
     // machine then skews one round, not the whole comparison.
-    console.log(`Same message (email ${id}), admin key, one server process; ${connections} connections, ${rounds} rounds of ${duration} s each, alternating.`);
+    console.log(
+      `Same message (email ${id}), admin key, one server process; ${connections} connections, ${rounds} rounds of ${duration} s each, alternating.`,
+    );
     const restRounds: LoadResult[] = [];
     const mcpRounds: LoadResult[] = [];
     for (let i = 0; i < rounds; i++) {
@@ -77,11 +96,17 @@ async function main(): Promise<void> {
     const rest = median(restRounds);
     const mcp = median(mcpRounds);
 
-    console.log(`\n${'request (median round)'.padEnd(26)} ${'req/s'.padStart(8)} ${'p50'.padStart(10)} ${'p99'.padStart(10)} ${'failed'.padStart(7)}`);
+    console.log(
+      `\n${'request (median round)'.padEnd(26)} ${'req/s'.padStart(8)} ${'p50'.padStart(10)} ${'p99'.padStart(10)} ${'failed'.padStart(7)}`,
+    );
     console.log(row(`GET ${restPath}`, rest));
     console.log(row('tools/call get_email', mcp));
-    console.log(`\nMCP / REST: throughput ${ratio(mcp.rps, rest.rps)}, p50 ${ratio(mcp.p50, rest.p50)}, p99 ${ratio(mcp.p99, rest.p99)}`);
-    console.log(`Rounds, req/s: REST ${restRounds.map((r) => Math.round(r.rps)).join(' / ')}; MCP ${mcpRounds.map((r) => Math.round(r.rps)).join(' / ')}`);
+    console.log(
+      `\nMCP / REST: throughput ${ratio(mcp.rps, rest.rps)}, p50 ${ratio(mcp.p50, rest.p50)}, p99 ${ratio(mcp.p99, rest.p99)}`,
+    );
+    console.log(
+      `Rounds, req/s: REST ${restRounds.map((r) => Math.round(r.rps)).join(' / ')}; MCP ${mcpRounds.map((r) => Math.round(r.rps)).join(' / ')}`,
+    );
     const failed = [...restRounds, ...mcpRounds].reduce((n, r) => n + r.non2xx + r.errors, 0);
     if (failed > 0) throw new Error(`${failed} requests failed; the numbers above are not comparable`);
   } finally {

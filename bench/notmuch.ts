@@ -36,8 +36,16 @@ function pairs(address: string): Pair[] {
     { name: 'phrase', ours: { q: '"the project"' }, notmuch: { query: '"the project"' } },
     { name: 'from: an address', ours: { q: `from:${address}` }, notmuch: { query: `from:${address}` } },
     { name: 'subject: a word', ours: { q: 'subject:review' }, notmuch: { query: 'subject:review' } },
-    { name: 'date range, no q', ours: { from: '2019-01-01', to: '2019-03-31' }, notmuch: { query: 'date:2019-01-01..2019-03-31' } },
-    { name: 'folder, by subject', ours: { folder: 'INBOX/Projects/Apollo', sortBy: 'subject', sortOrder: 'asc' }, notmuch: null },
+    {
+      name: 'date range, no q',
+      ours: { from: '2019-01-01', to: '2019-03-31' },
+      notmuch: { query: 'date:2019-01-01..2019-03-31' },
+    },
+    {
+      name: 'folder, by subject',
+      ours: { folder: 'INBOX/Projects/Apollo', sortBy: 'subject', sortOrder: 'asc' },
+      notmuch: null,
+    },
     { name: 'page 500', ours: { q: 'project', page: '500' }, notmuch: { query: 'project', offset: 9980 } },
   ];
 }
@@ -53,7 +61,17 @@ function exportMaildir(dbPath: string, root: string): void {
       `SELECT e.id, e.folder, e.message_id, e.subject, e.from_addr, e.to_addr, e.cc_addr, e.sent_date, b.text_body
        FROM emails e JOIN email_bodies b ON b.email_id = e.id`,
     )
-    .iterate() as IterableIterator<{ id: number; folder: string; message_id: string; subject: string; from_addr: string; to_addr: string; cc_addr: string; sent_date: number; text_body: string }>;
+    .iterate() as IterableIterator<{
+    id: number;
+    folder: string;
+    message_id: string;
+    subject: string;
+    from_addr: string;
+    to_addr: string;
+    cc_addr: string;
+    sent_date: number;
+    text_body: string;
+  }>;
   for (const r of rows) {
     const dir = join(root, ...r.folder.split('/'));
     if (!folders.has(dir)) {
@@ -90,7 +108,8 @@ function time(fn: () => void, runs: number): number {
 async function main(): Promise<void> {
   const messages = arg('--messages', 200_000);
   const runs = arg('--runs', 15);
-  if (spawnSync('notmuch', ['--version']).status !== 0) throw new Error('notmuch is not installed: apt-get install notmuch');
+  if (spawnSync('notmuch', ['--version']).status !== 0)
+    throw new Error('notmuch is not installed: apt-get install notmuch');
   const dbPath = ensureCorpus({ messages });
   const root = join(CACHE_DIR, `maildir-${messages}`);
   const config = join(CACHE_DIR, `notmuch-${messages}.config`);
@@ -109,17 +128,30 @@ async function main(): Promise<void> {
   const sample = db.prepare('SELECT from_addr FROM emails WHERE is_outgoing = 0 AND id = 1000').pluck().get() as string;
   db.close();
   const address = /<([^>]+)>/.exec(sample)?.[1] ?? sample;
-  const server = await startServer({ Api__Enabled: 'true', Database__Path: dbPath, Engine__Threads: '2', Api__RateLimitPerMinute: '1000000000' });
+  const server = await startServer({
+    Api__Enabled: 'true',
+    Database__Path: dbPath,
+    Engine__Threads: '2',
+    Api__RateLimitPerMinute: '1000000000',
+  });
   try {
     const startup = time(() => nm('--version'), runs);
     // Warm the server: every worker opens its connection on its first job. A word outside the
     // mix, so that no count of the mix is cached before its first call is timed.
-    await Promise.all(Array.from({ length: 6 }, () => fetch(`${server.url}/api/v1/emails?q=warmup`, { headers: { Authorization: `Bearer ${key}` } })));
+    await Promise.all(
+      Array.from({ length: 6 }, () =>
+        fetch(`${server.url}/api/v1/emails?q=warmup`, { headers: { Authorization: `Bearer ${key}` } }),
+      ),
+    );
     const agree: string[] = [];
     let compared = 0;
     console.log(`\n${messages.toLocaleString('en')} messages; p50 of ${runs} runs, one query at a time.`);
-    console.log('Ours: the first call (count computed) and the p50 of repeated calls (count cached); notmuch computes every time.');
-    console.log('| query | ours, first call | ours, repeated | our count | notmuch count + search | notmuch count | first call / notmuch | repeated / notmuch |');
+    console.log(
+      'Ours: the first call (count computed) and the p50 of repeated calls (count cached); notmuch computes every time.',
+    );
+    console.log(
+      '| query | ours, first call | ours, repeated | our count | notmuch count + search | notmuch count | first call / notmuch | repeated / notmuch |',
+    );
     console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
     for (const p of pairs(address)) {
       const url = `${server.url}/api/v1/emails?${new URLSearchParams(p.ours)}`;
@@ -129,14 +161,24 @@ async function main(): Promise<void> {
       const firstMs = performance.now() - t;
       const ours = percentile(await sequential(url, headers, runs), 50);
       if (!p.notmuch) {
-        console.log(`| ${p.name} | ${ms(firstMs)} | ${ms(ours)} | ${first.totalItems} | no equivalent (notmuch sorts by date only) | | | |`);
+        console.log(
+          `| ${p.name} | ${ms(firstMs)} | ${ms(ours)} | ${first.totalItems} | no equivalent (notmuch sorts by date only) | | | |`,
+        );
         continue;
       }
       const { query, offset } = p.notmuch;
       let counted = 0;
       const theirs = time(() => {
         counted = Number(nm('count', '--output=messages', query).toString().trim());
-        nm('search', '--format=json', '--output=messages', '--sort=newest-first', '--limit=20', ...(offset ? [`--offset=${offset}`] : []), query);
+        nm(
+          'search',
+          '--format=json',
+          '--output=messages',
+          '--sort=newest-first',
+          '--limit=20',
+          ...(offset ? [`--offset=${offset}`] : []),
+          query,
+        );
       }, runs);
       compared++;
       if (counted === first.totalItems) agree.push(p.name);
@@ -144,8 +186,12 @@ async function main(): Promise<void> {
         `| ${p.name} | ${ms(firstMs)} | ${ms(ours)} | ${first.totalItems} | ${ms(theirs)} | ${counted} | ${ratio(firstMs, theirs)} | ${ratio(ours, theirs)} |`,
       );
     }
-    console.log(`\nnotmuch's own process start (notmuch --version): p50 ${ms(startup)}; each notmuch row includes two.`);
-    console.log(`Counts: ${agree.length === compared ? 'equal for every query' : `equal for ${agree.length} of ${compared} queries`}.`);
+    console.log(
+      `\nnotmuch's own process start (notmuch --version): p50 ${ms(startup)}; each notmuch row includes two.`,
+    );
+    console.log(
+      `Counts: ${agree.length === compared ? 'equal for every query' : `equal for ${agree.length} of ${compared} queries`}.`,
+    );
   } finally {
     await server.stop();
   }

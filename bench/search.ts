@@ -37,7 +37,11 @@ function mix(address: string): MixQuery[] {
     { name: 'from: an address', params: { q: `from:${address}` }, as: 'admin' },
     { name: 'subject: a word', params: { q: 'subject:review' }, as: 'admin' },
     { name: 'date range, no q', params: { from: '2019-01-01', to: '2019-03-31' }, as: 'admin' },
-    { name: 'folder, by subject', params: { folder: 'INBOX/Projects/Apollo', sortBy: 'subject', sortOrder: 'asc' }, as: 'admin' },
+    {
+      name: 'folder, by subject',
+      params: { folder: 'INBOX/Projects/Apollo', sortBy: 'subject', sortOrder: 'asc' },
+      as: 'admin',
+    },
     { name: 'restricted key', params: { q: 'meeting' }, as: 'restricted' },
     { name: 'page 500', params: { q: 'project', page: '500' }, as: 'admin' },
   ];
@@ -64,12 +68,14 @@ async function main(): Promise<void> {
       return [k, auth.principal];
     }),
   ) as Record<'admin' | 'restricted', Principal>;
-  const sample = db.prepare("SELECT from_addr FROM emails WHERE is_outgoing = 0 AND id = 1000").pluck().get() as string;
+  const sample = db.prepare('SELECT from_addr FROM emails WHERE is_outgoing = 0 AND id = 1000').pluck().get() as string;
   const address = /<([^>]+)>/.exec(sample)?.[1] ?? sample;
   const queries = mix(address);
   const limits = { defaultPageSize: 20, maxPageSize: 100 };
 
-  console.log(`Corpus: ${messages.toLocaleString('en')} messages (${dbPath}); ${connections} connections, ${duration} s per run.`);
+  console.log(
+    `Corpus: ${messages.toLocaleString('en')} messages (${dbPath}); ${connections} connections, ${duration} s per run.`,
+  );
   console.log('Engine floor: each query in-process on SQLite, one thread; first call cold, then 30 warm calls.');
   const floor = new Map<string, { cold: number; p50: number; total: number }>();
   const httpCold = new Map<string, number>();
@@ -161,12 +167,16 @@ async function main(): Promise<void> {
 
     console.log('');
     console.log('One request at a time (p50 of 50; engine floor = the same query in-process on SQLite):');
-    console.log('| query | totalItems | first call (HTTP) | first call (engine) | API p50 | engine floor p50 | API / floor | API - HTTP floor |');
+    console.log(
+      '| query | totalItems | first call (HTTP) | first call (engine) | API p50 | engine floor p50 | API / floor | API - HTTP floor |',
+    );
     console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
     for (const q of queries) {
       const f = floor.get(q.name)!;
       const api = seq.get(q.name)!;
-      console.log(`| ${q.name} | ${f.total} | ${ms(httpCold.get(q.name) ?? Number.NaN)} | ${ms(f.cold)} | ${ms(api)} | ${ms(f.p50)} | ${ratio(api, f.p50)} | ${ms(api - httpFloorSeq)} |`);
+      console.log(
+        `| ${q.name} | ${f.total} | ${ms(httpCold.get(q.name) ?? Number.NaN)} | ${ms(f.cold)} | ${ms(api)} | ${ms(f.p50)} | ${ratio(api, f.p50)} | ${ms(api - httpFloorSeq)} |`,
+      );
     }
     console.log(`HTTP floor (bare node:http, same body), one at a time: p50 ${ms(httpFloorSeq)}.`);
     console.log('');
@@ -181,10 +191,23 @@ async function main(): Promise<void> {
     const floorAll = queries.map((q) => floor.get(q.name)!.p50);
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
     console.log('');
-    console.log(`Mix (admin queries cycled): p50 ${ms(mixed.p50)} (target <= ${TARGETS.p50}), p99 ${ms(mixed.p99)} (target <= ${TARGETS.p99}), ${mixed.rps.toFixed(0)} req/s, ${mixed.non2xx} non-2xx.`);
-    console.log(`HTTP floor under the same load: p50 ${ms(httpFloor.p50)}, p99 ${ms(httpFloor.p99)}, ${httpFloor.rps.toFixed(0)} req/s.`);
-    console.log(`API / engine floor over the whole mix, one at a time: ${ratio(sum(seqAll), sum(floorAll))} (target <= ${TARGETS.floorRatio}x); the fixed HTTP + pool cost per request is ${ms(percentile(seqAll.map((v, i) => v - floorAll[i]!), 50))}.`);
-    console.log(`Isolation: GET /api/v1/accounts p99 ${ms(isolation.p99)} while the mix runs (target <= ${TARGETS.isolationP99}); p50 ${ms(isolation.p50)}.`);
+    console.log(
+      `Mix (admin queries cycled): p50 ${ms(mixed.p50)} (target <= ${TARGETS.p50}), p99 ${ms(mixed.p99)} (target <= ${TARGETS.p99}), ${mixed.rps.toFixed(0)} req/s, ${mixed.non2xx} non-2xx.`,
+    );
+    console.log(
+      `HTTP floor under the same load: p50 ${ms(httpFloor.p50)}, p99 ${ms(httpFloor.p99)}, ${httpFloor.rps.toFixed(0)} req/s.`,
+    );
+    console.log(
+      `API / engine floor over the whole mix, one at a time: ${ratio(sum(seqAll), sum(floorAll))} (target <= ${TARGETS.floorRatio}x); the fixed HTTP + pool cost per request is ${ms(
+        percentile(
+          seqAll.map((v, i) => v - floorAll[i]!),
+          50,
+        ),
+      )}.`,
+    );
+    console.log(
+      `Isolation: GET /api/v1/accounts p99 ${ms(isolation.p99)} while the mix runs (target <= ${TARGETS.isolationP99}); p50 ${ms(isolation.p50)}.`,
+    );
     console.log('');
     console.log('Beyond the mix, in-process (first call computes the count; then p50 of 10):');
     console.log('| query | totalItems | first call | repeated |');

@@ -67,9 +67,24 @@ export function* typicalMail(count: number, seed = 1): Generator<TypicalMessage>
       received: new Date(date.getTime() + rng.int(1, 120) * 1000),
       messageId: `bench.${seed}.${i}@example.com`,
       text,
-      ...(withHtml ? { html: `<html><body>${text.split('\n\n').map((p) => `<p>${p}</p>`).join('\n')}</body></html>` } : {}),
+      ...(withHtml
+        ? {
+            html: `<html><body>${text
+              .split('\n\n')
+              .map((p) => `<p>${p}</p>`)
+              .join('\n')}</body></html>`,
+          }
+        : {}),
       ...(withAttachment
-        ? { attachments: [{ fileName: `report-${i}.pdf`, contentType: 'application/pdf', content: rng.bytes(rng.int(2_000, 20_000)) }] }
+        ? {
+            attachments: [
+              {
+                fileName: `report-${i}.pdf`,
+                contentType: 'application/pdf',
+                content: rng.bytes(rng.int(2_000, 20_000)),
+              },
+            ],
+          }
         : {}),
     });
     yield { raw, sender: from.address, date };

@@ -4,7 +4,14 @@ import type { Job, JobKind, JobResult } from '../shared/jobs.js';
 import type { Db } from './db/open.js';
 import { writeAccessLog } from './store/access-log.js';
 import { listVisibleAccounts } from './store/accounts.js';
-import { getAttachmentHandle, getEmailDetail, getFolderTree, getStats, readAttachmentChunk, searchEmails } from './store/emails.js';
+import {
+  getAttachmentHandle,
+  getEmailDetail,
+  getFolderTree,
+  getStats,
+  readAttachmentChunk,
+  searchEmails,
+} from './store/emails.js';
 import { authenticate } from './store/keys.js';
 import { createKeyFor, listKeysFor, login, revokeKeyAs, sessionUser } from './store/web.js';
 

@@ -1,5 +1,5 @@
-// Piscina worker entry. Each thread opens its own connection once; better-sqlite3 caches the
-// prepared statements per connection, so every query is prepared once per thread.
+// Piscina worker entry. Each thread opens its own connection once and keeps its prepared
+// statements on it (db/statements.ts), so every query is compiled once per thread.
 import { Piscina } from 'piscina';
 import { workerData } from 'node:worker_threads';
 import type { Job, JobKind, JobResult } from '../shared/jobs.js';
@@ -47,7 +47,11 @@ export default function run<K extends JobKind>(job: Job<K>): JobResult<K> {
   }
   // Attachment chunks move to the gateway thread instead of being copied (flat memory on big
   // downloads). better-sqlite3 gives each blob its own ArrayBuffer, so moving it is safe.
-  if (job.kind === 'attachmentChunk' && result instanceof Uint8Array && result.byteLength === result.buffer.byteLength) {
+  if (
+    job.kind === 'attachmentChunk' &&
+    result instanceof Uint8Array &&
+    result.byteLength === result.buffer.byteLength
+  ) {
     return Piscina.move(result) as unknown as JobResult<K>;
   }
   return result;

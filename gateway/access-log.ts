@@ -70,6 +70,7 @@ export class AccessLogWriter {
     await this.#writing;
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    if (this.#pending.length > 0) this.#logger.error({ lost: this.#pending.length }, 'access log entries could not be written');
+    if (this.#pending.length > 0)
+      this.#logger.error({ lost: this.#pending.length }, 'access log entries could not be written');
   }
 }

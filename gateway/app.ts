@@ -41,7 +41,11 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
   const ownsEngine = !options.engine;
   const engine =
     options.engine ??
-    new EnginePool({ dbPath: settings.Database.Path, threads: settings.Engine.Threads, faultInjection: options.faultInjection ?? false });
+    new EnginePool({
+      dbPath: settings.Database.Path,
+      threads: settings.Engine.Threads,
+      faultInjection: options.faultInjection ?? false,
+    });
   const accessLog = new AccessLogWriter(engine, logger, options.accessLog);
   const service = new ArchiveService(engine, accessLog);
   const redis: Redis | undefined = settings.Redis.Url ? connectRedis(settings.Redis.Url, logger) : undefined;
@@ -54,7 +58,9 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
   app.proxy = settings.Server.TrustProxy;
   app.silent = true; // problems() logs what matters; Koa's default handler would print stacks.
   // What problems() cannot see: a response stream that fails after its headers were sent.
-  app.on('error', (err: Error, ctx?: Koa.Context) => logger.error({ err, method: ctx?.method, path: ctx?.path }, 'response failed'));
+  app.on('error', (err: Error, ctx?: Koa.Context) =>
+    logger.error({ err, method: ctx?.method, path: ctx?.path }, 'response failed'),
+  );
 
   app.use(problems(logger));
   app.use(async (ctx, next) => {
@@ -68,7 +74,10 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
       mount('/api', rateLimit(limiters.api), router.routes() as unknown as Koa.Middleware, async (ctx) => {
         // Reached only when no route answered: a known path with another method is 405.
         const known = router.match(ctx.path, 'GET').path.length > 0;
-        if (known) throw new Problem(405, `${ctx.method} is not allowed on ${ctx.path}; this API is read-only.`, { Allow: 'GET, HEAD' });
+        if (known)
+          throw new Problem(405, `${ctx.method} is not allowed on ${ctx.path}; this API is read-only.`, {
+            Allow: 'GET, HEAD',
+          });
         throw new Problem(404, `No API resource at ${ctx.path}.`);
       }),
     );

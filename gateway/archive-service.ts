@@ -27,7 +27,10 @@ export class ArchiveService {
   /** `params` are the search parameters as the caller gave them, for the access log. */
   async search(caller: Caller, query: SearchQuery, params: Record<string, unknown>) {
     const result = await this.engine.run({ kind: 'search', principal: caller.principal, query });
-    this.#log(caller, 'Search', { searchParams: params, ...(query.accountId !== undefined ? { accountId: query.accountId } : {}) });
+    this.#log(caller, 'Search', {
+      searchParams: params,
+      ...(query.accountId !== undefined ? { accountId: query.accountId } : {}),
+    });
     return result;
   }
 

@@ -32,7 +32,8 @@ export async function authenticate(engine: EnginePool, header: string | undefine
   if (!header) throw unauthorized('An API key is required: send Authorization: Bearer <key>.', false);
   const token = bearerToken(header);
   if (!token) throw unauthorized('The Authorization header must be of the form Bearer <key>.', false);
-  if (!KEY.test(token)) throw unauthorized('The API key is malformed: expected ma_ followed by 43 URL-safe base64 characters.', true);
+  if (!KEY.test(token))
+    throw unauthorized('The API key is malformed: expected ma_ followed by 43 URL-safe base64 characters.', true);
   const hash = createHash('sha256').update(token, 'utf8').digest('hex');
   const result = await engine.run({ kind: 'authenticate', keyHash: hash, now: Date.now() });
   if (!result.ok) throw unauthorized(REASONS[result.reason], true);

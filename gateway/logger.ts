@@ -5,6 +5,9 @@ export function createLogger(options: { level?: string } = {}): Logger {
   return pino({
     name: 'mail-archive-gateway',
     level: options.level ?? process.env.LOG_LEVEL ?? 'info',
-    redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization', 'key'], censor: '[redacted]' },
+    redact: {
+      paths: ['req.headers.authorization', 'headers.authorization', 'authorization', 'key'],
+      censor: '[redacted]',
+    },
   });
 }

@@ -67,7 +67,9 @@ export class RateLimiter {
     this.#cap = new PartitionCap(cap);
     const common = { points: policy.pointsPerMinute, duration: WINDOW_SECONDS, keyPrefix: `rl:${policy.name}` };
     this.#memory = new RateLimiterMemory(common);
-    this.#redis = redis ? new RateLimiterRedis({ ...common, storeClient: redis, rejectIfRedisNotReady: true }) : undefined;
+    this.#redis = redis
+      ? new RateLimiterRedis({ ...common, storeClient: redis, rejectIfRedisNotReady: true })
+      : undefined;
   }
 
   /** Partitions the in-memory store holds in the current window (for tests and metrics). */
@@ -95,7 +97,10 @@ export class RateLimiter {
       this.#skipRedisUntil = Date.now() + REDIS_RETRY_AFTER_MS;
       if (!this.#usingFallback) {
         this.#usingFallback = true;
-        this.#logger.warn({ policy: this.#policy.name, err: (err as Error).message }, 'rate limiter: Redis unreachable, using per-process limits');
+        this.#logger.warn(
+          { policy: this.#policy.name, err: (err as Error).message },
+          'rate limiter: Redis unreachable, using per-process limits',
+        );
       }
       try {
         return await this.#memory.consume(this.#cap.key(partition, Date.now()));

@@ -36,7 +36,9 @@ server.keepAliveTimeout = 65_000;
 
 server.on('error', (err: NodeJS.ErrnoException) => {
   const reason = err.code === 'EADDRINUSE' ? 'the port is already in use' : err.message;
-  process.stderr.write(`mail-archive-gateway: cannot listen on ${settings.Server.Host}:${settings.Server.Port}: ${reason}\n`);
+  process.stderr.write(
+    `mail-archive-gateway: cannot listen on ${settings.Server.Host}:${settings.Server.Port}: ${reason}\n`,
+  );
   void close().finally(() => process.exit(1));
 });
 
@@ -44,7 +46,13 @@ server.listen(settings.Server.Port, settings.Server.Host, () => {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : settings.Server.Port;
   logger.info(
-    { host: settings.Server.Host, port, api: settings.Api.Enabled, mcp: settings.Mcp.Enabled, db: settings.Database.Path },
+    {
+      host: settings.Server.Host,
+      port,
+      api: settings.Api.Enabled,
+      mcp: settings.Mcp.Enabled,
+      db: settings.Database.Path,
+    },
     `listening on http://${settings.Server.Host}:${port}`,
   );
   process.send?.('ready'); // PM2 wait_ready

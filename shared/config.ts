@@ -14,47 +14,61 @@ const MAX_THREADS = 64;
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.number().int().min(min).max(max);
 
 const schema = z.strictObject({
-  Api: z.strictObject({
-    Enabled: z.boolean().default(false),
-    AllowAttachmentDownloads: z.boolean().default(true),
-    EnableSwaggerUi: z.boolean().default(true),
-    DefaultPageSize: int(1).default(20),
-    MaxPageSize: int(1).default(100),
-    RateLimitPerMinute: int(1).default(120),
-  }).prefault({}),
-  Mcp: z.strictObject({
-    Enabled: z.boolean().default(false),
-    AllowAttachmentDownloads: z.boolean().default(true),
-    DefaultPageSize: int(1).default(20),
-    MaxResults: int(1).default(100),
-    MaxAttachmentBytes: int(0).default(10_000_000),
-    RateLimitPerMinute: int(1).default(120),
-    AllowedOrigins: z.array(z.string().min(1)).default([]),
-  }).prefault({}),
-  Database: z.strictObject({
-    Path: z.string().min(1).default('./data/archive.db'),
-  }).prefault({}),
-  Server: z.strictObject({
-    Host: z.string().min(1).default('127.0.0.1'),
-    Port: int(0, 65535).default(5000),
-    TrustProxy: z.boolean().default(false),
-  }).prefault({}),
-  Redis: z.strictObject({
-    Url: z.string().min(1).optional(),
-  }).prefault({}),
-  Engine: z.strictObject({
-    // A default is not validated, so it is clamped here to the range an explicit value must meet.
-    Threads: int(1, MAX_THREADS).default(Math.min(MAX_THREADS, availableParallelism())),
-  }).prefault({}),
-  Web: z.strictObject({
-    // Signs the session cookie. Unset: generated once and kept next to the database (0600).
-    SessionSecret: z.string().min(16).optional(),
-    // Absolute: a session ends this long after sign-in, however active it was.
-    SessionLifetimeMinutes: int(1, 30 * 24 * 60).default(480),
-    // Sign-in attempts per fixed minute, per username and per client IP.
-    LoginAttemptsPerUserPerMinute: int(1).default(5),
-    LoginAttemptsPerIpPerMinute: int(1).default(30),
-  }).prefault({}),
+  Api: z
+    .strictObject({
+      Enabled: z.boolean().default(false),
+      AllowAttachmentDownloads: z.boolean().default(true),
+      EnableSwaggerUi: z.boolean().default(true),
+      DefaultPageSize: int(1).default(20),
+      MaxPageSize: int(1).default(100),
+      RateLimitPerMinute: int(1).default(120),
+    })
+    .prefault({}),
+  Mcp: z
+    .strictObject({
+      Enabled: z.boolean().default(false),
+      AllowAttachmentDownloads: z.boolean().default(true),
+      DefaultPageSize: int(1).default(20),
+      MaxResults: int(1).default(100),
+      MaxAttachmentBytes: int(0).default(10_000_000),
+      RateLimitPerMinute: int(1).default(120),
+      AllowedOrigins: z.array(z.string().min(1)).default([]),
+    })
+    .prefault({}),
+  Database: z
+    .strictObject({
+      Path: z.string().min(1).default('./data/archive.db'),
+    })
+    .prefault({}),
+  Server: z
+    .strictObject({
+      Host: z.string().min(1).default('127.0.0.1'),
+      Port: int(0, 65535).default(5000),
+      TrustProxy: z.boolean().default(false),
+    })
+    .prefault({}),
+  Redis: z
+    .strictObject({
+      Url: z.string().min(1).optional(),
+    })
+    .prefault({}),
+  Engine: z
+    .strictObject({
+      // A default is not validated, so it is clamped here to the range an explicit value must meet.
+      Threads: int(1, MAX_THREADS).default(Math.min(MAX_THREADS, availableParallelism())),
+    })
+    .prefault({}),
+  Web: z
+    .strictObject({
+      // Signs the session cookie. Unset: generated once and kept next to the database (0600).
+      SessionSecret: z.string().min(16).optional(),
+      // Absolute: a session ends this long after sign-in, however active it was.
+      SessionLifetimeMinutes: int(1, 30 * 24 * 60).default(480),
+      // Sign-in attempts per fixed minute, per username and per client IP.
+      LoginAttemptsPerUserPerMinute: int(1).default(5),
+      LoginAttemptsPerIpPerMinute: int(1).default(30),
+    })
+    .prefault({}),
 });
 
 export type Settings = z.infer<typeof schema>;
@@ -88,7 +102,12 @@ function fieldKind(section: string, key: string): string {
   let field = inner.shape[key] as z.ZodType | undefined;
   // Peel default/optional wrappers to reach the base type. ZodArray also has unwrap() (it
   // returns the element type), so stop at an array or a list would look like a string.
-  while (field && !(field instanceof z.ZodArray) && 'unwrap' in field && typeof (field as { unwrap?: unknown }).unwrap === 'function') {
+  while (
+    field &&
+    !(field instanceof z.ZodArray) &&
+    'unwrap' in field &&
+    typeof (field as { unwrap?: unknown }).unwrap === 'function'
+  ) {
     field = (field as unknown as { unwrap(): z.ZodType }).unwrap();
   }
   if (field instanceof z.ZodBoolean) return 'boolean';
@@ -106,7 +125,13 @@ function coerce(kind: string, value: string): unknown {
     return value;
   }
   if (kind === 'number') return /^-?\d+$/.test(v) ? Number(v) : value;
-  if (kind === 'array') return v === '' ? [] : v.split(',').map((s) => s.trim()).filter(Boolean);
+  if (kind === 'array')
+    return v === ''
+      ? []
+      : v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean);
   return value;
 }
 
@@ -185,7 +210,9 @@ function applyEnvironment(raw: Raw, env: NodeJS.ProcessEnv): void {
     if (indexPart !== undefined) {
       // ASP.NET array binding: Mcp__AllowedOrigins__0=https://a, __1=…
       if (kind !== 'array' || !/^\d+$/.test(indexPart)) {
-        throw new ConfigError(`Invalid setting ${known.name}:${key}: environment variable ${name} has an index but the setting is not a list.`);
+        throw new ConfigError(
+          `Invalid setting ${known.name}:${key}: environment variable ${name} has an index but the setting is not a list.`,
+        );
       }
       const list = arrays.get(`${known.name}:${key}`) ?? [];
       list[Number(indexPart)] = value;
@@ -211,7 +238,9 @@ function describe(issue: z.core.$ZodIssue, raw: Raw): string {
   let got: unknown = raw;
   for (const p of path) got = (got as Record<string, unknown> | undefined)?.[p];
   const shown = SECRET_SETTINGS.has(path.slice(0, 2).join(':'))
-    ? typeof got === 'string' ? `a string of ${got.length} characters` : typeof got
+    ? typeof got === 'string'
+      ? `a string of ${got.length} characters`
+      : typeof got
     : JSON.stringify(got);
   return `Invalid setting ${name}: ${issue.message.replace(/^Invalid input: /, '')} (got ${shown}).`;
 }

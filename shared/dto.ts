@@ -4,7 +4,11 @@
 import { z } from 'zod';
 
 const dateTime = (description: string) => z.string().meta({ format: 'date-time', description });
-const int32 = (description?: string) => z.number().int().meta({ format: 'int32', ...(description ? { description } : {}) });
+const int32 = (description?: string) =>
+  z
+    .number()
+    .int()
+    .meta({ format: 'int32', ...(description ? { description } : {}) });
 
 export const MailAccountDto = z
   .object({
@@ -70,7 +74,10 @@ export const EmailDetailDto = z
     receivedDate: dateTime('Received date, UTC.'),
     messageId: z.string(),
     textBody: z.string().nullable().meta({ description: 'Resolved by the body fallback chain.' }),
-    htmlBody: z.string().nullable().meta({ description: 'Resolved by the body fallback chain. Raw and unsanitized: untrusted.' }),
+    htmlBody: z
+      .string()
+      .nullable()
+      .meta({ description: 'Resolved by the body fallback chain. Raw and unsanitized: untrusted.' }),
     attachments: z.array(AttachmentDto).meta({ description: 'Metadata only' }),
   })
   .meta({ id: 'EmailDetailDto' });
@@ -100,7 +107,9 @@ export const StatsDto = z
     emails: int32('Archived messages visible to the caller'),
     accounts: int32('Mail accounts visible to the caller'),
     attachments: int32('Attachments on the visible messages'),
-    databaseSizeInMB: z.string().meta({ description: 'Size of the whole database in megabytes; empty string for non-admin keys.' }),
+    databaseSizeInMB: z
+      .string()
+      .meta({ description: 'Size of the whole database in megabytes; empty string for non-admin keys.' }),
   })
   .meta({ id: 'StatsDto' });
 export type StatsDto = z.infer<typeof StatsDto>;

@@ -96,7 +96,8 @@ export interface KeyRow {
 }
 
 /** Outcome of a web key operation; `not-found` also covers keys the actor may not touch. */
-export type WebKeyResult<T> = { ok: true; value: T } | { ok: false; reason: 'not-found' | 'forbidden' | 'invalid'; message: string };
+export type WebKeyResult<T> =
+  { ok: true; value: T } | { ok: false; reason: 'not-found' | 'forbidden' | 'invalid'; message: string };
 
 export interface JobMap {
   authenticate: { args: { keyHash: string; now: number }; result: AuthResult };

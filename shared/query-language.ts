@@ -158,7 +158,8 @@ class Parser {
       return child ? { type: 'not', child } : null;
     }
     if (t.kind === 'lparen') {
-      if (depth >= MAX_DEPTH) throw new QuerySyntaxError(`Parentheses nest deeper than ${MAX_DEPTH} levels; simplify the query.`);
+      if (depth >= MAX_DEPTH)
+        throw new QuerySyntaxError(`Parentheses nest deeper than ${MAX_DEPTH} levels; simplify the query.`);
       this.#pos++;
       const inner = this.#or(depth + 1);
       if (this.#peek()?.kind === 'rparen') this.#pos++; // a missing ")" at the end is implied
@@ -174,7 +175,8 @@ class Parser {
   }
 
   #count(): void {
-    if (++this.#terms > MAX_TERMS) throw new QuerySyntaxError(`The query has more than ${MAX_TERMS} terms; use fewer words.`);
+    if (++this.#terms > MAX_TERMS)
+      throw new QuerySyntaxError(`The query has more than ${MAX_TERMS} terms; use fewer words.`);
   }
 
   #term(t: Extract<Token, { kind: 'term' }>): Node | null {

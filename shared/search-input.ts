@@ -57,12 +57,17 @@ function parseString(param: string, value: unknown): string {
 function oneOf<T extends string>(param: string, value: unknown, allowed: readonly T[]): T {
   const v = parseString(param, value).trim();
   const found = allowed.find((a) => a.toLowerCase() === v.toLowerCase());
-  if (!found) throw new InvalidInput(param, `${param} must be one of ${allowed.join(', ')} (any case), not ${JSON.stringify(v)}.`);
+  if (!found)
+    throw new InvalidInput(
+      param,
+      `${param} must be one of ${allowed.join(', ')} (any case), not ${JSON.stringify(v)}.`,
+    );
   return found;
 }
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?([Zz]|[+-]\d{2}:?\d{2})?$/;
+const DATE_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?([Zz]|[+-]\d{2}:?\d{2})?$/;
 const DAY_MS = 86_400_000;
 
 function validCalendarDate(y: string, m: string, d: string): boolean {
@@ -77,7 +82,10 @@ function validCalendarDate(y: string, m: string, d: string): boolean {
 export function parseDateBound(param: string, value: unknown, bound: 'lower' | 'upper'): number {
   const text = parseString(param, value).trim();
   const problem = () =>
-    new InvalidInput(param, `${param} must be a date (YYYY-MM-DD) or an ISO 8601 date-time such as 2024-03-05T09:30:00Z, not ${JSON.stringify(text)}.`);
+    new InvalidInput(
+      param,
+      `${param} must be a date (YYYY-MM-DD) or an ISO 8601 date-time such as 2024-03-05T09:30:00Z, not ${JSON.stringify(text)}.`,
+    );
   const dateOnly = DATE_ONLY.exec(text);
   if (dateOnly) {
     const [, y, m, d] = dateOnly as unknown as [string, string, string, string];
@@ -102,7 +110,8 @@ export function parseSearchInput(raw: RawSearchInput, limits: PageLimits): Searc
   const query: SearchQuery = { page: 1, pageSize: limits.defaultPageSize, sortBy: 'sentDate', sortOrder: 'desc' };
   if (present(raw.q)) {
     const q = parseString('q', raw.q);
-    if (q.length > MAX_QUERY_LENGTH) throw new InvalidInput('q', `q is ${q.length} characters long; the limit is ${MAX_QUERY_LENGTH}.`);
+    if (q.length > MAX_QUERY_LENGTH)
+      throw new InvalidInput('q', `q is ${q.length} characters long; the limit is ${MAX_QUERY_LENGTH}.`);
     try {
       parseQuery(q);
     } catch (err) {

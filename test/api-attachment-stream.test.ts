@@ -36,7 +36,9 @@ test('a 200 MB attachment streams intact with bounded memory', async (t) => {
     const { writeBigAttachment } = await import(${JSON.stringify(HELPERS)});
     const out = await writeBigAttachment(${JSON.stringify(f.dbPath)}, ${f.accounts.work}, ${SIZE});
     process.stdout.write(JSON.stringify(out));`;
-  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { maxBuffer: 1 << 20 });
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+    maxBuffer: 1 << 20,
+  });
   const big = JSON.parse(stdout) as { emailId: number; attachmentId: number; sha256: string; size: number };
   t.is(big.size, SIZE);
 
@@ -65,21 +67,26 @@ test('a 200 MB attachment streams intact with bounded memory', async (t) => {
     peakArrayBuffers = Math.max(peakArrayBuffers, process.memoryUsage().arrayBuffers);
   }, 50);
   const started = Date.now();
-  const result = await new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; bytes: number; sha256: string }>(
-    (resolve, reject) => {
-      const req = httpGet(`${server.url}${path}`, { headers: bearer(f.keys.admin) }, (res) => {
-        const hash = createHash('sha256');
-        let bytes = 0;
-        res.on('data', (chunk: Buffer) => {
-          bytes += chunk.length;
-          hash.update(chunk);
-        });
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, bytes, sha256: hash.digest('hex') }));
-        res.on('error', reject);
+  const result = await new Promise<{
+    status: number;
+    headers: Record<string, string | string[] | undefined>;
+    bytes: number;
+    sha256: string;
+  }>((resolve, reject) => {
+    const req = httpGet(`${server.url}${path}`, { headers: bearer(f.keys.admin) }, (res) => {
+      const hash = createHash('sha256');
+      let bytes = 0;
+      res.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        hash.update(chunk);
       });
-      req.on('error', reject);
-    },
-  );
+      res.on('end', () =>
+        resolve({ status: res.statusCode!, headers: res.headers, bytes, sha256: hash.digest('hex') }),
+      );
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+  });
   clearInterval(sampler);
   const seconds = (Date.now() - started) / 1000;
   const mb = (n: number) => (n / 1048576).toFixed(1);

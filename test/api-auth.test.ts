@@ -53,7 +53,11 @@ test('every endpoint rejects missing, malformed, Basic and unknown credentials w
     { label: 'no Authorization header', headers: {}, token: false },
     { label: 'empty Authorization header', headers: { Authorization: '' }, token: false },
     { label: 'Bearer without token', headers: { Authorization: 'Bearer' }, token: false },
-    { label: 'Basic scheme', headers: { Authorization: `Basic ${Buffer.from('admin:secret').toString('base64')}` }, token: false },
+    {
+      label: 'Basic scheme',
+      headers: { Authorization: `Basic ${Buffer.from('admin:secret').toString('base64')}` },
+      token: false,
+    },
     { label: 'Basic scheme carrying a valid key', headers: { Authorization: `Basic ${f.keys.admin}` }, token: false },
     { label: 'malformed token', headers: bearer('not-a-key'), token: true },
     { label: 'wrong prefix', headers: bearer(`mb_${f.keys.admin.slice(3)}`), token: true },
@@ -75,7 +79,11 @@ test('every endpoint rejects inactive-owner, expired and revoked keys with 401 i
   const { api } = t.context;
   const f = api.fixture;
   for (const { path } of endpoints(f)) {
-    for (const [label, key] of [['inactive owner', f.keys.inactive], ['expired', f.keys.expired], ['revoked', f.keys.revoked]] as const) {
+    for (const [label, key] of [
+      ['inactive owner', f.keys.inactive],
+      ['expired', f.keys.expired],
+      ['revoked', f.keys.revoked],
+    ] as const) {
       const res = await api.request.get(path).set(bearer(key));
       assertUnauthorized(t, res, path, true, `${path}: ${label}`);
     }
@@ -86,15 +94,25 @@ test('a cookie is never honoured on /api, neither alone nor instead of the heade
   const { api } = t.context;
   const f = api.fixture;
   for (const { path } of endpoints(f)) {
-    for (const cookie of [`session=${f.keys.admin}`, `Authorization=Bearer ${f.keys.admin}`, `access_token=${f.keys.admin}`]) {
+    for (const cookie of [
+      `session=${f.keys.admin}`,
+      `Authorization=Bearer ${f.keys.admin}`,
+      `access_token=${f.keys.admin}`,
+    ]) {
       const res = await api.request.get(path).set('Cookie', cookie);
       assertUnauthorized(t, res, path, false, `${path} with cookie ${cookie.split('=')[0]}`);
     }
   }
   // A cookie next to a valid header changes nothing either way.
-  const res = await api.request.get('/api/v1/accounts').set(bearer(f.keys.bob)).set('Cookie', `session=${f.keys.admin}`);
+  const res = await api.request
+    .get('/api/v1/accounts')
+    .set(bearer(f.keys.bob))
+    .set('Cookie', `session=${f.keys.admin}`);
   t.is(res.status, 200);
-  t.deepEqual((res.body as MailAccountDto[]).map((a) => a.id), [f.accounts.personal]);
+  t.deepEqual(
+    (res.body as MailAccountDto[]).map((a) => a.id),
+    [f.accounts.personal],
+  );
   t.is(res.headers['set-cookie'], undefined);
 });
 
@@ -119,7 +137,14 @@ test('permission matrix: every endpoint × admin, alice, bob, carol', async (t) 
     carol: [],
   };
   const accountOf: Record<string, number> = {
-    budget: work, lunch: work, invoice: work, archived: work, sent: work, family: personal, umlaut: personal, team: shared,
+    budget: work,
+    lunch: work,
+    invoice: work,
+    archived: work,
+    sent: work,
+    family: personal,
+    umlaut: personal,
+    team: shared,
   };
   for (const who of ['admin', 'alice', 'bob', 'carol'] as const) {
     const key = f.keys[who];
@@ -127,7 +152,11 @@ test('permission matrix: every endpoint × admin, alice, bob, carol', async (t) 
 
     const accounts = await api.request.get('/api/v1/accounts').set(bearer(key));
     t.is(accounts.status, 200);
-    t.deepEqual((accounts.body as MailAccountDto[]).map((a) => a.id), visible[who], `${who} accounts`);
+    t.deepEqual(
+      (accounts.body as MailAccountDto[]).map((a) => a.id),
+      visible[who],
+      `${who} accounts`,
+    );
 
     for (const account of [work, personal, shared]) {
       const res = await api.request.get(`/api/v1/accounts/${account}/folders`).set(bearer(key));
@@ -136,12 +165,22 @@ test('permission matrix: every endpoint × admin, alice, bob, carol', async (t) 
 
     const search = await api.request.get('/api/v1/emails').query({ pageSize: 100 }).set(bearer(key));
     t.is(search.status, 200);
-    const expectedIds = Object.entries(f.emails).filter(([name]) => sees(accountOf[name]!)).map(([, id]) => id).sort((a, b) => a - b);
-    t.deepEqual((search.body.items as EmailSummaryDto[]).map((i) => i.id).sort((a, b) => a - b), expectedIds, `${who} search`);
+    const expectedIds = Object.entries(f.emails)
+      .filter(([name]) => sees(accountOf[name]!))
+      .map(([, id]) => id)
+      .sort((a, b) => a - b);
+    t.deepEqual(
+      (search.body.items as EmailSummaryDto[]).map((i) => i.id).sort((a, b) => a - b),
+      expectedIds,
+      `${who} search`,
+    );
     t.is(search.body.totalItems, expectedIds.length);
     // Even a text query cannot reach beyond the visible accounts ("budget" is in work and personal mail).
     const budget = await api.request.get('/api/v1/emails').query({ q: 'budget' }).set(bearer(key));
-    t.true((budget.body.items as EmailSummaryDto[]).every((i) => sees(i.accountId)), `${who} q=budget`);
+    t.true(
+      (budget.body.items as EmailSummaryDto[]).every((i) => sees(i.accountId)),
+      `${who} q=budget`,
+    );
 
     for (const [name, id] of Object.entries(f.emails)) {
       const res = await api.request.get(`/api/v1/emails/${id}`).set(bearer(key));
@@ -188,7 +227,9 @@ test.serial('deactivating the owner takes effect on the very next request, react
   const { api } = t.context;
   const db = api.db();
   db.prepare("INSERT INTO users (username, is_admin, created_at) VALUES ('erin', 0, ?)").run(Date.now());
-  db.prepare("INSERT INTO user_accounts (user_id, account_id) SELECT id, ? FROM users WHERE username = 'erin'").run(api.fixture.accounts.shared);
+  db.prepare("INSERT INTO user_accounts (user_id, account_id) SELECT id, ? FROM users WHERE username = 'erin'").run(
+    api.fixture.accounts.shared,
+  );
   const created = createKey(db, { username: 'erin', name: 'erin key' });
   const path = `/api/v1/emails/${api.fixture.emails.team}`;
   t.is((await api.request.get(path).set(bearer(created.key))).status, 200);
@@ -211,22 +252,25 @@ test.serial('a key expires on the very next request after its ExpiresAt passes',
   t.regex(res.body.detail, /expired/);
 });
 
-test.serial('unassigning an account hides it on the very next request; admin rights follow the owner too', async (t) => {
-  const { api } = t.context;
-  const db = api.db();
-  const f = api.fixture;
-  db.prepare("INSERT INTO users (username, is_admin, created_at) VALUES ('frank', 0, ?)").run(Date.now());
-  const frank = db.prepare("SELECT id FROM users WHERE username = 'frank'").pluck().get() as number;
-  db.prepare('INSERT INTO user_accounts (user_id, account_id) VALUES (?, ?)').run(frank, f.accounts.personal);
-  const { key } = createKey(db, { username: 'frank', name: 'frank key' });
-  const path = `/api/v1/emails/${f.emails.family}`;
-  t.is((await api.request.get(path).set(bearer(key))).status, 200);
-  db.prepare('DELETE FROM user_accounts WHERE user_id = ?').run(frank);
-  t.is((await api.request.get(path).set(bearer(key))).status, 404);
-  db.prepare('UPDATE users SET is_admin = 1 WHERE id = ?').run(frank);
-  t.is((await api.request.get(path).set(bearer(key))).status, 200);
-  t.not((await api.request.get('/api/v1/stats').set(bearer(key))).body.databaseSizeInMB, '');
-});
+test.serial(
+  'unassigning an account hides it on the very next request; admin rights follow the owner too',
+  async (t) => {
+    const { api } = t.context;
+    const db = api.db();
+    const f = api.fixture;
+    db.prepare("INSERT INTO users (username, is_admin, created_at) VALUES ('frank', 0, ?)").run(Date.now());
+    const frank = db.prepare("SELECT id FROM users WHERE username = 'frank'").pluck().get() as number;
+    db.prepare('INSERT INTO user_accounts (user_id, account_id) VALUES (?, ?)').run(frank, f.accounts.personal);
+    const { key } = createKey(db, { username: 'frank', name: 'frank key' });
+    const path = `/api/v1/emails/${f.emails.family}`;
+    t.is((await api.request.get(path).set(bearer(key))).status, 200);
+    db.prepare('DELETE FROM user_accounts WHERE user_id = ?').run(frank);
+    t.is((await api.request.get(path).set(bearer(key))).status, 404);
+    db.prepare('UPDATE users SET is_admin = 1 WHERE id = ?').run(frank);
+    t.is((await api.request.get(path).set(bearer(key))).status, 200);
+    t.not((await api.request.get('/api/v1/stats').set(bearer(key))).body.databaseSizeInMB, '');
+  },
+);
 
 test.serial('LastUsedAt: two requests in a row make one write; a stale value is refreshed again', async (t) => {
   const { api } = t.context;
@@ -236,8 +280,10 @@ test.serial('LastUsedAt: two requests in a row make one write; a stale value is 
   db.exec(`CREATE TABLE IF NOT EXISTS test_last_used_writes (key_id INTEGER, at INTEGER);
            CREATE TRIGGER IF NOT EXISTS test_count_last_used AFTER UPDATE OF last_used_at ON api_keys
            BEGIN INSERT INTO test_last_used_writes VALUES (NEW.id, NEW.last_used_at); END;`);
-  const writes = () => db.prepare('SELECT count(*) FROM test_last_used_writes WHERE key_id = ?').pluck().get(created.id) as number;
-  const lastUsed = () => db.prepare('SELECT last_used_at FROM api_keys WHERE id = ?').pluck().get(created.id) as number | null;
+  const writes = () =>
+    db.prepare('SELECT count(*) FROM test_last_used_writes WHERE key_id = ?').pluck().get(created.id) as number;
+  const lastUsed = () =>
+    db.prepare('SELECT last_used_at FROM api_keys WHERE id = ?').pluck().get(created.id) as number | null;
   t.is(lastUsed(), null);
 
   const before = Date.now();
@@ -252,7 +298,10 @@ test.serial('LastUsedAt: two requests in a row make one write; a stale value is 
   t.is(writes(), 1, 'three requests, one write');
 
   // A value older than the interval is refreshed by the next accepted request, once.
-  db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?').run(Date.now() - LAST_USED_INTERVAL_MS - 1000, created.id);
+  db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?').run(
+    Date.now() - LAST_USED_INTERVAL_MS - 1000,
+    created.id,
+  );
   const countBefore = writes();
   await api.request.get('/api/v1/accounts').set(bearer(created.key));
   await api.request.get('/api/v1/accounts').set(bearer(created.key));
@@ -276,7 +325,10 @@ test.serial('rejected keys never touch LastUsedAt', async (t) => {
   for (const key of [f.keys.expired, f.keys.revoked, f.keys.inactive]) {
     t.is((await api.request.get('/api/v1/accounts').set(bearer(key))).status, 401);
   }
-  const after = db.prepare('SELECT id, last_used_at FROM api_keys ORDER BY id').all() as Array<{ id: number; last_used_at: number | null }>;
+  const after = db.prepare('SELECT id, last_used_at FROM api_keys ORDER BY id').all() as Array<{
+    id: number;
+    last_used_at: number | null;
+  }>;
   const changed = after.filter((row, i) => JSON.stringify(row) !== JSON.stringify(before[i]));
   // Only keys used by other tests of this file may have changed; the three rejected ones must not.
   const rejectedIds = db
@@ -307,5 +359,8 @@ test('a real web session cookie (signed in as admin) is not honoured on any /api
   // With the cookie and bob's key, the request is bob's, not the admin's.
   const mixed = await agent.get('/api/v1/accounts').set(bearer(web.fixture.keys.bob));
   t.is(mixed.status, 200);
-  t.deepEqual((mixed.body as MailAccountDto[]).map((a) => a.id), [web.fixture.accounts.personal]);
+  t.deepEqual(
+    (mixed.body as MailAccountDto[]).map((a) => a.id),
+    [web.fixture.accounts.personal],
+  );
 });

@@ -5,7 +5,14 @@ import anyTest, { type TestFn } from 'ava';
 import { openArchive } from '../engine/db/open.js';
 import { addAccount } from '../engine/store/accounts.js';
 import { ArchiveWriter } from '../engine/store/writer.js';
-import type { EmailDetailDto, EmailSummaryDto, FolderNodeDto, MailAccountDto, PagedResult, StatsDto } from '../shared/dto.js';
+import type {
+  EmailDetailDto,
+  EmailSummaryDto,
+  FolderNodeDto,
+  MailAccountDto,
+  PagedResult,
+  StatsDto,
+} from '../shared/dto.js';
 import { bearer, rawBody, startApi, type ApiHarness } from './helpers/api.js';
 import { createFixture, email, type Fixture } from './helpers/fixture.js';
 
@@ -75,33 +82,121 @@ function addExtraMail(dbPath: string): Extra {
       // Five messages whose order differs for every sort key.
       //        subject    from    to      sent                    received
       const s = {
-        A: add({ accountId: sorting, subject: 'delta', from: 'c@x.example', to: 'e@x.example', sentDate: T('2024-05-01T00:00:00Z'), receivedDate: T('2024-05-09T00:00:00Z') }),
-        B: add({ accountId: sorting, subject: 'Alpha', from: 'e@x.example', to: 'a@x.example', sentDate: T('2024-05-02T00:00:00Z'), receivedDate: T('2024-05-07T00:00:00Z') }),
-        C: add({ accountId: sorting, subject: 'charlie', from: 'a@x.example', to: 'd@x.example', sentDate: T('2024-05-03T00:00:00Z'), receivedDate: T('2024-05-08T00:00:00Z') }),
-        D: add({ accountId: sorting, subject: 'bravo', from: 'D@x.example', to: 'b@x.example', sentDate: T('2024-05-03T00:00:00Z'), receivedDate: T('2024-05-06T00:00:00Z') }),
-        E: add({ accountId: sorting, subject: 'Echo', from: 'b@x.example', to: 'c@x.example', sentDate: T('2024-05-05T00:00:00Z'), receivedDate: T('2024-05-05T00:00:00Z') }),
+        A: add({
+          accountId: sorting,
+          subject: 'delta',
+          from: 'c@x.example',
+          to: 'e@x.example',
+          sentDate: T('2024-05-01T00:00:00Z'),
+          receivedDate: T('2024-05-09T00:00:00Z'),
+        }),
+        B: add({
+          accountId: sorting,
+          subject: 'Alpha',
+          from: 'e@x.example',
+          to: 'a@x.example',
+          sentDate: T('2024-05-02T00:00:00Z'),
+          receivedDate: T('2024-05-07T00:00:00Z'),
+        }),
+        C: add({
+          accountId: sorting,
+          subject: 'charlie',
+          from: 'a@x.example',
+          to: 'd@x.example',
+          sentDate: T('2024-05-03T00:00:00Z'),
+          receivedDate: T('2024-05-08T00:00:00Z'),
+        }),
+        D: add({
+          accountId: sorting,
+          subject: 'bravo',
+          from: 'D@x.example',
+          to: 'b@x.example',
+          sentDate: T('2024-05-03T00:00:00Z'),
+          receivedDate: T('2024-05-06T00:00:00Z'),
+        }),
+        E: add({
+          accountId: sorting,
+          subject: 'Echo',
+          from: 'b@x.example',
+          to: 'c@x.example',
+          sentDate: T('2024-05-05T00:00:00Z'),
+          receivedDate: T('2024-05-05T00:00:00Z'),
+        }),
       };
       // Seven messages equal in every sort key: only the id can order them.
       const tieIds: number[] = [];
       for (let i = 0; i < 7; i++) {
-        tieIds.push(add({ accountId: ties, subject: 'same', from: 'same@x.example', to: 'same@x.example', sentDate: T('2024-06-01T00:00:00Z') }));
+        tieIds.push(
+          add({
+            accountId: ties,
+            subject: 'same',
+            from: 'same@x.example',
+            to: 'same@x.example',
+            sentDate: T('2024-06-01T00:00:00Z'),
+          }),
+        );
       }
-      const nul = add({ accountId: bodies, subject: 'nul body', textBody: 'text with\0NUL', htmlBody: '<p>html with\0NUL</p>' });
-      const long = add({ accountId: bodies, subject: 'long body', textBody: LONG_TEXT, htmlBody: `<p>${LONG_TEXT}</p>` });
+      const nul = add({
+        accountId: bodies,
+        subject: 'nul body',
+        textBody: 'text with\0NUL',
+        htmlBody: '<p>html with\0NUL</p>',
+      });
+      const long = add({
+        accountId: bodies,
+        subject: 'long body',
+        textBody: LONG_TEXT,
+        htmlBody: `<p>${LONG_TEXT}</p>`,
+      });
       const htmlOnly = add({ accountId: bodies, subject: 'html only', textBody: null, htmlBody: '<p>only html</p>' });
       const noBody = add({ accountId: bodies, folder: 'a/b/c', subject: 'no body', textBody: null, htmlBody: null });
       const emptyFolders = add({ accountId: bodies, folder: 'a/b2', subject: 'sibling', textBody: 'x' });
       const types = add({
-        accountId: bodies, folder: 'a/b2', subject: 'types', textBody: 'x',
-        attachments: TYPES.map(([contentType], i) => ({ fileName: `t${i}.bin`, contentType, content: Buffer.from(`content ${i}`) })),
+        accountId: bodies,
+        folder: 'a/b2',
+        subject: 'types',
+        textBody: 'x',
+        attachments: TYPES.map(([contentType], i) => ({
+          fileName: `t${i}.bin`,
+          contentType,
+          content: Buffer.from(`content ${i}`),
+        })),
       });
-      const typeAttachments = db.prepare('SELECT id FROM attachments WHERE email_id = ? ORDER BY id').pluck().all(types) as number[];
+      const typeAttachments = db
+        .prepare('SELECT id FROM attachments WHERE email_id = ? ORDER BY id')
+        .pluck()
+        .all(types) as number[];
       const names = add({
-        accountId: bodies, folder: 'a/b2', subject: 'names', textBody: 'x',
-        attachments: NAMES.map(([fileName], i) => ({ fileName, contentType: 'text/plain', content: Buffer.from(`name ${i}`) })),
+        accountId: bodies,
+        folder: 'a/b2',
+        subject: 'names',
+        textBody: 'x',
+        attachments: NAMES.map(([fileName], i) => ({
+          fileName,
+          contentType: 'text/plain',
+          content: Buffer.from(`name ${i}`),
+        })),
       });
-      const nameAttachments = db.prepare('SELECT id FROM attachments WHERE email_id = ? ORDER BY id').pluck().all(names) as number[];
-      return { sorting, ties, bodies, s, tieIds, nul, long, htmlOnly, noBody, emptyFolders, types, typeAttachments, names, nameAttachments };
+      const nameAttachments = db
+        .prepare('SELECT id FROM attachments WHERE email_id = ? ORDER BY id')
+        .pluck()
+        .all(names) as number[];
+      return {
+        sorting,
+        ties,
+        bodies,
+        s,
+        tieIds,
+        nul,
+        long,
+        htmlOnly,
+        noBody,
+        emptyFolders,
+        types,
+        typeAttachments,
+        names,
+        nameAttachments,
+      };
     });
   } finally {
     db.close();
@@ -126,14 +221,22 @@ test.after.always(async (t) => {
 
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$/;
 
-async function search(t: { context: { api: ApiHarness; f: Fixture } }, query: Record<string, string | number>, key?: string) {
+async function search(
+  t: { context: { api: ApiHarness; f: Fixture } },
+  query: Record<string, string | number>,
+  key?: string,
+) {
   return t.context.api.request
     .get('/api/v1/emails')
     .query(query)
     .set(bearer(key ?? t.context.f.keys.admin));
 }
 
-async function ids(t: { context: { api: ApiHarness; f: Fixture } }, query: Record<string, string | number>, key?: string): Promise<number[]> {
+async function ids(
+  t: { context: { api: ApiHarness; f: Fixture } },
+  query: Record<string, string | number>,
+  key?: string,
+): Promise<number[]> {
   const res = await search(t, { pageSize: 5, ...query }, key);
   if (res.status !== 200) throw new Error(`search ${JSON.stringify(query)} answered ${res.status}: ${res.text}`);
   return (res.body as PagedResult<EmailSummaryDto>).items.map((i) => i.id);
@@ -148,18 +251,30 @@ test('GET /accounts lists the visible accounts with every MailAccountDto field a
   t.is(res.status, 200);
   t.regex(res.headers['content-type']!, /^application\/json/);
   const accounts = res.body as MailAccountDto[];
-  t.deepEqual(accounts.map((a) => a.id), [f.accounts.work, f.accounts.personal, f.accounts.shared, x.sorting, x.ties, x.bodies]);
+  t.deepEqual(
+    accounts.map((a) => a.id),
+    [f.accounts.work, f.accounts.personal, f.accounts.shared, x.sorting, x.ties, x.bodies],
+  );
   t.deepEqual(accounts[0], {
-    id: f.accounts.work, name: 'Work', emailAddress: 'alice@work.example', provider: 'IMAP', isEnabled: true, lastSync: null,
+    id: f.accounts.work,
+    name: 'Work',
+    emailAddress: 'alice@work.example',
+    provider: 'IMAP',
+    isEnabled: true,
+    lastSync: null,
   });
   t.is(accounts[1]!.provider, 'M365');
-  for (const a of accounts) t.deepEqual(Object.keys(a).sort(), ['emailAddress', 'id', 'isEnabled', 'lastSync', 'name', 'provider']);
+  for (const a of accounts)
+    t.deepEqual(Object.keys(a).sort(), ['emailAddress', 'id', 'isEnabled', 'lastSync', 'name', 'provider']);
 });
 
 test('GET /accounts shows lastSync as UTC ISO 8601 ending in Z', async (t) => {
   const { api, f } = t.context;
   const db = api.db();
-  db.prepare('UPDATE mail_accounts SET last_sync = ? WHERE id = ?').run(T('2024-04-01T10:20:30.456Z'), f.accounts.shared);
+  db.prepare('UPDATE mail_accounts SET last_sync = ? WHERE id = ?').run(
+    T('2024-04-01T10:20:30.456Z'),
+    f.accounts.shared,
+  );
   const res = await api.request.get('/api/v1/accounts').set(bearer(f.keys.alice));
   t.is(res.status, 200);
   const shared = (res.body as MailAccountDto[]).find((a) => a.id === f.accounts.shared)!;
@@ -176,15 +291,26 @@ test('GET /accounts/{id}/folders is a nested tree: INBOX first, then alphabetica
   const tree = res.body as FolderNodeDto[];
   t.deepEqual(tree, [
     {
-      name: 'INBOX', fullPath: 'INBOX', totalCount: 2, level: 0,
+      name: 'INBOX',
+      fullPath: 'INBOX',
+      totalCount: 2,
+      level: 0,
       children: [{ name: 'Invoices', fullPath: 'INBOX/Invoices', totalCount: 1, level: 1, children: [] }],
     },
     {
-      name: 'Archive', fullPath: 'Archive', totalCount: 0, level: 0,
-      children: [{
-        name: '2023', fullPath: 'Archive/2023', totalCount: 0, level: 1,
-        children: [{ name: 'Q4', fullPath: 'Archive/2023/Q4', totalCount: 1, level: 2, children: [] }],
-      }],
+      name: 'Archive',
+      fullPath: 'Archive',
+      totalCount: 0,
+      level: 0,
+      children: [
+        {
+          name: '2023',
+          fullPath: 'Archive/2023',
+          totalCount: 0,
+          level: 1,
+          children: [{ name: 'Q4', fullPath: 'Archive/2023/Q4', totalCount: 1, level: 2, children: [] }],
+        },
+      ],
     },
     { name: 'Sent', fullPath: 'Sent', totalCount: 1, level: 0, children: [] },
   ]);
@@ -195,12 +321,24 @@ test('GET /accounts/{id}/folders: siblings under an empty parent are sorted and 
   const res = await api.request.get(`/api/v1/accounts/${x.bodies}/folders`).set(bearer(f.keys.admin));
   t.is(res.status, 200);
   const tree = res.body as FolderNodeDto[];
-  t.deepEqual(tree.map((n) => n.fullPath), ['INBOX', 'a']);
+  t.deepEqual(
+    tree.map((n) => n.fullPath),
+    ['INBOX', 'a'],
+  );
   t.is(tree[0]!.totalCount, 3);
   const a = tree[1]!;
   t.is(a.totalCount, 0);
-  t.deepEqual(a.children.map((c) => [c.fullPath, c.totalCount, c.level]), [['a/b', 0, 1], ['a/b2', 3, 1]]);
-  t.deepEqual(a.children[0]!.children.map((c) => [c.fullPath, c.totalCount, c.level]), [['a/b/c', 1, 2]]);
+  t.deepEqual(
+    a.children.map((c) => [c.fullPath, c.totalCount, c.level]),
+    [
+      ['a/b', 0, 1],
+      ['a/b2', 3, 1],
+    ],
+  );
+  t.deepEqual(
+    a.children[0]!.children.map((c) => [c.fullPath, c.totalCount, c.level]),
+    [['a/b/c', 1, 2]],
+  );
 });
 
 test('GET /accounts/{id}/folders answers 404 problem for a missing or invisible account and 400 for a non-integer id', async (t) => {
@@ -230,7 +368,10 @@ test('GET /emails returns the paged envelope with every EmailSummaryDto field, n
   const page = res.body as PagedResult<EmailSummaryDto>;
   t.deepEqual(Object.keys(page).sort(), ['items', 'page', 'pageSize', 'totalItems', 'totalPages']);
   t.like(page, { page: 1, pageSize: 3, totalItems: 5, totalPages: 2 });
-  t.deepEqual(page.items.map((i) => i.id), [f.emails.lunch, f.emails.sent, f.emails.budget]);
+  t.deepEqual(
+    page.items.map((i) => i.id),
+    [f.emails.lunch, f.emails.sent, f.emails.budget],
+  );
   t.deepEqual(page.items[2], {
     id: f.emails.budget,
     accountId: f.accounts.work,
@@ -274,12 +415,62 @@ test('GET /emails q supports subject:, from: and to: field terms', async (t) => 
 
 test('GET /emails q with unbalanced quotes, operators, FTS5 syntax and odd characters is never a 500', async (t) => {
   const nasty = [
-    '"unbalanced', 'budget"', '"""', '(', ')', '(budget', 'budget)', '((((', '))))', 'a OR', 'OR', 'AND', 'NOT', 'NOT budget',
-    'budget NOT', '- -', '--budget', 'NEAR(budget review)', 'NEAR/2', '*', '**', 'budget*', '"budget"*', '^budget', 'budget^2',
-    'subject:', 'subject:"', 'from:"unclosed', 'has:', 'has:nothing', 'body:budget', 'rowid:1', 'email_fts:x', 'email_fts MATCH x',
-    '{subject}:budget', '{subject from}:x', '-budget', '+', '\\', "'; DROP TABLE emails; --", '%', '_', '\u0000', '😀', 'ß',
-    '\u202e', 'x'.repeat(5000), '"' + 'a '.repeat(500), ':::', 'subject:subject:subject:', '('.repeat(40) + 'x' + ')'.repeat(40),
-    Array.from({ length: 100 }, (_, i) => `w${i}`).join(' OR '), 'a AND AND b', 'OR OR OR', '" OR "', 'col:"x" AND (y',
+    '"unbalanced',
+    'budget"',
+    '"""',
+    '(',
+    ')',
+    '(budget',
+    'budget)',
+    '((((',
+    '))))',
+    'a OR',
+    'OR',
+    'AND',
+    'NOT',
+    'NOT budget',
+    'budget NOT',
+    '- -',
+    '--budget',
+    'NEAR(budget review)',
+    'NEAR/2',
+    '*',
+    '**',
+    'budget*',
+    '"budget"*',
+    '^budget',
+    'budget^2',
+    'subject:',
+    'subject:"',
+    'from:"unclosed',
+    'has:',
+    'has:nothing',
+    'body:budget',
+    'rowid:1',
+    'email_fts:x',
+    'email_fts MATCH x',
+    '{subject}:budget',
+    '{subject from}:x',
+    '-budget',
+    '+',
+    '\\',
+    "'; DROP TABLE emails; --",
+    '%',
+    '_',
+    '\u0000',
+    '😀',
+    'ß',
+    '\u202e',
+    'x'.repeat(5000),
+    '"' + 'a '.repeat(500),
+    ':::',
+    'subject:subject:subject:',
+    '('.repeat(40) + 'x' + ')'.repeat(40),
+    Array.from({ length: 100 }, (_, i) => `w${i}`).join(' OR '),
+    'a AND AND b',
+    'OR OR OR',
+    '" OR "',
+    'col:"x" AND (y',
   ];
   for (const q of nasty) {
     const res = await search(t, { q });
@@ -298,7 +489,8 @@ test('GET /emails q with unbalanced quotes, operators, FTS5 syntax and odd chara
   t.regex(tooLong.body.detail, /\bq\b/);
   // An empty or blank q is no filter at all.
   const all = await search(t, { pageSize: 1 });
-  for (const q of ['', '   ']) t.is((await search(t, { q, pageSize: 1 })).body.totalItems, all.body.totalItems, JSON.stringify(q));
+  for (const q of ['', '   '])
+    t.is((await search(t, { q, pageSize: 1 })).body.totalItems, all.body.totalItems, JSON.stringify(q));
 });
 
 test('GET /emails from/to accept YYYY-MM-DD and full ISO date-times, both bounds inclusive', async (t) => {
@@ -306,19 +498,34 @@ test('GET /emails from/to accept YYYY-MM-DD and full ISO date-times, both bounds
   const work = f.accounts.work;
   // Date-only to covers the whole day: lunch was sent 2024-03-07T12:00Z.
   t.deepEqual(await ids(t, { accountId: work, from: '2024-03-07', to: '2024-03-07' }), [f.emails.lunch]);
-  t.deepEqual(await ids(t, { accountId: work, to: '2024-03-06' }), [f.emails.sent, f.emails.budget, f.emails.invoice, f.emails.archived]);
+  t.deepEqual(await ids(t, { accountId: work, to: '2024-03-06' }), [
+    f.emails.sent,
+    f.emails.budget,
+    f.emails.invoice,
+    f.emails.archived,
+  ]);
   t.deepEqual(await ids(t, { accountId: work, from: '2024-03-06' }), [f.emails.lunch, f.emails.sent]);
   // Date-times: exact instants, inclusive, with Z or an offset.
-  t.deepEqual(await ids(t, { accountId: work, from: '2024-03-05T09:30:00Z', to: '2024-03-05T09:30:00Z' }), [f.emails.budget]);
+  t.deepEqual(await ids(t, { accountId: work, from: '2024-03-05T09:30:00Z', to: '2024-03-05T09:30:00Z' }), [
+    f.emails.budget,
+  ]);
   t.deepEqual(await ids(t, { accountId: work, from: '2024-03-05T09:30:01Z', to: '2024-03-06' }), [f.emails.sent]);
-  t.deepEqual(await ids(t, { accountId: work, from: '2024-03-05T10:30:00+01:00', to: '2024-03-05T10:30:00.000+01:00' }), [f.emails.budget]);
+  t.deepEqual(
+    await ids(t, { accountId: work, from: '2024-03-05T10:30:00+01:00', to: '2024-03-05T10:30:00.000+01:00' }),
+    [f.emails.budget],
+  );
   t.deepEqual(await ids(t, { accountId: work, to: '2024-03-05T09:29:59.999Z' }), [f.emails.invoice, f.emails.archived]);
 });
 
 test('GET /emails answers 400 naming the parameter for an unparseable date', async (t) => {
   for (const [param, value] of [
-    ['from', 'yesterday'], ['to', '2024-13-01'], ['from', '2024-02-30'], ['to', '05/03/2024'], ['from', '2024-03-05T25:00:00Z'],
-    ['to', '2024-3-5'], ['from', '20240305'],
+    ['from', 'yesterday'],
+    ['to', '2024-13-01'],
+    ['from', '2024-02-30'],
+    ['to', '05/03/2024'],
+    ['from', '2024-03-05T25:00:00Z'],
+    ['to', '2024-3-5'],
+    ['from', '20240305'],
   ] as const) {
     const res = await search(t, { [param]: value });
     t.is(res.status, 400, `${param}=${value}`);
@@ -353,7 +560,11 @@ test('GET /emails folder matches one folder by full path, not its sub-folders', 
 test('GET /emails direction incoming/outgoing (any case); anything else is 400', async (t) => {
   const { f } = t.context;
   t.deepEqual(await ids(t, { accountId: f.accounts.work, direction: 'outgoing' }), [f.emails.lunch, f.emails.sent]);
-  t.deepEqual(await ids(t, { accountId: f.accounts.work, direction: 'Incoming' }), [f.emails.budget, f.emails.invoice, f.emails.archived]);
+  t.deepEqual(await ids(t, { accountId: f.accounts.work, direction: 'Incoming' }), [
+    f.emails.budget,
+    f.emails.invoice,
+    f.emails.archived,
+  ]);
   const bad = await search(t, { direction: 'sideways' });
   t.is(bad.status, 400);
   t.regex(bad.body.detail, /direction/);
@@ -371,7 +582,10 @@ test('GET /emails page past the end is 200 with empty items and the true totals'
   t.is(far.status, 200);
   t.deepEqual(far.body, { items: [], page: 2_147_483_647, pageSize: 3, totalItems: 5, totalPages: 2 });
   const second = await search(t, { accountId: f.accounts.work, page: 2 });
-  t.deepEqual(second.body.items.map((i: EmailSummaryDto) => i.id), [f.emails.invoice, f.emails.archived]);
+  t.deepEqual(
+    second.body.items.map((i: EmailSummaryDto) => i.id),
+    [f.emails.invoice, f.emails.archived],
+  );
 });
 
 test('GET /emails page < 1 or non-integer is 400 naming page', async (t) => {
@@ -383,7 +597,17 @@ test('GET /emails page < 1 or non-integer is 400 naming page', async (t) => {
 });
 
 test('GET /emails pageSize: 0 means Api:DefaultPageSize, too large is clamped to Api:MaxPageSize, negative is 1', async (t) => {
-  const cases: Array<[string | undefined, number]> = [[undefined, 3], ['0', 3], ['1', 1], ['4', 4], ['5', 5], ['6', 5], ['1000', 5], ['-1', 1], ['-50', 1]];
+  const cases: Array<[string | undefined, number]> = [
+    [undefined, 3],
+    ['0', 3],
+    ['1', 1],
+    ['4', 4],
+    ['5', 5],
+    ['6', 5],
+    ['1000', 5],
+    ['-1', 1],
+    ['-50', 1],
+  ];
   for (const [pageSize, expected] of cases) {
     const res = await search(t, pageSize === undefined ? {} : { pageSize });
     t.is(res.status, 200, `pageSize=${pageSize}`);
@@ -430,14 +654,24 @@ test('GET /emails sortBy each of the five keys, case-insensitively, asc and desc
       t.deepEqual(await ids(t, { accountId: x.sorting, sortBy: spelling, sortOrder: 'asc' }), asc, `${spelling} asc`);
     }
     // Descending reverses the whole order, ties included (C and D share a sent date).
-    t.deepEqual(await ids(t, { accountId: x.sorting, sortBy: key, sortOrder: 'DESC' }), [...asc].reverse(), `${key} desc`);
+    t.deepEqual(
+      await ids(t, { accountId: x.sorting, sortBy: key, sortOrder: 'DESC' }),
+      [...asc].reverse(),
+      `${key} desc`,
+    );
   }
   t.deepEqual(await ids(t, { accountId: x.sorting }), [E, D, C, B, A], 'default: sentDate desc');
   t.deepEqual(await ids(t, { accountId: x.sorting, sortOrder: 'asc' }), [A, B, C, D, E], 'default key is sentDate');
 });
 
 test('GET /emails unknown sortBy or sortOrder is 400 naming the parameter', async (t) => {
-  for (const [param, value] of [['sortBy', 'size'], ['sortBy', 'sent_date'], ['sortBy', 'id'], ['sortOrder', 'up'], ['sortOrder', 'ascending']] as const) {
+  for (const [param, value] of [
+    ['sortBy', 'size'],
+    ['sortBy', 'sent_date'],
+    ['sortBy', 'id'],
+    ['sortOrder', 'up'],
+    ['sortOrder', 'ascending'],
+  ] as const) {
     const res = await search(t, { [param]: value });
     t.is(res.status, 400, `${param}=${value}`);
     t.is(res.headers['content-type'], 'application/problem+json');
@@ -465,7 +699,14 @@ test('GET /emails paging is stable: every sort key ties break by id, no item is 
 test('GET /emails combines filters and repeats of a parameter are 400', async (t) => {
   const { f } = t.context;
   t.deepEqual(
-    await ids(t, { q: 'budget', accountId: f.accounts.work, folder: 'Sent', direction: 'outgoing', from: '2024-03-01', to: '2024-03-31' }),
+    await ids(t, {
+      q: 'budget',
+      accountId: f.accounts.work,
+      folder: 'Sent',
+      direction: 'outgoing',
+      from: '2024-03-01',
+      to: '2024-03-31',
+    }),
     [f.emails.sent],
   );
   const res = await t.context.api.request.get('/api/v1/emails?page=1&page=2').set(bearer(f.keys.admin));
@@ -482,8 +723,22 @@ test('GET /emails/{id} returns every EmailDetailDto field with UTC timestamps an
   t.is(res.status, 200);
   const d = res.body as EmailDetailDto;
   t.deepEqual(Object.keys(d).sort(), [
-    'accountId', 'attachments', 'bcc', 'cc', 'folderName', 'from', 'hasAttachments', 'htmlBody', 'id', 'isOutgoing',
-    'messageId', 'receivedDate', 'sentDate', 'subject', 'textBody', 'to',
+    'accountId',
+    'attachments',
+    'bcc',
+    'cc',
+    'folderName',
+    'from',
+    'hasAttachments',
+    'htmlBody',
+    'id',
+    'isOutgoing',
+    'messageId',
+    'receivedDate',
+    'sentDate',
+    'subject',
+    'textBody',
+    'to',
   ]);
   t.like(d, {
     id: f.emails.budget,
@@ -505,17 +760,29 @@ test('GET /emails/{id} returns every EmailDetailDto field with UTC timestamps an
   t.regex(d.sentDate, ISO_Z);
   t.regex(d.receivedDate, ISO_Z);
   t.deepEqual(d.attachments, [
-    { id: f.attachments['budget:budget "Q1" €.xlsx']!, fileName: 'budget "Q1" €.xlsx', contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', size: 15 },
+    {
+      id: f.attachments['budget:budget "Q1" €.xlsx']!,
+      fileName: 'budget "Q1" €.xlsx',
+      contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+      size: 15,
+    },
     { id: f.attachments['budget:notes.txt']!, fileName: 'notes.txt', contentType: 'text/plain', size: 18 },
   ]);
   const sent = await api.request.get(`/api/v1/emails/${f.emails.sent}`).set(bearer(f.keys.alice));
-  t.like(sent.body, { bcc: 'archive@work.example', isOutgoing: true, hasAttachments: false, folderName: 'Sent', htmlBody: null });
+  t.like(sent.body, {
+    bcc: 'archive@work.example',
+    isOutgoing: true,
+    hasAttachments: false,
+    folderName: 'Sent',
+    htmlBody: null,
+  });
   t.deepEqual(sent.body.attachments, []);
 });
 
 test('GET /emails/{id} resolves bodies by the fallback chain: original bytes, then untruncated, then stored', async (t) => {
   const { api, f, x } = t.context;
-  const get = async (id: number) => (await api.request.get(`/api/v1/emails/${id}`).set(bearer(f.keys.admin))).body as EmailDetailDto;
+  const get = async (id: number) =>
+    (await api.request.get(`/api/v1/emails/${id}`).set(bearer(f.keys.admin))).body as EmailDetailDto;
   const nul = await get(x.nul);
   t.is(nul.textBody, 'text with\0NUL');
   t.is(nul.htmlBody, '<p>html with\0NUL</p>');
@@ -533,7 +800,12 @@ test('GET /emails/{id} resolves bodies by the fallback chain: original bytes, th
 
 test('GET /emails/{id} is 404 for a missing or invisible message and 400 for a non-integer id', async (t) => {
   const { api, f } = t.context;
-  for (const [id, key] of [[999_999, f.keys.admin], [f.emails.family, f.keys.alice], [f.emails.budget, f.keys.bob], [f.emails.team, f.keys.carol]] as const) {
+  for (const [id, key] of [
+    [999_999, f.keys.admin],
+    [f.emails.family, f.keys.alice],
+    [f.emails.budget, f.keys.bob],
+    [f.emails.team, f.keys.carol],
+  ] as const) {
     const res = await api.request.get(`/api/v1/emails/${id}`).set(bearer(key));
     t.is(res.status, 404);
     t.is(res.headers['content-type'], 'application/problem+json');
@@ -589,7 +861,11 @@ test('attachment download: Content-Disposition keeps a non-ASCII, quoted file na
 test('attachment download: Content-Type is the stored type verbatim; a malformed stored type becomes application/octet-stream', async (t) => {
   const { api, f, x } = t.context;
   for (const [i, [stored, served]] of TYPES.entries()) {
-    const res = await api.request.get(`/api/v1/emails/${x.types}/attachments/${x.typeAttachments[i]}`).set(bearer(f.keys.admin)).buffer(true).parse(rawBody);
+    const res = await api.request
+      .get(`/api/v1/emails/${x.types}/attachments/${x.typeAttachments[i]}`)
+      .set(bearer(f.keys.admin))
+      .buffer(true)
+      .parse(rawBody);
     t.is((res.body as Buffer).toString(), `content ${i}`);
     t.is(res.status, 200, JSON.stringify(stored));
     t.is(res.headers['content-type'], served, JSON.stringify(stored));
@@ -602,7 +878,11 @@ test('attachment download: hostile file names cannot inject headers or paths, an
   const { api, f, x } = t.context;
   for (const [i, [stored, saved]] of NAMES.entries()) {
     const label = JSON.stringify(stored);
-    const res = await api.request.get(`/api/v1/emails/${x.names}/attachments/${x.nameAttachments[i]}`).set(bearer(f.keys.admin)).buffer(true).parse(rawBody);
+    const res = await api.request
+      .get(`/api/v1/emails/${x.names}/attachments/${x.nameAttachments[i]}`)
+      .set(bearer(f.keys.admin))
+      .buffer(true)
+      .parse(rawBody);
     t.is(res.status, 200, label);
     t.is((res.body as Buffer).toString(), `name ${i}`, label);
     t.is(res.headers['set-cookie'], undefined, label);

@@ -29,11 +29,15 @@ test.before((t) => {
   const bigSize = 700_000; // three 256 KiB chunks
   const writer = new ArchiveWriter(db);
   const bigEmail = writer.batch(() =>
-    writer.add(email({
-      accountId: brokenFixture.accounts.work,
-      subject: 'big',
-      attachments: [{ fileName: 'big.bin', contentType: 'application/octet-stream', content: Buffer.alloc(bigSize, 7) }],
-    }))!,
+    writer.add(
+      email({
+        accountId: brokenFixture.accounts.work,
+        subject: 'big',
+        attachments: [
+          { fileName: 'big.bin', contentType: 'application/octet-stream', content: Buffer.alloc(bigSize, 7) },
+        ],
+      }),
+    )!,
   );
   const bigAttachment = db.prepare('SELECT id FROM attachments WHERE email_id = ?').pluck().get(bigEmail) as number;
   // The big attachment loses its middle chunk: the failure happens after the headers are sent.
@@ -41,16 +45,25 @@ test.before((t) => {
     'DELETE FROM attachment_chunks WHERE seq = 1 AND content_id = (SELECT content_id FROM attachments WHERE id = ?)',
   ).run(bigAttachment);
   // notes.txt loses its only chunk: the failure happens before anything is sent.
-  db.prepare(
-    'DELETE FROM attachment_chunks WHERE content_id = (SELECT content_id FROM attachments WHERE id = ?)',
-  ).run(brokenFixture.attachments['budget:notes.txt']);
+  db.prepare('DELETE FROM attachment_chunks WHERE content_id = (SELECT content_id FROM attachments WHERE id = ?)').run(
+    brokenFixture.attachments['budget:notes.txt'],
+  );
   // Message detail reads email_bodies: without the table that query throws inside the worker.
   db.exec('DROP TABLE email_bodies');
   db.close();
   const { logger, lines } = capturingLogger();
   const broken = startApi({}, { useFixture: brokenFixture, logger });
   // The broken harness does not own its fixture (useFixture): it is removed in after.always.
-  t.context = { api, off, broken, brokenLog: lines, bigEmail, bigAttachment, bigSize, cleanupBroken: brokenFixture.cleanup };
+  t.context = {
+    api,
+    off,
+    broken,
+    brokenLog: lines,
+    bigEmail,
+    bigAttachment,
+    bigSize,
+    cleanupBroken: brokenFixture.cleanup,
+  };
 });
 
 test.after.always(async (t) => {
@@ -89,9 +102,19 @@ function paths(api: ApiHarness) {
 test('problems carry type, title, status, detail and instance (= path, without the query)', async (t) => {
   const { api } = t.context;
   const f = api.fixture;
-  assertProblem(t, await api.request.get('/api/v1/emails?sortBy=size&x=1').set(bearer(f.keys.admin)), 400, '/api/v1/emails');
+  assertProblem(
+    t,
+    await api.request.get('/api/v1/emails?sortBy=size&x=1').set(bearer(f.keys.admin)),
+    400,
+    '/api/v1/emails',
+  );
   assertProblem(t, await api.request.get('/api/v1/stats'), 401, '/api/v1/stats');
-  assertProblem(t, await api.request.get('/api/v1/emails/999999').set(bearer(f.keys.admin)), 404, '/api/v1/emails/999999');
+  assertProblem(
+    t,
+    await api.request.get('/api/v1/emails/999999').set(bearer(f.keys.admin)),
+    404,
+    '/api/v1/emails/999999',
+  );
   assertProblem(t, await api.request.delete('/api/v1/stats').set(bearer(f.keys.admin)), 405, '/api/v1/stats');
   const res = await api.request.get('/api/v1/emails?sortBy=size').set(bearer(f.keys.admin));
   t.like(res.body, { type: 'https://tools.ietf.org/html/rfc9110#section-15.5.1', title: 'Bad Request' });
@@ -101,9 +124,17 @@ test('unknown paths under /api are 404 problem+json, with or without a key', asy
   const { api } = t.context;
   const f = api.fixture;
   const unknown = [
-    '/api', '/api/', '/api/v1', '/api/v1/', '/api/v2/accounts', '/api/v1/nope', '/api/v1/account',
-    '/api/v1/accounts/1/nope', `/api/v1/emails/${f.emails.budget}/attachments`,
-    `/api/v1/emails/${f.emails.budget}/attachments/1/extra`, '/api/v1/stats/x',
+    '/api',
+    '/api/',
+    '/api/v1',
+    '/api/v1/',
+    '/api/v2/accounts',
+    '/api/v1/nope',
+    '/api/v1/account',
+    '/api/v1/accounts/1/nope',
+    `/api/v1/emails/${f.emails.budget}/attachments`,
+    `/api/v1/emails/${f.emails.budget}/attachments/1/extra`,
+    '/api/v1/stats/x',
   ];
   for (const path of unknown) {
     assertProblem(t, await api.request.get(path).set(bearer(f.keys.admin)), 404, path, `GET ${path} with key`);
@@ -119,7 +150,9 @@ test('POST, PUT, DELETE, PATCH and OPTIONS on every known path are 405 with Allo
   for (const path of paths(api)) {
     for (const method of ['post', 'put', 'delete', 'patch', 'options'] as const) {
       for (const headers of [bearer(f.keys.admin), {}]) {
-        const res = await api.request[method](path).set(headers).send(method === 'options' ? undefined : { any: 'body' });
+        const res = await api.request[method](path)
+          .set(headers)
+          .send(method === 'options' ? undefined : { any: 'body' });
         assertProblem(t, res, 405, path, `${method.toUpperCase()} ${path}`);
         t.is(res.headers.allow, 'GET, HEAD', `${method.toUpperCase()} ${path}`);
         t.regex(String(res.body.title), /Method Not Allowed/);
@@ -215,22 +248,31 @@ test('a failure after the download started aborts the connection instead of endi
   const { broken, bigEmail, bigAttachment, bigSize } = t.context;
   const server = await listen(broken.gateway);
   t.teardown(() => server.close());
-  const outcome = await new Promise<{ status: number; length: string | undefined; received: number; aborted: boolean }>((resolve, reject) => {
-    const req = httpGet(
-      `${server.url}/api/v1/emails/${bigEmail}/attachments/${bigAttachment}`,
-      { headers: bearer(broken.fixture.keys.admin) },
-      (res) => {
-        let received = 0;
-        let aborted = false;
-        res.on('data', (c: Buffer) => (received += c.length));
-        res.on('aborted', () => (aborted = true));
-        res.on('error', () => (aborted = true));
-        res.on('close', () => resolve({ status: res.statusCode!, length: res.headers['content-length'], received, aborted: aborted || !res.complete }));
-      },
-    );
-    req.on('error', reject);
-    req.setTimeout(10_000, () => req.destroy(new Error('timed out: the server neither finished nor aborted')));
-  });
+  const outcome = await new Promise<{ status: number; length: string | undefined; received: number; aborted: boolean }>(
+    (resolve, reject) => {
+      const req = httpGet(
+        `${server.url}/api/v1/emails/${bigEmail}/attachments/${bigAttachment}`,
+        { headers: bearer(broken.fixture.keys.admin) },
+        (res) => {
+          let received = 0;
+          let aborted = false;
+          res.on('data', (c: Buffer) => (received += c.length));
+          res.on('aborted', () => (aborted = true));
+          res.on('error', () => (aborted = true));
+          res.on('close', () =>
+            resolve({
+              status: res.statusCode!,
+              length: res.headers['content-length'],
+              received,
+              aborted: aborted || !res.complete,
+            }),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.setTimeout(10_000, () => req.destroy(new Error('timed out: the server neither finished nor aborted')));
+    },
+  );
   t.is(outcome.status, 200);
   t.is(outcome.length, String(bigSize));
   t.true(outcome.received < bigSize);

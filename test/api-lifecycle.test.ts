@@ -34,20 +34,28 @@ test.serial('a worker that throws fails only its job; the next API request succe
   t.is(res.body.length, 3);
 });
 
-test.serial('a worker that exits fails only its job; the pool replaces it and the next API request succeeds', async (t) => {
-  const { faulty } = t.context;
-  await t.throwsAsync(faulty.gateway.engine.run({ kind: 'fault', mode: 'exit' }));
-  const res = await faulty.request.get(`/api/v1/emails/${faulty.fixture.emails.budget}`).set(bearer(faulty.fixture.keys.alice));
-  t.is(res.status, 200);
-  t.is(res.body.subject, 'Quarterly budget review');
-  // And again, twice in a row: each replacement worker is as good as the first.
-  await t.throwsAsync(faulty.gateway.engine.run({ kind: 'fault', mode: 'exit' }));
-  await t.throwsAsync(faulty.gateway.engine.run({ kind: 'fault', mode: 'exit' }));
-  const search = await faulty.request.get('/api/v1/emails').query({ q: 'budget' }).set(bearer(faulty.fixture.keys.admin));
-  t.is(search.status, 200);
-  t.true(search.body.totalItems >= 2);
-  t.is(faulty.gateway.engine.threads, 1);
-});
+test.serial(
+  'a worker that exits fails only its job; the pool replaces it and the next API request succeeds',
+  async (t) => {
+    const { faulty } = t.context;
+    await t.throwsAsync(faulty.gateway.engine.run({ kind: 'fault', mode: 'exit' }));
+    const res = await faulty.request
+      .get(`/api/v1/emails/${faulty.fixture.emails.budget}`)
+      .set(bearer(faulty.fixture.keys.alice));
+    t.is(res.status, 200);
+    t.is(res.body.subject, 'Quarterly budget review');
+    // And again, twice in a row: each replacement worker is as good as the first.
+    await t.throwsAsync(faulty.gateway.engine.run({ kind: 'fault', mode: 'exit' }));
+    await t.throwsAsync(faulty.gateway.engine.run({ kind: 'fault', mode: 'exit' }));
+    const search = await faulty.request
+      .get('/api/v1/emails')
+      .query({ q: 'budget' })
+      .set(bearer(faulty.fixture.keys.admin));
+    t.is(search.status, 200);
+    t.true(search.body.totalItems >= 2);
+    t.is(faulty.gateway.engine.threads, 1);
+  },
+);
 
 test.serial('API requests queued behind a crashing job on a one-thread pool all succeed', async (t) => {
   const { faulty } = t.context;
@@ -67,13 +75,22 @@ test('with two threads, one worker crashing does not disturb requests served by 
   const api = startApi({ Engine: { Threads: 2 } }, { gateway: { faultInjection: true } });
   t.teardown(() => api.close());
   const key = api.fixture.keys.bob;
-  const crashes = [api.gateway.engine.run({ kind: 'fault', mode: 'exit' }), api.gateway.engine.run({ kind: 'fault', mode: 'throw' })];
+  const crashes = [
+    api.gateway.engine.run({ kind: 'fault', mode: 'exit' }),
+    api.gateway.engine.run({ kind: 'fault', mode: 'throw' }),
+  ];
   const requests = Array.from({ length: 10 }, () => api.request.get('/api/v1/emails').set(bearer(key)));
   const results = await Promise.allSettled(crashes);
-  t.deepEqual(results.map((r) => r.status), ['rejected', 'rejected']);
+  t.deepEqual(
+    results.map((r) => r.status),
+    ['rejected', 'rejected'],
+  );
   for (const res of await Promise.all(requests)) {
     t.is(res.status, 200);
-    t.deepEqual((res.body.items as EmailSummaryDto[]).map((i) => i.id).sort(), [api.fixture.emails.family, api.fixture.emails.umlaut].sort());
+    t.deepEqual(
+      (res.body.items as EmailSummaryDto[]).map((i) => i.id).sort(),
+      [api.fixture.emails.family, api.fixture.emails.umlaut].sort(),
+    );
   }
   t.is(api.gateway.engine.threads, 2);
 });
@@ -133,17 +150,29 @@ async function startServer(f: Fixture, extraEnv: Record<string, string> = {}): P
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
-  await waitFor('the server to listen', () => {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${stderr}`);
-    return lines.some((l) => typeof l.port === 'number' && /listening/.test(String(l.msg)));
-  }, 15_000);
+  await waitFor(
+    'the server to listen',
+    () => {
+      if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${stderr}`);
+      return lines.some((l) => typeof l.port === 'number' && /listening/.test(String(l.msg)));
+    },
+    15_000,
+  );
   const port = lines.find((l) => typeof l.port === 'number')!.port as number;
   return { child, port, url: `http://127.0.0.1:${port}`, lines, exit };
 }
 
 interface LogRow {
-  id: number; user_id: number; type: string; at: number; key_prefix: string; client_ip: string;
-  email_id: number | null; account_id: number | null; search_params: string | null; source: string;
+  id: number;
+  user_id: number;
+  type: string;
+  at: number;
+  key_prefix: string;
+  client_ip: string;
+  email_id: number | null;
+  account_id: number | null;
+  search_params: string | null;
+  source: string;
 }
 
 function readAccessLog(dbPath: string): LogRow[] {
@@ -180,7 +209,10 @@ test('SIGTERM right after Search, Open and Download flushes every access-log ent
     get(`/api/v1/emails/${f.emails.family}`, f.keys.alice),
     get('/api/v1/emails', f.keys.revoked),
   ]);
-  t.deepEqual(responses.map((r) => r.status), [200, 200, 200, 200, 200, 200, 200, 200, 404, 401]);
+  t.deepEqual(
+    responses.map((r) => r.status),
+    [200, 200, 200, 200, 200, 200, 200, 200, 404, 401],
+  );
   await Promise.all(responses.map((r) => r.arrayBuffer()));
 
   // fetch keeps its connections alive: idle keep-alive sockets must not delay the exit.
@@ -196,22 +228,74 @@ test('SIGTERM right after Search, Open and Download flushes every access-log ent
   const rows = readAccessLog(f.dbPath);
   const prefix = (key: string) => key.slice(0, 11);
   const simplified = rows
-    .map((r) => ({ user: r.user_id, type: r.type, key: r.key_prefix, ip: r.client_ip, email: r.email_id, account: r.account_id, source: r.source }))
+    .map((r) => ({
+      user: r.user_id,
+      type: r.type,
+      key: r.key_prefix,
+      ip: r.client_ip,
+      email: r.email_id,
+      account: r.account_id,
+      source: r.source,
+    }))
     .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
   const ip = '127.0.0.1';
   const expected = [
-    { user: f.users.alice, type: 'Search', key: prefix(f.keys.alice), ip, email: null, account: f.accounts.work, source: 'api' },
-    { user: f.users.alice, type: 'Open', key: prefix(f.keys.alice), ip, email: f.emails.budget, account: f.accounts.work, source: 'api' },
-    { user: f.users.alice, type: 'Download', key: prefix(f.keys.alice), ip, email: f.emails.budget, account: f.accounts.work, source: 'api' },
+    {
+      user: f.users.alice,
+      type: 'Search',
+      key: prefix(f.keys.alice),
+      ip,
+      email: null,
+      account: f.accounts.work,
+      source: 'api',
+    },
+    {
+      user: f.users.alice,
+      type: 'Open',
+      key: prefix(f.keys.alice),
+      ip,
+      email: f.emails.budget,
+      account: f.accounts.work,
+      source: 'api',
+    },
+    {
+      user: f.users.alice,
+      type: 'Download',
+      key: prefix(f.keys.alice),
+      ip,
+      email: f.emails.budget,
+      account: f.accounts.work,
+      source: 'api',
+    },
     { user: f.users.bob, type: 'Search', key: prefix(f.keys.bob), ip, email: null, account: null, source: 'api' },
-    { user: f.users.bob, type: 'Open', key: prefix(f.keys.bob), ip, email: f.emails.family, account: f.accounts.personal, source: 'api' },
-    { user: f.users.admin, type: 'Open', key: prefix(f.keys.admin), ip, email: f.emails.team, account: f.accounts.shared, source: 'api' },
+    {
+      user: f.users.bob,
+      type: 'Open',
+      key: prefix(f.keys.bob),
+      ip,
+      email: f.emails.family,
+      account: f.accounts.personal,
+      source: 'api',
+    },
+    {
+      user: f.users.admin,
+      type: 'Open',
+      key: prefix(f.keys.admin),
+      ip,
+      email: f.emails.team,
+      account: f.accounts.shared,
+      source: 'api',
+    },
   ].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
   t.deepEqual(simplified, expected);
 
   const aliceSearch = rows.find((r) => r.type === 'Search' && r.user_id === f.users.alice)!;
   t.deepEqual(JSON.parse(aliceSearch.search_params!), {
-    q: 'budget', accountId: String(f.accounts.work), sortBy: 'subject', page: '1', pageSize: '5',
+    q: 'budget',
+    accountId: String(f.accounts.work),
+    sortBy: 'subject',
+    page: '1',
+    pageSize: '5',
   });
   const bobSearch = rows.find((r) => r.type === 'Search' && r.user_id === f.users.bob)!;
   t.deepEqual(JSON.parse(bobSearch.search_params!), { from: '2024-01-01', to: '2024-12-31', direction: 'incoming' });
@@ -235,7 +319,9 @@ test('SIGTERM while a request is being received: the request is still answered a
   socket.on('data', (c: Buffer) => (response += c.toString('utf8')));
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
   socket.on('error', () => undefined);
-  socket.write(`GET /api/v1/emails/${f.emails.budget} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${f.keys.alice}\r\n`);
+  socket.write(
+    `GET /api/v1/emails/${f.emails.budget} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${f.keys.alice}\r\n`,
+  );
   await new Promise((r) => setTimeout(r, 200));
 
   server.child.kill('SIGTERM');
@@ -258,10 +344,19 @@ test('SIGTERM during a download the client stalls: the server cuts it after the 
   const db = openArchive(f.dbPath);
   const writer = new ArchiveWriter(db);
   const emailId = writer.batch(() =>
-    writer.add(email({
-      accountId: f.accounts.shared, subject: 'large',
-      attachments: [{ fileName: 'large.bin', contentType: 'application/octet-stream', content: Buffer.alloc(16 * 1024 * 1024, 1) }],
-    }))!,
+    writer.add(
+      email({
+        accountId: f.accounts.shared,
+        subject: 'large',
+        attachments: [
+          {
+            fileName: 'large.bin',
+            contentType: 'application/octet-stream',
+            content: Buffer.alloc(16 * 1024 * 1024, 1),
+          },
+        ],
+      }),
+    )!,
   );
   const attachmentId = db.prepare('SELECT id FROM attachments WHERE email_id = ?').pluck().get(emailId) as number;
   db.close();
@@ -271,7 +366,11 @@ test('SIGTERM during a download the client stalls: the server cuts it after the 
   });
   // Start the download and stop reading: the server cannot finish writing 16 MB.
   const response = await new Promise<IncomingMessage>((resolve, reject) => {
-    httpGet(`${server.url}/api/v1/emails/${emailId}/attachments/${attachmentId}`, { headers: bearer(f.keys.alice) }, resolve).on('error', reject);
+    httpGet(
+      `${server.url}/api/v1/emails/${emailId}/attachments/${attachmentId}`,
+      { headers: bearer(f.keys.alice) },
+      resolve,
+    ).on('error', reject);
   });
   t.is(response.statusCode, 200);
   response.pause();

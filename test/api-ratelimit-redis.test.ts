@@ -11,7 +11,8 @@ import { redisCommand, redisUrl, startRedisServer, waitFor } from './helpers/red
 const LIMIT = 4;
 
 /** A key no earlier run can have spent: its prefix is random, so is its Redis counter. */
-const freshKey = (api: ApiHarness, username = 'alice') => createKey(api.db(), { username, name: `redis ${Math.random()}` }).key;
+const freshKey = (api: ApiHarness, username = 'alice') =>
+  createKey(api.db(), { username, name: `redis ${Math.random()}` }).key;
 
 /**
  * Waits until `api` counts in the Redis at `url`: a request with a throwaway token must leave
@@ -45,7 +46,12 @@ async function statuses(api: ApiHarness, key: string, n: number): Promise<number
 }
 
 /** A, B, A, B, … each spending from the budget; returns [status, RateLimit-Remaining] per request. */
-async function alternate(a: ApiHarness, b: ApiHarness, key: string, n: number): Promise<Array<[number, string | undefined]>> {
+async function alternate(
+  a: ApiHarness,
+  b: ApiHarness,
+  key: string,
+  n: number,
+): Promise<Array<[number, string | undefined]>> {
   const out: Array<[number, string | undefined]> = [];
   for (let i = 0; i < n; i++) {
     const res = await (i % 2 === 0 ? a : b).request.get('/api/v1/accounts').set(bearer(key));
@@ -67,7 +73,12 @@ test('two gateways with the same Redis:Url share one budget per key', async (t) 
   await waitUntilSharing(b, url);
 
   const key = freshKey(a);
-  t.deepEqual(await alternate(a, b, key, LIMIT), [[200, '3'], [200, '2'], [200, '1'], [200, '0']]);
+  t.deepEqual(await alternate(a, b, key, LIMIT), [
+    [200, '3'],
+    [200, '2'],
+    [200, '1'],
+    [200, '0'],
+  ]);
   const overA = await a.request.get('/api/v1/accounts').set(bearer(key));
   const overB = await b.request.get('/api/v1/accounts').set(bearer(key));
   t.is(overA.status, 429);
@@ -82,79 +93,91 @@ test('two gateways with the same Redis:Url share one budget per key', async (t) 
   t.deepEqual(await statuses(a, freshKey(a, 'bob'), 1), [200]);
 });
 
-test.serial('Redis stopped mid-test: both gateways keep serving with per-process limits, then share again when it returns', async (t) => {
-  const server = await startRedisServer();
-  let current = server;
-  const fixture = createFixture();
-  const { a, b, logA, logB } = twoGateways(fixture, server.url);
-  t.teardown(async () => {
-    await a.close();
-    await b.close();
-    await current.stop();
-    fixture.cleanup();
-  });
-  await waitUntilSharing(a, server.url);
-  await waitUntilSharing(b, server.url);
+test.serial(
+  'Redis stopped mid-test: both gateways keep serving with per-process limits, then share again when it returns',
+  async (t) => {
+    const server = await startRedisServer();
+    let current = server;
+    const fixture = createFixture();
+    const { a, b, logA, logB } = twoGateways(fixture, server.url);
+    t.teardown(async () => {
+      await a.close();
+      await b.close();
+      await current.stop();
+      fixture.cleanup();
+    });
+    await waitUntilSharing(a, server.url);
+    await waitUntilSharing(b, server.url);
 
-  // 1. Shared budget while Redis runs.
-  const k1 = freshKey(a);
-  t.deepEqual((await alternate(a, b, k1, LIMIT)).map(([s]) => s), [200, 200, 200, 200]);
-  t.deepEqual(await statuses(a, k1, 1), [429]);
+    // 1. Shared budget while Redis runs.
+    const k1 = freshKey(a);
+    t.deepEqual(
+      (await alternate(a, b, k1, LIMIT)).map(([s]) => s),
+      [200, 200, 200, 200],
+    );
+    t.deepEqual(await statuses(a, k1, 1), [429]);
 
-  // 2. Redis goes away: no request fails, each process enforces its own window.
-  const [seenA, seenB] = [logA.length, logB.length];
-  await server.stop();
-  const k2 = freshKey(a);
-  const onA = await statuses(a, k2, LIMIT + 1);
-  const onB = await statuses(b, k2, LIMIT + 1);
-  t.deepEqual(onA, [200, 200, 200, 200, 429], 'A: its own full budget, then limited');
-  t.deepEqual(onB, [200, 200, 200, 200, 429], 'B: its own full budget too, not shared with A');
-  // Endpoints other than the one used keep working too, none of them 500.
-  const other = await b.request.get(`/api/v1/emails/${fixture.emails.budget}`).set(bearer(fixture.keys.admin));
-  t.is(other.status, 200);
-  const warn = (lines: Array<Record<string, unknown>>) =>
-    lines.filter((l) => l.msg === 'rate limiter: Redis unreachable, using per-process limits' && l.policy === 'Api');
-  t.is(warn(logA.slice(seenA)).length, 1, `A says so once: ${JSON.stringify(logA.map((l) => l.msg))}`);
-  t.is(warn(logB.slice(seenB)).length, 1, 'B says so once');
-
-  // 3. A new Redis on the same port: both go back to the shared budget.
-  current = await startRedisServer(server.port);
-  await waitUntilSharing(a, current.url);
-  await waitUntilSharing(b, current.url);
-  const k3 = freshKey(a);
-  t.deepEqual((await alternate(a, b, k3, LIMIT)).map(([s]) => s), [200, 200, 200, 200]);
-  t.deepEqual(await statuses(b, k3, 1), [429], 'shared again: A\'s requests spent B\'s budget');
-  t.true(logA.slice(seenA).some((l) => l.msg === 'rate limiter: Redis is back, sharing limits again'));
-});
-
-test.serial('a Redis that stops answering (paused, socket still open) does not hold requests: they fall back within about a second', async (t) => {
-  const server = await startRedisServer();
-  const fixture = createFixture();
-  const a = startApi({ Api: { RateLimitPerMinute: LIMIT }, Redis: { Url: server.url } }, { useFixture: fixture });
-  let paused = false;
-  t.teardown(async () => {
-    if (paused) server.process.kill('SIGCONT');
-    await a.close();
+    // 2. Redis goes away: no request fails, each process enforces its own window.
+    const [seenA, seenB] = [logA.length, logB.length];
     await server.stop();
-    fixture.cleanup();
-  });
-  await waitUntilSharing(a, server.url);
-  const key = freshKey(a);
-  t.deepEqual(await statuses(a, key, 1), [200]);
+    const k2 = freshKey(a);
+    const onA = await statuses(a, k2, LIMIT + 1);
+    const onB = await statuses(b, k2, LIMIT + 1);
+    t.deepEqual(onA, [200, 200, 200, 200, 429], 'A: its own full budget, then limited');
+    t.deepEqual(onB, [200, 200, 200, 200, 429], 'B: its own full budget too, not shared with A');
+    // Endpoints other than the one used keep working too, none of them 500.
+    const other = await b.request.get(`/api/v1/emails/${fixture.emails.budget}`).set(bearer(fixture.keys.admin));
+    t.is(other.status, 200);
+    const warn = (lines: Array<Record<string, unknown>>) =>
+      lines.filter((l) => l.msg === 'rate limiter: Redis unreachable, using per-process limits' && l.policy === 'Api');
+    t.is(warn(logA.slice(seenA)).length, 1, `A says so once: ${JSON.stringify(logA.map((l) => l.msg))}`);
+    t.is(warn(logB.slice(seenB)).length, 1, 'B says so once');
 
-  // SIGSTOP: the server keeps its sockets open but never replies, like a hung or cut-off host.
-  server.process.kill('SIGSTOP');
-  paused = true;
-  const timings: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    const started = Date.now();
-    const res = await a.request.get('/api/v1/stats').set(bearer(key)).timeout(8000);
-    timings.push(Date.now() - started);
-    t.is(res.status, 200);
-  }
-  t.log(`request times with Redis paused: ${timings.join(', ')} ms`);
-  t.true(timings[0]! < 3000, `the first request waits at most about one command timeout (${timings[0]} ms)`);
-  t.true(timings[1]! < 500 && timings[2]! < 500, 'later requests do not wait for Redis again at once');
-  // The per-process window continues the count: 1 request went to Redis, 3 to memory.
-  t.deepEqual(await statuses(a, key, 2), [200, 429]);
-});
+    // 3. A new Redis on the same port: both go back to the shared budget.
+    current = await startRedisServer(server.port);
+    await waitUntilSharing(a, current.url);
+    await waitUntilSharing(b, current.url);
+    const k3 = freshKey(a);
+    t.deepEqual(
+      (await alternate(a, b, k3, LIMIT)).map(([s]) => s),
+      [200, 200, 200, 200],
+    );
+    t.deepEqual(await statuses(b, k3, 1), [429], "shared again: A's requests spent B's budget");
+    t.true(logA.slice(seenA).some((l) => l.msg === 'rate limiter: Redis is back, sharing limits again'));
+  },
+);
+
+test.serial(
+  'a Redis that stops answering (paused, socket still open) does not hold requests: they fall back within about a second',
+  async (t) => {
+    const server = await startRedisServer();
+    const fixture = createFixture();
+    const a = startApi({ Api: { RateLimitPerMinute: LIMIT }, Redis: { Url: server.url } }, { useFixture: fixture });
+    let paused = false;
+    t.teardown(async () => {
+      if (paused) server.process.kill('SIGCONT');
+      await a.close();
+      await server.stop();
+      fixture.cleanup();
+    });
+    await waitUntilSharing(a, server.url);
+    const key = freshKey(a);
+    t.deepEqual(await statuses(a, key, 1), [200]);
+
+    // SIGSTOP: the server keeps its sockets open but never replies, like a hung or cut-off host.
+    server.process.kill('SIGSTOP');
+    paused = true;
+    const timings: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const started = Date.now();
+      const res = await a.request.get('/api/v1/stats').set(bearer(key)).timeout(8000);
+      timings.push(Date.now() - started);
+      t.is(res.status, 200);
+    }
+    t.log(`request times with Redis paused: ${timings.join(', ')} ms`);
+    t.true(timings[0]! < 3000, `the first request waits at most about one command timeout (${timings[0]} ms)`);
+    t.true(timings[1]! < 500 && timings[2]! < 500, 'later requests do not wait for Redis again at once');
+    // The per-process window continues the count: 1 request went to Redis, 3 to memory.
+    t.deepEqual(await statuses(a, key, 2), [200, 429]);
+  },
+);

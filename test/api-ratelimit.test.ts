@@ -23,13 +23,22 @@ let ipCounter = 0;
 /** A client IP no other test uses. */
 const freshIp = () => `198.51.100.${++ipCounter}`;
 /** A key of its own, so that no other test spends its budget. */
-const freshKey = (api: ApiHarness, username = 'admin') => createKey(api.db(), { username, name: `rl ${Math.random()}` }).key;
+const freshKey = (api: ApiHarness, username = 'admin') =>
+  createKey(api.db(), { username, name: `rl ${Math.random()}` }).key;
 
-function assertRateHeaders(t: import('ava').ExecutionContext, headers: Record<string, string>, remaining: number, label: string) {
+function assertRateHeaders(
+  t: import('ava').ExecutionContext,
+  headers: Record<string, string>,
+  remaining: number,
+  label: string,
+) {
   t.is(headers['ratelimit-limit'], String(LIMIT), label);
   t.is(headers['ratelimit-remaining'], String(remaining), label);
   const reset = Number(headers['ratelimit-reset']);
-  t.true(Number.isInteger(reset) && reset >= 0 && reset <= 60, `${label}: RateLimit-Reset ${headers['ratelimit-reset']}`);
+  t.true(
+    Number.isInteger(reset) && reset >= 0 && reset <= 60,
+    `${label}: RateLimit-Reset ${headers['ratelimit-reset']}`,
+  );
 }
 
 test('a key gets RateLimitPerMinute requests, then 429 problem+json with Retry-After and RateLimit headers', async (t) => {
@@ -49,7 +58,10 @@ test('a key gets RateLimitPerMinute requests, then 429 problem+json with Retry-A
   t.is(typeof res.body.type, 'string');
   assertRateHeaders(t, res.headers, 0, '429');
   const retryAfter = Number(res.headers['retry-after']);
-  t.true(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `Retry-After ${res.headers['retry-after']}`);
+  t.true(
+    Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60,
+    `Retry-After ${res.headers['retry-after']}`,
+  );
   t.is(res.headers['www-authenticate'], undefined, 'a 429 is not an authentication failure');
 });
 
@@ -77,7 +89,10 @@ test('without a key the budget is per client IP, separate from any key budget', 
   // Another IP has its own budget.
   t.is((await api.request.get('/api/v1/accounts').set('X-Forwarded-For', freshIp())).status, 401);
   // A key from the spent IP is counted by its prefix, not by the IP.
-  const admin = await api.request.get('/api/v1/accounts').set('X-Forwarded-For', ip).set(bearer(api.fixture.keys.admin));
+  const admin = await api.request
+    .get('/api/v1/accounts')
+    .set('X-Forwarded-For', ip)
+    .set(bearer(api.fixture.keys.admin));
   t.is(admin.status, 200);
 });
 
@@ -93,7 +108,7 @@ test('the limit applies before authentication: unknown and malformed keys spend 
   t.is((await api.request.get('/api/v1/stats').set(bearer(garbage))).status, 429);
 });
 
-test('the partition is the key prefix: tokens sharing a real key\'s 11-character prefix share its budget', async (t) => {
+test("the partition is the key prefix: tokens sharing a real key's 11-character prefix share its budget", async (t) => {
   const { api } = t.context;
   // The prefix is public (UI, logs). This documents the spec's partitioning, including that
   // someone who knows a prefix can spend that key's budget.
@@ -104,7 +119,10 @@ test('the partition is the key prefix: tokens sharing a real key\'s 11-character
 });
 
 test('RateLimit headers are on every answer: 200, 400, 401, 404, 405 alike', async (t) => {
-  const api = startApi({ Api: { RateLimitPerMinute: 100 }, Server: { TrustProxy: true } }, { useFixture: t.context.api.fixture });
+  const api = startApi(
+    { Api: { RateLimitPerMinute: 100 }, Server: { TrustProxy: true } },
+    { useFixture: t.context.api.fixture },
+  );
   t.teardown(() => api.close());
   const admin = freshKey(api);
   const ip = freshIp();
@@ -116,7 +134,10 @@ test('RateLimit headers are on every answer: 200, 400, 401, 404, 405 alike', asy
     await api.request.get('/api/v1/nope').set('X-Forwarded-For', ip),
     await api.request.get('/api/v1/stats').set('X-Forwarded-For', ip),
   ];
-  t.deepEqual(answers.map((r) => r.status), [200, 400, 404, 405, 404, 401]);
+  t.deepEqual(
+    answers.map((r) => r.status),
+    [200, 400, 404, 405, 404, 401],
+  );
   for (const r of answers) {
     t.is(r.headers['ratelimit-limit'], '100');
     t.regex(r.headers['ratelimit-remaining'] ?? '', /^\d+$/);
@@ -160,13 +181,15 @@ test('the cap bounds real memory: heap growth with 100k distinct clients is smal
   };
   const uncapped = await growth(1_000_000);
   const capped = await growth(1_000);
-  t.log(`heap growth for 100k clients: uncapped ${(uncapped.bytes / 1048576).toFixed(1)} MB, cap 1000 ${(capped.bytes / 1048576).toFixed(1)} MB`);
+  t.log(
+    `heap growth for 100k clients: uncapped ${(uncapped.bytes / 1048576).toFixed(1)} MB, cap 1000 ${(capped.bytes / 1048576).toFixed(1)} MB`,
+  );
   t.true(uncapped.bytes > 10 * 1048576, 'the measurement can see an unbounded store');
   t.true(capped.bytes < 4 * 1048576, 'a capped store stays small');
   t.true(uncapped.limiter.memoryPartitions === 100_000);
 });
 
-test.serial('the app\'s limiter counts one partition per distinct client', async (t) => {
+test.serial("the app's limiter counts one partition per distinct client", async (t) => {
   const { api } = t.context;
   const before = api.gateway.limiters.api.memoryPartitions;
   for (let i = 0; i < 20; i++) await api.request.get('/api/v1/nope').set('X-Forwarded-For', `203.0.113.${i}`);

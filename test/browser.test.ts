@@ -11,11 +11,15 @@ import { keyIdOf, PASSWORDS, startWeb, type WebFixture } from './helpers/web.js'
 
 // The README's screenshots are rewritten only on request (UPDATE_SCREENSHOTS=1), so a test run
 // leaves the work tree clean; otherwise they go to a temporary directory and are still checked.
-const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1'
-  ? fileURLToPath(new URL('../../docs/screenshots/', import.meta.url)) // dist/test → repo docs/
-  : mkdtempSync(join(tmpdir(), 'mag-screens-'));
+const SCREENSHOTS =
+  process.env.UPDATE_SCREENSHOTS === '1'
+    ? fileURLToPath(new URL('../../docs/screenshots/', import.meta.url)) // dist/test → repo docs/
+    : mkdtempSync(join(tmpdir(), 'mag-screens-'));
 const shot = (name: string) => join(SCREENSHOTS, name);
-const isPng = (path: string) => readFileSync(path).subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
+const isPng = (path: string) =>
+  readFileSync(path)
+    .subarray(0, 8)
+    .equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
 
 let web: WebFixture;
 let browser: Browser;
@@ -23,12 +27,21 @@ const contexts: Record<string, BrowserContext> = {};
 const problems: string[] = [];
 
 test.before(async () => {
-  web = await startWeb({ overrides: { Web: { LoginAttemptsPerUserPerMinute: 1000, LoginAttemptsPerIpPerMinute: 1000 } } });
+  web = await startWeb({
+    overrides: { Web: { LoginAttemptsPerUserPerMinute: 1000, LoginAttemptsPerIpPerMinute: 1000 } },
+  });
   // launch() starts Chromium on a fresh temporary profile (user data dir) of its own.
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 });
 

@@ -11,7 +11,6 @@ import { addUser, passwordHashOf, verifyPassword } from '../engine/store/users.j
 import { runCli, type Run } from './helpers/cli.js';
 import { tempDir } from './helpers/fixture.js';
 
-
 interface Archive {
   dir: string;
   db: string;
@@ -77,10 +76,9 @@ test('users add: plain, --admin and --email; users list shows them as one JSON v
     await a.cli(['users', 'add', 'root', '--admin', '--email', 'root@example.com', '--json']),
   );
   t.like(root, { username: 'root', isAdmin: true, email: 'root@example.com' });
-  const list = json<Array<{ username: string; isAdmin: boolean; isActive: boolean; email: string | null; accountIds: number[] }>>(
-    t,
-    await a.cli(['users', 'list', '--json']),
-  );
+  const list = json<
+    Array<{ username: string; isAdmin: boolean; isActive: boolean; email: string | null; accountIds: number[] }>
+  >(t, await a.cli(['users', 'list', '--json']));
   t.deepEqual(
     list.map((u) => [u.username, u.isAdmin, u.isActive, u.email, u.accountIds]),
     [
@@ -105,7 +103,10 @@ test('users add --password-stdin stores an scrypt hash, never the password', asy
   t.true(await verifyPassword(password, hash), 'the trailing newline is not part of the password');
   t.false(await verifyPassword(`${password}\n`, hash));
   db.close();
-  const bytes = Buffer.concat([readFileSync(a.db), existsSync(`${a.db}-wal`) ? readFileSync(`${a.db}-wal`) : Buffer.alloc(0)]);
+  const bytes = Buffer.concat([
+    readFileSync(a.db),
+    existsSync(`${a.db}-wal`) ? readFileSync(`${a.db}-wal`) : Buffer.alloc(0),
+  ]);
   t.false(bytes.includes(password), 'the plaintext is nowhere in the file');
 });
 
@@ -135,7 +136,10 @@ test('users set-active switches a user and refuses anything but true or false', 
   const a = archive(t);
   addUser(a.open(), { username: 'alice' });
   t.is(ok(t, await a.cli(['users', 'set-active', 'alice', 'false'])), 'alice is now inactive.\n');
-  t.like(json(t, await a.cli(['users', 'set-active', 'Alice', 'TRUE', '--json'])), { username: 'alice', isActive: true });
+  t.like(json(t, await a.cli(['users', 'set-active', 'Alice', 'TRUE', '--json'])), {
+    username: 'alice',
+    isActive: true,
+  });
   fails(t, await a.cli(['users', 'set-active', 'alice', 'maybe']), '"maybe"');
   fails(t, await a.cli(['users', 'set-active', 'nobody', 'true']), 'nobody');
   t.is(a.open().prepare("SELECT is_active FROM users WHERE username = 'alice'").pluck().get(), 1);
@@ -152,7 +156,9 @@ test('users assign and unassign, with unknown users, unknown accounts and bad id
     accountId,
     changed: false,
   });
-  t.deepEqual(json<Array<{ accountIds: number[] }>>(t, await a.cli(['users', 'list', '--json']))[0]!.accountIds, [accountId]);
+  t.deepEqual(json<Array<{ accountIds: number[] }>>(t, await a.cli(['users', 'list', '--json']))[0]!.accountIds, [
+    accountId,
+  ]);
   t.like(json(t, await a.cli(['users', 'unassign', 'alice', String(accountId), '--json'])), { changed: true });
   t.is(db.prepare('SELECT count(*) FROM user_accounts').pluck().get(), 0);
   fails(t, await a.cli(['users', 'assign', 'nobody', String(accountId)]), 'nobody');
@@ -166,7 +172,10 @@ test('accounts add prints the id (or {"id":N}) and accounts list shows the accou
   const a = archive(t);
   t.is(ok(t, await a.cli(['accounts', 'add', '--name', 'Work', '--email', 'work@example.com'])), '1\n');
   t.deepEqual(
-    json(t, await a.cli(['accounts', 'add', '--name', 'Home', '--email', 'me@home.example', '--provider', 'M365', '--json'])),
+    json(
+      t,
+      await a.cli(['accounts', 'add', '--name', 'Home', '--email', 'me@home.example', '--provider', 'M365', '--json']),
+    ),
     { id: 2 },
   );
   t.deepEqual(json(t, await a.cli(['accounts', 'list', '--json'])), [
@@ -183,7 +192,10 @@ test('keys create prints a well-formed key once; only its SHA-256 reaches the fi
   // Holding a connection keeps the CLI's writes in the -wal file, so both files are checked.
   const db = a.open();
   addUser(db, { username: 'alice' });
-  const created = json<{ id: number; key: string; prefix: string }>(t, await a.cli(['keys', 'create', 'alice', '--name', 'laptop', '--json']));
+  const created = json<{ id: number; key: string; prefix: string }>(
+    t,
+    await a.cli(['keys', 'create', 'alice', '--name', 'laptop', '--json']),
+  );
   t.deepEqual(Object.keys(created).sort(), ['id', 'key', 'prefix']);
   t.regex(created.key, /^ma_[A-Za-z0-9_-]{43}$/);
   t.regex(created.key, KEY_PATTERN);
@@ -219,9 +231,22 @@ test('keys create --expires: a past date warns, a bad date fails, a date-time wi
   }
   // Run in New York: a date-time without an offset must still be read as UTC, as --help says.
   const ny = { TZ: 'America/New_York' };
-  const noOffset = json<{ id: number }>(t, await a.cli(['keys', 'create', 'alice', '--name', 'utc', '--expires', '2030-01-31T12:00:00', '--json'], { env: ny }));
-  const offset = json<{ id: number }>(t, await a.cli(['keys', 'create', 'alice', '--name', 'cet', '--expires', '2030-01-31T12:00+01:00', '--json'], { env: ny }));
-  const keys = json<Array<{ id: number; expiresAt: string | null; status: string }>>(t, await a.cli(['keys', 'list', '--json']));
+  const noOffset = json<{ id: number }>(
+    t,
+    await a.cli(['keys', 'create', 'alice', '--name', 'utc', '--expires', '2030-01-31T12:00:00', '--json'], {
+      env: ny,
+    }),
+  );
+  const offset = json<{ id: number }>(
+    t,
+    await a.cli(['keys', 'create', 'alice', '--name', 'cet', '--expires', '2030-01-31T12:00+01:00', '--json'], {
+      env: ny,
+    }),
+  );
+  const keys = json<Array<{ id: number; expiresAt: string | null; status: string }>>(
+    t,
+    await a.cli(['keys', 'list', '--json']),
+  );
   const byId = new Map(keys.map((k) => [k.id, k]));
   t.like(byId.get(pastKey.id), { expiresAt: '2020-01-01T00:00:00.000Z', status: 'expired' });
   t.like(byId.get(noOffset.id), { expiresAt: '2030-01-31T12:00:00.000Z', status: 'active' });
@@ -235,7 +260,11 @@ test('keys create --expires refuses a date that does not exist', async (t) => {
   const a = archive(t);
   addUser(a.open(), { username: 'alice' });
   fails(t, await a.cli(['keys', 'create', 'alice', '--name', 'x', '--expires', '2031-02-30']), '2031-02-30');
-  fails(t, await a.cli(['keys', 'create', 'alice', '--name', 'x', '--expires', '2031-01-31T24:00']), '2031-01-31T24:00');
+  fails(
+    t,
+    await a.cli(['keys', 'create', 'alice', '--name', 'x', '--expires', '2031-01-31T24:00']),
+    '2031-01-31T24:00',
+  );
   t.is(a.open().prepare('SELECT count(*) FROM api_keys').pluck().get(), 0);
 });
 
@@ -248,15 +277,21 @@ test('keys list shows status but never the key or its hash; --user filters', asy
   const bob = json<{ key: string; id: number }>(t, await a.cli(['keys', 'create', 'bob', '--name', 'b', '--json']));
   const all = await a.cli(['keys', 'list', '--json']);
   const rows = json<Array<{ id: number; username: string; status: string; prefix: string }>>(t, all);
-  t.deepEqual(rows.map((r) => [r.username, r.status, r.prefix]), [
-    ['alice', 'active', alice.key.slice(0, 11)],
-    ['bob', 'active', bob.key.slice(0, 11)],
-  ]);
+  t.deepEqual(
+    rows.map((r) => [r.username, r.status, r.prefix]),
+    [
+      ['alice', 'active', alice.key.slice(0, 11)],
+      ['bob', 'active', bob.key.slice(0, 11)],
+    ],
+  );
   for (const k of [alice.key, bob.key]) {
     t.false(all.stdout.includes(k));
     t.false(all.stdout.includes(hashKey(k)));
   }
-  t.deepEqual(json<Array<{ id: number }>>(t, await a.cli(['keys', 'list', '--user', 'bob', '--json'])).map((r) => r.id), [bob.id]);
+  t.deepEqual(
+    json<Array<{ id: number }>>(t, await a.cli(['keys', 'list', '--user', 'bob', '--json'])).map((r) => r.id),
+    [bob.id],
+  );
   const table = ok(t, await a.cli(['keys', 'list']));
   t.false(table.includes(alice.key));
   t.regex(table, /\balice\s+a\s+ma_/);
@@ -266,16 +301,31 @@ test('keys list shows status but never the key or its hash; --user filters', asy
 test('keys revoke by id and by prefix; unknown ids and prefixes fail', async (t) => {
   const a = archive(t);
   addUser(a.open(), { username: 'alice' });
-  const one = json<{ id: number; prefix: string }>(t, await a.cli(['keys', 'create', 'alice', '--name', 'one', '--json']));
-  const two = json<{ id: number; prefix: string }>(t, await a.cli(['keys', 'create', 'alice', '--name', 'two', '--json']));
-  const byId = json<{ id: number; status: string; revokedAt: string | null }>(t, await a.cli(['keys', 'revoke', String(one.id), '--json']));
+  const one = json<{ id: number; prefix: string }>(
+    t,
+    await a.cli(['keys', 'create', 'alice', '--name', 'one', '--json']),
+  );
+  const two = json<{ id: number; prefix: string }>(
+    t,
+    await a.cli(['keys', 'create', 'alice', '--name', 'two', '--json']),
+  );
+  const byId = json<{ id: number; status: string; revokedAt: string | null }>(
+    t,
+    await a.cli(['keys', 'revoke', String(one.id), '--json']),
+  );
   t.like(byId, { id: one.id, status: 'revoked' });
   t.regex(byId.revokedAt!, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
-  t.regex(ok(t, await a.cli(['keys', 'revoke', two.prefix])), new RegExp(`^Revoked key ${two.id} \\(${two.prefix}…\\) of alice at `));
+  t.regex(
+    ok(t, await a.cli(['keys', 'revoke', two.prefix])),
+    new RegExp(`^Revoked key ${two.id} \\(${two.prefix}…\\) of alice at `),
+  );
   const again = json<{ revokedAt: string | null }>(t, await a.cli(['keys', 'revoke', String(one.id), '--json']));
   t.is(again.revokedAt, byId.revokedAt, 'revoking twice keeps the first RevokedAt');
   const rows = json<Array<{ status: string }>>(t, await a.cli(['keys', 'list', '--json']));
-  t.deepEqual(rows.map((r) => r.status), ['revoked', 'revoked']);
+  t.deepEqual(
+    rows.map((r) => r.status),
+    ['revoked', 'revoked'],
+  );
   fails(t, await a.cli(['keys', 'revoke', '999']), '999');
   fails(t, await a.cli(['keys', 'revoke', 'ma_nothere']), 'ma_nothere');
 });
@@ -293,7 +343,14 @@ test('keys revoke accepts the whole key, and no message ever repeats one', async
 
 test('commands that only read or change an archive refuse a missing one instead of creating it', async (t) => {
   const a = archive(t);
-  for (const args of [['users', 'list'], ['accounts', 'list'], ['keys', 'list'], ['access-log'], ['users', 'set-active', 'x', 'true'], ['keys', 'revoke', '1']]) {
+  for (const args of [
+    ['users', 'list'],
+    ['accounts', 'list'],
+    ['keys', 'list'],
+    ['access-log'],
+    ['users', 'set-active', 'x', 'true'],
+    ['keys', 'revoke', '1'],
+  ]) {
     fails(t, await a.cli(args), 'no archive', a.db);
     t.false(existsSync(a.db), `${args.join(' ')} must not create ${a.db}`);
   }
@@ -313,22 +370,75 @@ test('access-log lists entries newest first, filtered by user, type and limit', 
   const bob = addUser(db, { username: 'bob' }).id;
   const base = Date.parse('2024-05-01T10:00:00Z');
   writeAccessLog(db, [
-    { userId: alice, type: 'Search', at: base, keyPrefix: 'ma_aaaaaaaa', clientIp: '127.0.0.1', searchParams: { q: 'budget' }, source: 'api' },
-    { userId: alice, type: 'Open', at: base + 1000, keyPrefix: 'ma_aaaaaaaa', clientIp: '127.0.0.1', emailId: 7, accountId: 1, source: 'api' },
-    { userId: bob, type: 'Download', at: base + 2000, keyPrefix: 'ma_bbbbbbbb', clientIp: '10.0.0.2', emailId: 8, accountId: 2, source: 'mcp' },
-    { userId: alice, type: 'Open', at: base + 3000, keyPrefix: 'ma_aaaaaaaa', clientIp: '127.0.0.1', emailId: 9, accountId: 1, source: 'mcp' },
+    {
+      userId: alice,
+      type: 'Search',
+      at: base,
+      keyPrefix: 'ma_aaaaaaaa',
+      clientIp: '127.0.0.1',
+      searchParams: { q: 'budget' },
+      source: 'api',
+    },
+    {
+      userId: alice,
+      type: 'Open',
+      at: base + 1000,
+      keyPrefix: 'ma_aaaaaaaa',
+      clientIp: '127.0.0.1',
+      emailId: 7,
+      accountId: 1,
+      source: 'api',
+    },
+    {
+      userId: bob,
+      type: 'Download',
+      at: base + 2000,
+      keyPrefix: 'ma_bbbbbbbb',
+      clientIp: '10.0.0.2',
+      emailId: 8,
+      accountId: 2,
+      source: 'mcp',
+    },
+    {
+      userId: alice,
+      type: 'Open',
+      at: base + 3000,
+      keyPrefix: 'ma_aaaaaaaa',
+      clientIp: '127.0.0.1',
+      emailId: 9,
+      accountId: 1,
+      source: 'mcp',
+    },
   ]);
-  type Row = { username: string; type: string; at: string; emailId: number | null; searchParams: unknown; source: string };
+  type Row = {
+    username: string;
+    type: string;
+    at: string;
+    emailId: number | null;
+    searchParams: unknown;
+    source: string;
+  };
   const all = json<Row[]>(t, await a.cli(['access-log', '--json']));
-  t.deepEqual(all.map((r) => [r.username, r.type, r.emailId]), [
-    ['alice', 'Open', 9],
-    ['bob', 'Download', 8],
-    ['alice', 'Open', 7],
-    ['alice', 'Search', null],
-  ]);
+  t.deepEqual(
+    all.map((r) => [r.username, r.type, r.emailId]),
+    [
+      ['alice', 'Open', 9],
+      ['bob', 'Download', 8],
+      ['alice', 'Open', 7],
+      ['alice', 'Search', null],
+    ],
+  );
   t.like(all[3], { at: '2024-05-01T10:00:00.000Z', searchParams: { q: 'budget' }, source: 'api' });
-  t.deepEqual(json<Row[]>(t, await a.cli(['access-log', '--user', 'bob', '--json'])).map((r) => r.type), ['Download']);
-  t.deepEqual(json<Row[]>(t, await a.cli(['access-log', '--user', 'alice', '--type', 'open', '--limit', '1', '--json'])).map((r) => r.emailId), [9]);
+  t.deepEqual(
+    json<Row[]>(t, await a.cli(['access-log', '--user', 'bob', '--json'])).map((r) => r.type),
+    ['Download'],
+  );
+  t.deepEqual(
+    json<Row[]>(t, await a.cli(['access-log', '--user', 'alice', '--type', 'open', '--limit', '1', '--json'])).map(
+      (r) => r.emailId,
+    ),
+    [9],
+  );
   t.regex(ok(t, await a.cli(['access-log', '--type', 'Search'])), /\balice\s+Search\s+api\s+ma_aaaaaaaa/);
   fails(t, await a.cli(['access-log', '--type', 'Delete']), '--type', 'Delete');
   fails(t, await a.cli(['access-log', '--limit', 'ten']), '--limit');

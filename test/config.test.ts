@@ -8,7 +8,6 @@ import { ConfigError, defaultSettings, loadSettings } from '../shared/config.js'
 import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/fixture.js';
 
-
 /** A fresh working directory, optionally holding appsettings.json (a string is written as is). */
 function workdir(t: ExecutionContext, settings?: unknown, name = 'appsettings.json'): string {
   const { dir, cleanup } = tempDir('mag-config-');
@@ -94,12 +93,18 @@ test('environment variables override the file', (t) => {
 });
 
 test('section and key names are case-insensitive in the environment and in the file', (t) => {
-  const fromEnv = loadSettings({ env: { API__ENABLED: 'TRUE', mcp__enabled: 'True', server__PORT: ' 6000 ' }, cwd: workdir(t) });
+  const fromEnv = loadSettings({
+    env: { API__ENABLED: 'TRUE', mcp__enabled: 'True', server__PORT: ' 6000 ' },
+    cwd: workdir(t),
+  });
   t.true(fromEnv.Api.Enabled);
   t.true(fromEnv.Mcp.Enabled);
   t.is(fromEnv.Server.Port, 6000);
 
-  const fromFile = loadSettings({ env: {}, cwd: workdir(t, { api: { enabled: true, maxpagesize: 30 }, MCP: { ALLOWEDORIGINS: ['x'] } }) });
+  const fromFile = loadSettings({
+    env: {},
+    cwd: workdir(t, { api: { enabled: true, maxpagesize: 30 }, MCP: { ALLOWEDORIGINS: ['x'] } }),
+  });
   t.true(fromFile.Api.Enabled);
   t.is(fromFile.Api.MaxPageSize, 30);
   t.deepEqual(fromFile.Mcp.AllowedOrigins, ['x']);
@@ -114,7 +119,10 @@ test('MAIL_ARCHIVE_SETTINGS names the file (relative to cwd), instead of appsett
   writeFileSync(join(cwd, 'other.json'), JSON.stringify({ Api: { DefaultPageSize: 33 } }));
   t.is(loadSettings({ env: {}, cwd }).Api.DefaultPageSize, 11);
   t.is(loadSettings({ env: { MAIL_ARCHIVE_SETTINGS: 'other.json' }, cwd }).Api.DefaultPageSize, 33);
-  t.is(loadSettings({ env: { MAIL_ARCHIVE_SETTINGS: join(cwd, 'other.json') }, cwd: workdir(t) }).Api.DefaultPageSize, 33);
+  t.is(
+    loadSettings({ env: { MAIL_ARCHIVE_SETTINGS: join(cwd, 'other.json') }, cwd: workdir(t) }).Api.DefaultPageSize,
+    33,
+  );
   t.is(
     loadSettings({ env: { MAIL_ARCHIVE_SETTINGS: 'other.json', Api__DefaultPageSize: '44' }, cwd }).Api.DefaultPageSize,
     44,
@@ -125,7 +133,12 @@ test('MAIL_ARCHIVE_SETTINGS names the file (relative to cwd), instead of appsett
 test('a missing file named by MAIL_ARCHIVE_SETTINGS is an error; a missing appsettings.json is not', (t) => {
   const cwd = workdir(t);
   t.notThrows(() => loadSettings({ env: {}, cwd }));
-  configError(t, () => loadSettings({ env: { MAIL_ARCHIVE_SETTINGS: 'nope.json' }, cwd }), 'nope.json', 'MAIL_ARCHIVE_SETTINGS');
+  configError(
+    t,
+    () => loadSettings({ env: { MAIL_ARCHIVE_SETTINGS: 'nope.json' }, cwd }),
+    'nope.json',
+    'MAIL_ARCHIVE_SETTINGS',
+  );
 });
 
 test('a settings path that cannot be read is reported as such, on one line', (t) => {
@@ -135,27 +148,37 @@ test('a settings path that cannot be read is reported as such, on one line', (t)
 
 test('lists bind from a comma-separated value and from indexed variables', (t) => {
   const cwd = workdir(t);
-  t.deepEqual(loadSettings({ env: { Mcp__AllowedOrigins: 'https://a.example, https://b.example' }, cwd }).Mcp.AllowedOrigins, [
-    'https://a.example',
-    'https://b.example',
-  ]);
-  t.deepEqual(loadSettings({ env: { Mcp__AllowedOrigins__0: 'https://a.example' }, cwd }).Mcp.AllowedOrigins, ['https://a.example']);
   t.deepEqual(
-    loadSettings({ env: { MCP__ALLOWEDORIGINS__1: 'https://b.example', Mcp__AllowedOrigins__0: 'https://a.example' }, cwd }).Mcp
-      .AllowedOrigins,
+    loadSettings({ env: { Mcp__AllowedOrigins: 'https://a.example, https://b.example' }, cwd }).Mcp.AllowedOrigins,
+    ['https://a.example', 'https://b.example'],
+  );
+  t.deepEqual(loadSettings({ env: { Mcp__AllowedOrigins__0: 'https://a.example' }, cwd }).Mcp.AllowedOrigins, [
+    'https://a.example',
+  ]);
+  t.deepEqual(
+    loadSettings({
+      env: { MCP__ALLOWEDORIGINS__1: 'https://b.example', Mcp__AllowedOrigins__0: 'https://a.example' },
+      cwd,
+    }).Mcp.AllowedOrigins,
     ['https://a.example', 'https://b.example'],
     'ordered by index, not by variable order',
   );
   t.deepEqual(loadSettings({ env: { Mcp__AllowedOrigins: '' }, cwd }).Mcp.AllowedOrigins, []);
   // The environment replaces a list from the file.
   const withFile = workdir(t, { Mcp: { AllowedOrigins: ['https://file.example'] } });
-  t.deepEqual(loadSettings({ env: { Mcp__AllowedOrigins__0: 'https://env.example' }, cwd: withFile }).Mcp.AllowedOrigins, [
-    'https://env.example',
-  ]);
+  t.deepEqual(
+    loadSettings({ env: { Mcp__AllowedOrigins__0: 'https://env.example' }, cwd: withFile }).Mcp.AllowedOrigins,
+    ['https://env.example'],
+  );
 });
 
 test('an index on a setting that is not a list is an error naming it', (t) => {
-  configError(t, () => loadSettings({ env: { Api__Enabled__0: 'true' }, cwd: workdir(t) }), 'Api:Enabled', 'Api__Enabled__0');
+  configError(
+    t,
+    () => loadSettings({ env: { Api__Enabled__0: 'true' }, cwd: workdir(t) }),
+    'Api:Enabled',
+    'Api__Enabled__0',
+  );
   configError(t, () => loadSettings({ env: { Mcp__AllowedOrigins__0: '' }, cwd: workdir(t) }), 'Mcp:AllowedOrigins');
 });
 
@@ -179,12 +202,21 @@ test('a value out of range is an error naming the setting', (t) => {
   configError(t, () => loadSettings({ env: { Api__RateLimitPerMinute: '-1' }, cwd }), 'Api:RateLimitPerMinute');
   configError(t, () => loadSettings({ env: { Engine__Threads: '65' }, cwd }), 'Engine:Threads');
   configError(t, () => loadSettings({ env: {}, cwd: workdir(t, { Database: { Path: '' } }) }), 'Database:Path');
-  t.is(loadSettings({ env: { Server__Port: '0', Mcp__MaxAttachmentBytes: '0' }, cwd }).Server.Port, 0, 'bounds are inclusive');
+  t.is(
+    loadSettings({ env: { Server__Port: '0', Mcp__MaxAttachmentBytes: '0' }, cwd }).Server.Port,
+    0,
+    'bounds are inclusive',
+  );
 });
 
 test('an unknown key in a known section is an error, from the environment or the file', (t) => {
   configError(t, () => loadSettings({ env: { Api__Enabld: 'true' }, cwd: workdir(t) }), 'Api:Enabld', 'Api__Enabld');
-  configError(t, () => loadSettings({ env: {}, cwd: workdir(t, { Api: { Enabld: true } }) }), 'Unknown setting', 'Api:Enabld');
+  configError(
+    t,
+    () => loadSettings({ env: {}, cwd: workdir(t, { Api: { Enabld: true } }) }),
+    'Unknown setting',
+    'Api:Enabld',
+  );
   configError(t, () => loadSettings({ env: {}, cwd: workdir(t, { mcp: { maxresult: 5 } }) }), 'Mcp:maxresult');
   configError(t, () => loadSettings({ env: {}, cwd: workdir(t, { Api: { 'Ena\nbld': true } }) }), 'Api:Ena');
 });

@@ -23,7 +23,10 @@ import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/fixture.js';
 
 const FIXTURES = fileURLToPath(new URL('../../test/fixtures/mail/', import.meta.url));
-const PNG_1X1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+const PNG_1X1 = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+  'base64',
+);
 const ms = (iso: string) => Date.parse(iso);
 
 interface Env {
@@ -33,7 +36,10 @@ interface Env {
   accountId: number;
   /** Copies fixtures (files or directories) into the temp dir; returns their new paths. */
   copy: (...names: string[]) => string[];
-  run: (paths: string[], options?: Partial<ImportOptions> & { folder?: string }) => Promise<{ summary: Awaited<ReturnType<typeof importPaths>>; warnings: string[] }>;
+  run: (
+    paths: string[],
+    options?: Partial<ImportOptions> & { folder?: string },
+  ) => Promise<{ summary: Awaited<ReturnType<typeof importPaths>>; warnings: string[] }>;
 }
 
 function setup(t: ExecutionContext): Env {
@@ -46,12 +52,16 @@ function setup(t: ExecutionContext): Env {
   });
   const accountId = addAccount(db, { name: 'Alice', emailAddress: 'alice@example.com' }).id;
   return {
-    dir, dbPath, db, accountId,
-    copy: (...names) => names.map((n) => {
-      const to = join(dir, 'in', n);
-      cpSync(join(FIXTURES, n), to, { recursive: true });
-      return to;
-    }),
+    dir,
+    dbPath,
+    db,
+    accountId,
+    copy: (...names) =>
+      names.map((n) => {
+        const to = join(dir, 'in', n);
+        cpSync(join(FIXTURES, n), to, { recursive: true });
+        return to;
+      }),
     run: async (paths, options = {}) => {
       const warnings: string[] = [];
       const summary = await importPaths(db, paths, { accountId, onWarning: (w) => warnings.push(w), ...options });
@@ -61,26 +71,56 @@ function setup(t: ExecutionContext): Env {
 }
 
 interface Row {
-  id: number; folder: string; subject: string; from_addr: string; to_addr: string; cc_addr: string; bcc_addr: string;
-  message_id: string; sent_date: number; received_date: number; is_outgoing: number; has_attachments: number;
-  text_body: string | null; html_body: string | null; text_untruncated: string | null;
+  id: number;
+  folder: string;
+  subject: string;
+  from_addr: string;
+  to_addr: string;
+  cc_addr: string;
+  bcc_addr: string;
+  message_id: string;
+  sent_date: number;
+  received_date: number;
+  is_outgoing: number;
+  has_attachments: number;
+  text_body: string | null;
+  html_body: string | null;
+  text_untruncated: string | null;
 }
 
 function rows(db: Db): Row[] {
-  return db.prepare('SELECT e.*, b.text_body, b.html_body, b.text_untruncated FROM emails e JOIN email_bodies b ON b.email_id = e.id ORDER BY e.id').all() as Row[];
+  return db
+    .prepare(
+      'SELECT e.*, b.text_body, b.html_body, b.text_untruncated FROM emails e JOIN email_bodies b ON b.email_id = e.id ORDER BY e.id',
+    )
+    .all() as Row[];
 }
 
 const bySubject = (db: Db, subject: string) => rows(db).find((r) => r.subject === subject);
 
-interface AttachmentRow { id: number; file_name: string; content_type: string; size: number; is_inline: number; content_id: number }
+interface AttachmentRow {
+  id: number;
+  file_name: string;
+  content_type: string;
+  size: number;
+  is_inline: number;
+  content_id: number;
+}
 
 function attachmentsOf(db: Db, emailId: number): AttachmentRow[] {
-  return db.prepare('SELECT id, file_name, content_type, size, is_inline, content_id FROM attachments WHERE email_id = ? ORDER BY id').all(emailId) as AttachmentRow[];
+  return db
+    .prepare(
+      'SELECT id, file_name, content_type, size, is_inline, content_id FROM attachments WHERE email_id = ? ORDER BY id',
+    )
+    .all(emailId) as AttachmentRow[];
 }
 
 /** Attachment bytes as a download would see them: the content's chunks in seq order. */
 function attachmentBytes(db: Db, contentId: number): Buffer {
-  const chunks = db.prepare('SELECT data FROM attachment_chunks WHERE content_id = ? ORDER BY seq').pluck().all(contentId) as Buffer[];
+  const chunks = db
+    .prepare('SELECT data FROM attachment_chunks WHERE content_id = ? ORDER BY seq')
+    .pluck()
+    .all(contentId) as Buffer[];
   return Buffer.concat(chunks);
 }
 
@@ -117,16 +157,22 @@ test('mixed > alternative > related: text and HTML bodies, an inline image and a
   t.is(mail!.to_addr, 'alice@example.com, "Doe, John" <john@example.com>', 'a name with a comma stays quoted');
   t.is(mail!.cc_addr, 'Priya <priya@example.com>');
   t.true(mail!.text_body!.includes('Budget: 12 000 €.'));
-  t.true(mail!.html_body!.includes('<img src="cid:diagram@example.com"'), 'cid links are kept, not inlined as data: URIs');
+  t.true(
+    mail!.html_body!.includes('<img src="cid:diagram@example.com"'),
+    'cid links are kept, not inlined as data: URIs',
+  );
   t.false(mail!.html_body!.includes('data:image'));
   t.is(mail!.has_attachments, 1);
 
   const atts = attachmentsOf(env.db, mail!.id);
-  t.deepEqual(atts.map((a) => [a.file_name, a.content_type, a.is_inline]), [
-    ['diagram.png', 'image/png', 1],
-    ['Rechnung März.pdf', 'application/pdf', 0],
-    ['figures.csv', 'text/csv', 0],
-  ]);
+  t.deepEqual(
+    atts.map((a) => [a.file_name, a.content_type, a.is_inline]),
+    [
+      ['diagram.png', 'image/png', 1],
+      ['Rechnung März.pdf', 'application/pdf', 0],
+      ['figures.csv', 'text/csv', 0],
+    ],
+  );
   t.deepEqual(attachmentBytes(env.db, atts[0]!.content_id), PNG_1X1);
   t.is(atts[0]!.size, PNG_1X1.length);
   const pdf = attachmentBytes(env.db, atts[1]!.content_id);
@@ -150,9 +196,18 @@ test('dates: Date for sent, the topmost Received for received, then Received, th
   utimesSync(badDate!, new Date('2021-02-03T04:05:06Z'), new Date('2021-02-03T04:05:06Z'));
   const { summary } = await env.run([twoReceived!, noDate!, badDate!]);
   t.like(summary, { imported: 3, failed: 0 });
-  t.like(bySubject(env.db, 'Happy new year'), { sent_date: ms('2024-01-02T02:59:30Z'), received_date: ms('2024-01-02T03:04:05Z') });
-  t.like(bySubject(env.db, 'Disk usage report'), { sent_date: ms('2024-03-09T12:00:00Z'), received_date: ms('2024-03-09T12:00:00Z') });
-  t.like(bySubject(env.db, 'Nightly job finished'), { sent_date: ms('2021-02-03T04:05:06Z'), received_date: ms('2021-02-03T04:05:06Z') });
+  t.like(bySubject(env.db, 'Happy new year'), {
+    sent_date: ms('2024-01-02T02:59:30Z'),
+    received_date: ms('2024-01-02T03:04:05Z'),
+  });
+  t.like(bySubject(env.db, 'Disk usage report'), {
+    sent_date: ms('2024-03-09T12:00:00Z'),
+    received_date: ms('2024-03-09T12:00:00Z'),
+  });
+  t.like(bySubject(env.db, 'Nightly job finished'), {
+    sent_date: ms('2021-02-03T04:05:06Z'),
+    received_date: ms('2021-02-03T04:05:06Z'),
+  });
   // Without Received, received equals sent.
   await env.run(env.copy('qp-latin1.eml'));
   t.is(bySubject(env.db, 'Grüße aus München')!.received_date, ms('2024-05-14T08:15:02Z'));
@@ -177,9 +232,15 @@ test('mbox: From_ separators, mboxrd unescaping, and a malformed entry skipped w
   const body = bySubject(env.db, 'About mbox files')!.text_body!;
   t.true(body.includes('\nFrom the start, this line began with "From " and was escaped.\n'));
   t.true(body.includes('\n>From here, this one began with ">From ".\n'));
-  t.true(body.includes('\nFrom inside a paragraph is not a separator.\n'), 'a From line after a non-blank line stays in the body');
+  t.true(
+    body.includes('\nFrom inside a paragraph is not a separator.\n'),
+    'a From line after a non-blank line stays in the body',
+  );
   t.true(body.endsWith('Bye\n'), 'the separator blank line is not part of the message');
-  t.deepEqual(rows(env.db).map((r) => r.folder), ['INBOX', 'INBOX', 'INBOX']);
+  t.deepEqual(
+    rows(env.db).map((r) => r.folder),
+    ['INBOX', 'INBOX', 'INBOX'],
+  );
 });
 
 test('re-importing the same messages into the same folder adds nothing and reports them as duplicates', async (t) => {
@@ -198,8 +259,13 @@ test('re-importing the same messages into the same folder adds nothing and repor
 test('identical attachment content in different messages is stored once', async (t) => {
   const env = setup(t);
   await env.run(env.copy('mixed.mbox'));
-  const notes = env.db.prepare("SELECT file_name, content_id FROM attachments WHERE file_name LIKE 'notes%' ORDER BY id").all() as AttachmentRow[];
-  t.deepEqual(notes.map((n) => n.file_name), ['notes.txt', 'notes-copy.txt']);
+  const notes = env.db
+    .prepare("SELECT file_name, content_id FROM attachments WHERE file_name LIKE 'notes%' ORDER BY id")
+    .all() as AttachmentRow[];
+  t.deepEqual(
+    notes.map((n) => n.file_name),
+    ['notes.txt', 'notes-copy.txt'],
+  );
   t.is(notes[0]!.content_id, notes[1]!.content_id);
   t.is(env.db.prepare('SELECT count(*) FROM attachment_contents').pluck().get(), 1);
   t.is(attachmentBytes(env.db, notes[0]!.content_id).toString(), 'line one\nline two\n');
@@ -227,29 +293,47 @@ test('--folder: an mbox goes into that folder, a Maildir keeps its sub-folders b
   await env.run([maildir!], { folder: 'Old Mail' });
   await env.run([mbox!], { folder: '/Imports/2024/' });
   const folders = [...new Set(rows(env.db).map((r) => r.folder))].sort();
-  t.deepEqual(folders, ['Imports/2024', 'Old Mail', 'Old Mail/Archive/2023', 'Old Mail/Entwürfe', 'Old Mail/Projects/Alpha', 'Old Mail/Sent']);
+  t.deepEqual(folders, [
+    'Imports/2024',
+    'Old Mail',
+    'Old Mail/Archive/2023',
+    'Old Mail/Entwürfe',
+    'Old Mail/Projects/Alpha',
+    'Old Mail/Sent',
+  ]);
 });
 
 test('a directory of .eml files imports every .eml (any case) and nothing else', async (t) => {
   const env = setup(t);
   const { summary } = await env.run(env.copy('eml-dir'));
   t.like(summary, { imported: 2, failed: 0 });
-  t.deepEqual(rows(env.db).map((r) => [r.subject, r.folder]), [['Hello from a directory', 'INBOX'], ['Upper-case extension', 'INBOX']]);
+  t.deepEqual(
+    rows(env.db).map((r) => [r.subject, r.folder]),
+    [
+      ['Hello from a directory', 'INBOX'],
+      ['Upper-case extension', 'INBOX'],
+    ],
+  );
 });
 
 test('an unknown account or a missing path fails before anything is written', async (t) => {
   const env = setup(t);
   const [eml] = env.copy('qp-latin1.eml');
   const missing = join(env.dir, 'nope.mbox');
-  await t.throwsAsync(importPaths(env.db, [eml!], { accountId: 999 }), { instanceOf: StoreError, message: 'No mail account with id 999.' });
+  await t.throwsAsync(importPaths(env.db, [eml!], { accountId: 999 }), {
+    instanceOf: StoreError,
+    message: 'No mail account with id 999.',
+  });
   await t.throwsAsync(importPaths(env.db, [eml!, missing], { accountId: env.accountId }), {
-    instanceOf: StoreError, message: `Cannot import ${missing}: no such file or directory.`,
+    instanceOf: StoreError,
+    message: `Cannot import ${missing}: no such file or directory.`,
   });
   const plain = join(env.dir, 'plain');
   mkdirSync(plain);
   writeFileSync(join(plain, 'notes.txt'), 'not mail');
   await t.throwsAsync(importPaths(env.db, [plain], { accountId: env.accountId }), {
-    instanceOf: StoreError, message: `Cannot import ${plain}: it is neither a Maildir nor a directory of .eml files.`,
+    instanceOf: StoreError,
+    message: `Cannot import ${plain}: it is neither a Maildir nor a directory of .eml files.`,
   });
   t.is(rows(env.db).length, 0);
   t.is(getAccount(env.db, env.accountId)!.lastSync, null);
@@ -271,26 +355,44 @@ test('the mbox reader finds the same entries whatever the chunk size, with LF or
   const [mbox] = env.copy('mixed.mbox');
   const collect = async (path: string, chunk?: number) => {
     const out: Array<{ offset: number; raw: string; length: number }> = [];
-    for await (const e of readMbox(path, chunk)) out.push({ offset: e.offset, raw: e.raw.toString('latin1'), length: e.length });
+    for await (const e of readMbox(path, chunk))
+      out.push({ offset: e.offset, raw: e.raw.toString('latin1'), length: e.length });
     return out;
   };
   const whole = await collect(mbox!);
   t.is(whole.length, 4);
-  t.is(whole.reduce((n, e) => n + e.length, 0), readFileSync(mbox!).length, 'entries cover the file');
+  t.is(
+    whole.reduce((n, e) => n + e.length, 0),
+    readFileSync(mbox!).length,
+    'entries cover the file',
+  );
   for (const size of [1, 5, 7, 64]) t.deepEqual(await collect(mbox!, size), whole, `chunk size ${size}`);
 
   const crlf = join(env.dir, 'crlf.mbox');
   writeFileSync(crlf, readFileSync(mbox!, 'latin1').replace(/\n/g, '\r\n'), 'latin1');
   const entries = await collect(crlf, 3);
-  t.deepEqual(entries.map((e) => e.raw.replace(/\r\n/g, '\n')), whole.map((e) => e.raw));
+  t.deepEqual(
+    entries.map((e) => e.raw.replace(/\r\n/g, '\n')),
+    whole.map((e) => e.raw),
+  );
 });
 
 test('formatMboxEntry escapes what readMbox unescapes: a round trip keeps the message', async (t) => {
   const env = setup(t);
   const raw = Buffer.from('Subject: x\r\n\r\nFrom the top\r\n>From quoted\r\n\r\nFrom after a blank line\r\nend\r\n');
   const path = join(env.dir, 'round.mbox');
-  writeFileSync(path, Buffer.concat([formatMboxEntry(raw, 'a@example.com', new Date('1996-01-03T01:05:34Z')), formatMboxEntry(raw, 'b@example.com', new Date())]));
-  t.true(readFileSync(path, 'latin1').startsWith('From a@example.com Wed Jan  3 01:05:34 1996\nSubject: x\n\n>From the top\n>>From quoted\n'));
+  writeFileSync(
+    path,
+    Buffer.concat([
+      formatMboxEntry(raw, 'a@example.com', new Date('1996-01-03T01:05:34Z')),
+      formatMboxEntry(raw, 'b@example.com', new Date()),
+    ]),
+  );
+  t.true(
+    readFileSync(path, 'latin1').startsWith(
+      'From a@example.com Wed Jan  3 01:05:34 1996\nSubject: x\n\n>From the top\n>>From quoted\n',
+    ),
+  );
   const entries = [];
   for await (const e of readMbox(path)) entries.push(e.raw.toString('latin1'));
   t.deepEqual(entries, [raw.toString('latin1').replace(/\r\n/g, '\n'), raw.toString('latin1').replace(/\r\n/g, '\n')]);
@@ -301,10 +403,18 @@ test('a large attachment is split into chunks that reassemble to the original by
   const big = Buffer.alloc(ATTACHMENT_CHUNK_BYTES * 2 + 1234);
   for (let i = 0; i < big.length; i++) big[i] = (i * 7919) % 251;
   const path = join(env.dir, 'big.eml');
-  writeFileSync(path, buildMessage({
-    from: { address: 'x@example.com' }, to: [{ address: 'alice@example.com' }], subject: 'Big', date: new Date('2024-01-01T00:00:00Z'),
-    messageId: 'big@example.com', text: 'see attachment', attachments: [{ fileName: 'data.bin', contentType: 'application/octet-stream', content: big }],
-  }));
+  writeFileSync(
+    path,
+    buildMessage({
+      from: { address: 'x@example.com' },
+      to: [{ address: 'alice@example.com' }],
+      subject: 'Big',
+      date: new Date('2024-01-01T00:00:00Z'),
+      messageId: 'big@example.com',
+      text: 'see attachment',
+      attachments: [{ fileName: 'data.bin', contentType: 'application/octet-stream', content: big }],
+    }),
+  );
   await env.run([path]);
   const [att] = attachmentsOf(env.db, rows(env.db)[0]!.id);
   t.is(att!.size, big.length);
@@ -318,7 +428,8 @@ test('parseMailDate reads RFC 5322 dates and their obsolete forms, and refuses a
   t.is(parseMailDate('Thu, 13 Feb 1969 23:32:54 -0330'), ms('1969-02-14T03:02:54Z'));
   t.is(parseMailDate('Tue, 01 Jul 2003 10:52:37'), ms('2003-07-01T10:52:37Z'), 'no zone: UTC, not local time');
   t.is(parseMailDate('2024-05-06T07:08:09+02:00'), ms('2024-05-06T05:08:09Z'));
-  for (const bad of ['12345', 'sometime last week', '31 Feb 2024 10:00:00 +0000', '', null]) t.is(parseMailDate(bad), null, String(bad));
+  for (const bad of ['12345', 'sometime last week', '31 Feb 2024 10:00:00 +0000', '', null])
+    t.is(parseMailDate(bad), null, String(bad));
 });
 
 test('Maildir++ folder names are decoded from IMAP modified UTF-7', (t) => {
@@ -339,7 +450,10 @@ test('CLI import: JSON summary, a human summary line, warnings on stderr, duplic
   t.deepEqual(Object.keys(json), ['imported', 'duplicates', 'failed', 'seconds']);
   t.like(json, { imported: 4, duplicates: 0, failed: 1 });
   t.true(json.seconds! >= 0);
-  t.regex(first.stderr, /^mail-archive: warning: Skipped the message in .*mixed\.mbox at byte \d+: it does not start with a header field\.\n$/);
+  t.regex(
+    first.stderr,
+    /^mail-archive: warning: Skipped the message in .*mixed\.mbox at byte \d+: it does not start with a header field\.\n$/,
+  );
 
   const second = await cli(env.dbPath, ['import', account, mbox!, eml!, '--folder', 'INBOX']);
   t.is(second.code, 0, second.stderr);
@@ -370,13 +484,28 @@ test('CLI demo: builds accounts, users, folders and mail of every kind, prints k
   t.is(run.code, 0, run.stderr);
   t.is(run.stderr, '');
   const out = JSON.parse(run.stdout) as {
-    messages: number; failed: number; accounts: Array<{ id: number; messages: number }>;
+    messages: number;
+    failed: number;
+    accounts: Array<{ id: number; messages: number }>;
     users: Array<{ username: string; isAdmin: boolean; accountIds: number[]; password: string }>;
-    keys: { admin: { key: string; username: string }; restricted: { key: string; username: string; accountIds: number[] } };
+    keys: {
+      admin: { key: string; username: string };
+      restricted: { key: string; username: string; accountIds: number[] };
+    };
   };
   t.like(out, { messages: 40, failed: 0 });
-  t.deepEqual(out.accounts.map((a) => a.messages), [20, 12, 8]);
-  t.deepEqual(out.users.map((u) => [u.username, u.isAdmin, u.accountIds]), [['admin', true, []], ['alice', false, [1, 2]], ['bob', false, [3]]]);
+  t.deepEqual(
+    out.accounts.map((a) => a.messages),
+    [20, 12, 8],
+  );
+  t.deepEqual(
+    out.users.map((u) => [u.username, u.isAdmin, u.accountIds]),
+    [
+      ['admin', true, []],
+      ['alice', false, [1, 2]],
+      ['bob', false, [3]],
+    ],
+  );
   t.regex(out.keys.admin.key, KEY_PATTERN);
   t.regex(out.keys.restricted.key, KEY_PATTERN);
   t.like(out.keys, { admin: { username: 'admin' }, restricted: { username: 'alice', accountIds: [1, 2] } });
@@ -384,7 +513,10 @@ test('CLI demo: builds accounts, users, folders and mail of every kind, prints k
   const db = openArchive(dbPath);
   t.teardown(() => db.close());
   const alice = out.users.find((u) => u.username === 'alice')!;
-  t.true(await verifyPassword(alice.password, passwordHashOf(db, findUser(db, 'alice')!.id)), 'the printed password is the stored one');
+  t.true(
+    await verifyPassword(alice.password, passwordHashOf(db, findUser(db, 'alice')!.id)),
+    'the printed password is the stored one',
+  );
   const stored = JSON.stringify(db.prepare('SELECT * FROM api_keys').all());
   t.false(stored.includes(out.keys.admin.key), 'plaintext keys are not stored');
   t.true(stored.includes(hashKey(out.keys.admin.key)));
@@ -393,9 +525,20 @@ test('CLI demo: builds accounts, users, folders and mail of every kind, prints k
   const folders = new Set(mail.map((m) => m.folder));
   for (const f of ['INBOX', 'INBOX/Projects/Apollo', 'Sent', 'Newsletters', 'Travel']) t.true(folders.has(f), f);
   t.true(mail.some((m) => m.is_outgoing === 1) && mail.some((m) => m.is_outgoing === 0));
-  t.true(mail.some((m) => m.html_body !== null && m.text_body !== null && m.folder === 'Newsletters'), 'HTML-only mail has a derived text body');
-  for (const s of ['Angebot für die Überarbeitung der Website', '会議の議事録について', '🎉 Party on Saturday!', 'Votre réservation à Genève est confirmée']) {
-    t.truthy(mail.find((m) => m.subject === s), s);
+  t.true(
+    mail.some((m) => m.html_body !== null && m.text_body !== null && m.folder === 'Newsletters'),
+    'HTML-only mail has a derived text body',
+  );
+  for (const s of [
+    'Angebot für die Überarbeitung der Website',
+    '会議の議事録について',
+    '🎉 Party on Saturday!',
+    'Votre réservation à Genève est confirmée',
+  ]) {
+    t.truthy(
+      mail.find((m) => m.subject === s),
+      s,
+    );
   }
   t.true(mail.some((m) => m.from_addr === 'Jürgen Müller <juergen.mueller@beispiel.example>'));
   const long = mail.find((m) => m.text_untruncated !== null)!;
@@ -408,14 +551,18 @@ test('CLI demo: builds accounts, users, folders and mail of every kind, prints k
 
   const again = await cli(dbPath, ['demo', '--messages', '40']);
   t.is(again.code, 1, again.stderr);
-  t.is(again.stderr, 'mail-archive: The archive is not empty (3 accounts, 3 users, 40 messages); the demo is only built into an empty archive file.\n');
+  t.is(
+    again.stderr,
+    'mail-archive: The archive is not empty (3 accounts, 3 users, 40 messages); the demo is only built into an empty archive file.\n',
+  );
   const tooFew = await cli(join(dir, 'other.db'), ['demo', '--messages', '5']);
   t.is(tooFew.code, 2, tooFew.stderr);
   t.regex(tooFew.stderr, /^mail-archive: --messages must be between 20 and \d+, not 5\.\n$/);
 });
 
 test('the demo mail is the same for the same seed and differs for another', (t) => {
-  const generate = (seed: number) => DEMO_ACCOUNTS.flatMap((a) => [...demoMail(a, 15, seed)].map((m) => [m.folder, m.raw.toString('base64')]));
+  const generate = (seed: number) =>
+    DEMO_ACCOUNTS.flatMap((a) => [...demoMail(a, 15, seed)].map((m) => [m.folder, m.raw.toString('base64')]));
   const first = generate(7);
   t.is(first.length, 45);
   t.deepEqual(generate(7), first);

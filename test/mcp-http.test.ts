@@ -22,7 +22,13 @@ test.after.always(async (t) => {
 
 const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
 
-async function expectProblem(t: { is: (a: unknown, b: unknown, m?: string) => void }, res: Response, status: number, label: string, instance = '/mcp') {
+async function expectProblem(
+  t: { is: (a: unknown, b: unknown, m?: string) => void },
+  res: Response,
+  status: number,
+  label: string,
+  instance = '/mcp',
+) {
   t.is(res.status, status, label);
   t.is(res.headers.get('content-type'), 'application/problem+json', label);
   t.is(res.headers.get('cache-control'), 'no-store', label);
@@ -60,11 +66,16 @@ test('a missing or invalid key is 401 with WWW-Authenticate and problem+json, ne
     t.is(res.headers.get('www-authenticate'), challenge, label);
   }
   // A browser-style request with a cookie and no key is no different.
-  const cookie = await fetch(h.url, { method: 'POST', redirect: 'manual', headers: { Cookie: 'session=abc', 'Content-Type': 'application/json' }, body: '{}' });
+  const cookie = await fetch(h.url, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { Cookie: 'session=abc', 'Content-Type': 'application/json' },
+    body: '{}',
+  });
   t.is(cookie.status, 401);
 });
 
-test('the SDK client cannot connect with an inactive owner\'s key or without a key', async (t) => {
+test("the SDK client cannot connect with an inactive owner's key or without a key", async (t) => {
   const { h } = t.context;
   for (const key of [h.fixture.keys.inactive, undefined]) {
     const err = await t.throwsAsync(connectClient(h.url, key));
@@ -77,15 +88,23 @@ test('the same key serves /api and /mcp', async (t) => {
   const client = await connectClient(h.url, h.fixture.keys.bob);
   t.context.clients.push(client);
   const viaMcp = jsonOf<Array<{ id: number }>>(await call(client, 'list_accounts'));
-  const viaRest = (await (await fetch(`${h.base}/api/v1/accounts`, { headers: bearer(h.fixture.keys.bob) })).json()) as Array<{ id: number }>;
+  const viaRest = (await (
+    await fetch(`${h.base}/api/v1/accounts`, { headers: bearer(h.fixture.keys.bob) })
+  ).json()) as Array<{ id: number }>;
   t.deepEqual(viaMcp, viaRest);
-  t.deepEqual(viaMcp.map((a) => a.id), [h.fixture.accounts.personal]);
+  t.deepEqual(
+    viaMcp.map((a) => a.id),
+    [h.fixture.accounts.personal],
+  );
 });
 
 test('GET and DELETE are 405 with Allow: POST; every answer carries Cache-Control: no-store', async (t) => {
   const { h } = t.context;
   for (const method of ['GET', 'DELETE', 'PUT']) {
-    const res = await fetch(h.url, { method, headers: { ...bearer(h.fixture.keys.admin), Accept: 'text/event-stream' } });
+    const res = await fetch(h.url, {
+      method,
+      headers: { ...bearer(h.fixture.keys.admin), Accept: 'text/event-stream' },
+    });
     await expectProblem(t, res, 405, method);
     t.is(res.headers.get('allow'), 'POST', method);
   }
@@ -99,7 +118,11 @@ test('GET and DELETE are 405 with Allow: POST; every answer carries Cache-Contro
 
 test('a tools/call answers in plain JSON (no event stream) with the JSON-RPC result', async (t) => {
   const { h } = t.context;
-  const res = await postMcp(h.url, toolsCall(7, 'get_email', { id: h.fixture.emails.lunch }), bearer(h.fixture.keys.admin));
+  const res = await postMcp(
+    h.url,
+    toolsCall(7, 'get_email', { id: h.fixture.emails.lunch }),
+    bearer(h.fixture.keys.admin),
+  );
   t.is(res.status, 200);
   t.regex(res.headers.get('content-type') ?? '', /^application\/json/);
   const body = (await res.json()) as { id: number; result: { content: Array<{ text: string }> } };
@@ -109,8 +132,15 @@ test('a tools/call answers in plain JSON (no event stream) with the JSON-RPC res
 
 test('an Origin outside Mcp:AllowedOrigins is 403; none is allowed by default', async (t) => {
   const { h, originsGateway } = t.context;
-  for (const [gateway, origin] of [[h, ALLOWED_ORIGIN], [originsGateway, 'https://evil.example'], [originsGateway, 'http://agent.example.com']] as const) {
-    const res = await postMcp(gateway.url, toolsCall(1, 'list_accounts'), { ...bearer(gateway.fixture.keys.admin), Origin: origin });
+  for (const [gateway, origin] of [
+    [h, ALLOWED_ORIGIN],
+    [originsGateway, 'https://evil.example'],
+    [originsGateway, 'http://agent.example.com'],
+  ] as const) {
+    const res = await postMcp(gateway.url, toolsCall(1, 'list_accounts'), {
+      ...bearer(gateway.fixture.keys.admin),
+      Origin: origin,
+    });
     const body = await expectProblem(t, res, 403, origin);
     t.regex(body.detail, /Mcp:AllowedOrigins/);
     t.is(res.headers.get('access-control-allow-origin'), null);
@@ -127,12 +157,19 @@ test('an allowed Origin is served with CORS headers, and its preflight is answer
 
   const preflight = await fetch(g.url, {
     method: 'OPTIONS',
-    headers: { Origin: origin, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization, content-type' },
+    headers: {
+      Origin: origin,
+      'Access-Control-Request-Method': 'POST',
+      'Access-Control-Request-Headers': 'authorization, content-type',
+    },
   });
   t.is(preflight.status, 204);
   t.is(preflight.headers.get('access-control-allow-origin'), origin);
   t.is(preflight.headers.get('access-control-allow-methods'), 'POST');
-  t.regex(preflight.headers.get('access-control-allow-headers') ?? '', /Authorization.*Content-Type.*Mcp-Protocol-Version/);
+  t.regex(
+    preflight.headers.get('access-control-allow-headers') ?? '',
+    /Authorization.*Content-Type.*Mcp-Protocol-Version/,
+  );
 
   // Through the SDK client as well: the Origin header rides on every request.
   const client = await connectClient(g.url, g.fixture.keys.alice, { Origin: origin });
@@ -146,7 +183,11 @@ test('a body above 1 MB is 413 problem+json', async (t) => {
   const res = await postMcp(h.url, big, bearer(h.fixture.keys.admin));
   await expectProblem(t, res, 413, '413');
   // Just under the limit is read (and the over-long query refused as a tool error, not an HTTP one).
-  const fits = await postMcp(h.url, toolsCall(1, 'search_emails', { q: 'x'.repeat(1000 * 1000) }), bearer(h.fixture.keys.admin));
+  const fits = await postMcp(
+    h.url,
+    toolsCall(1, 'search_emails', { q: 'x'.repeat(1000 * 1000) }),
+    bearer(h.fixture.keys.admin),
+  );
   t.is(fits.status, 200);
   const body = (await fits.json()) as { result: { isError: boolean; content: Array<{ text: string }> } };
   t.true(body.result.isError);
@@ -173,7 +214,11 @@ test('malformed JSON, a non-JSON-RPC body and a batch get JSON-RPC errors with 4
   t.like(await unknownMethod.json(), { id: 3, error: { code: -32601 } });
   const unknownTool = await postMcp(h.url, toolsCall(4, 'delete_everything'), auth);
   t.like(await unknownTool.json(), { id: 4, result: { isError: true } });
-  const wrongType = await fetch(h.url, { method: 'POST', headers: { ...auth, 'Content-Type': 'text/plain', Accept: 'application/json, text/event-stream' }, body: 'hi' });
+  const wrongType = await fetch(h.url, {
+    method: 'POST',
+    headers: { ...auth, 'Content-Type': 'text/plain', Accept: 'application/json, text/event-stream' },
+    body: 'hi',
+  });
   t.is(wrongType.status, 415);
 });
 
@@ -215,7 +260,8 @@ test('without a key the MCP budget is per client IP, and Origin refusals come be
   const g = await startMcpGateway({ Mcp: { RateLimitPerMinute: 2 } });
   t.teardown(() => g.close());
   // Refused origins do not spend anything.
-  for (let i = 0; i < 3; i++) t.is((await postMcp(g.url, toolsCall(1, 'list_accounts'), { Origin: 'https://evil.example' })).status, 403);
+  for (let i = 0; i < 3; i++)
+    t.is((await postMcp(g.url, toolsCall(1, 'list_accounts'), { Origin: 'https://evil.example' })).status, 403);
   t.is((await postMcp(g.url, toolsCall(1, 'list_accounts'))).status, 401);
   t.is((await postMcp(g.url, toolsCall(1, 'list_accounts'))).status, 401);
   const third = await postMcp(g.url, toolsCall(1, 'list_accounts'));

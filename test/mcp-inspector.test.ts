@@ -20,8 +20,21 @@ function inspectorBin(): string {
   return join(dirname(pkgPath), pkg.bin['mcp-inspector']!);
 }
 
-async function inspector(h: McpHarness, key: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const argv = [inspectorBin(), '--cli', h.url, '--transport', 'http', '--header', `Authorization: Bearer ${key}`, ...args];
+async function inspector(
+  h: McpHarness,
+  key: string,
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const argv = [
+    inspectorBin(),
+    '--cli',
+    h.url,
+    '--transport',
+    'http',
+    '--header',
+    `Authorization: Bearer ${key}`,
+    ...args,
+  ];
   try {
     const { stdout, stderr } = await run(process.execPath, argv, { timeout: 60_000, maxBuffer: 16 * 1024 * 1024 });
     return { code: 0, stdout, stderr };
@@ -43,17 +56,48 @@ test.serial('the Inspector CLI lists the five tools with their annotations', asy
   const { h } = t.context;
   const out = await inspector(h, h.fixture.keys.admin, '--method', 'tools/list');
   t.is(out.code, 0, out.stderr);
-  const { tools } = JSON.parse(out.stdout) as { tools: Array<{ name: string; annotations: { readOnlyHint: boolean } }> };
-  t.deepEqual(tools.map((x) => x.name).sort(), ['get_attachment', 'get_email', 'list_accounts', 'list_folders', 'search_emails']);
+  const { tools } = JSON.parse(out.stdout) as {
+    tools: Array<{ name: string; annotations: { readOnlyHint: boolean } }>;
+  };
+  t.deepEqual(tools.map((x) => x.name).sort(), [
+    'get_attachment',
+    'get_email',
+    'list_accounts',
+    'list_folders',
+    'search_emails',
+  ]);
   t.true(tools.every((x) => x.annotations.readOnlyHint));
 });
 
-test.serial('the Inspector CLI calls search_emails with the key owner\'s permissions', async (t) => {
+test.serial("the Inspector CLI calls search_emails with the key owner's permissions", async (t) => {
   const { h } = t.context;
-  const admin = await inspector(h, h.fixture.keys.admin, '--method', 'tools/call', '--tool-name', 'search_emails', '--tool-arg', 'q=budget');
-  const alice = await inspector(h, h.fixture.keys.alice, '--method', 'tools/call', '--tool-name', 'search_emails', '--tool-arg', 'q=budget', '--tool-arg', 'pageSize=1');
+  const admin = await inspector(
+    h,
+    h.fixture.keys.admin,
+    '--method',
+    'tools/call',
+    '--tool-name',
+    'search_emails',
+    '--tool-arg',
+    'q=budget',
+  );
+  const alice = await inspector(
+    h,
+    h.fixture.keys.alice,
+    '--method',
+    'tools/call',
+    '--tool-name',
+    'search_emails',
+    '--tool-arg',
+    'q=budget',
+    '--tool-arg',
+    'pageSize=1',
+  );
   t.is(admin.code, 0, admin.stderr);
-  const adminResult = JSON.parse(admin.stdout) as { structuredContent: { totalItems: number }; content: Array<{ text: string }> };
+  const adminResult = JSON.parse(admin.stdout) as {
+    structuredContent: { totalItems: number };
+    content: Array<{ text: string }>;
+  };
   t.is(adminResult.structuredContent.totalItems, 3);
   t.deepEqual(JSON.parse(adminResult.content[0]!.text), adminResult.structuredContent);
 
@@ -67,11 +111,19 @@ test.serial('the Inspector CLI downloads an attachment', async (t) => {
   const out = await inspector(
     h,
     h.fixture.keys.admin,
-    '--method', 'tools/call', '--tool-name', 'get_attachment',
-    '--tool-arg', `id=${h.fixture.emails.invoice}`, '--tool-arg', `attachmentId=${h.fixture.attachments['invoice:notes.txt']}`,
+    '--method',
+    'tools/call',
+    '--tool-name',
+    'get_attachment',
+    '--tool-arg',
+    `id=${h.fixture.emails.invoice}`,
+    '--tool-arg',
+    `attachmentId=${h.fixture.attachments['invoice:notes.txt']}`,
   );
   t.is(out.code, 0, out.stderr);
-  const { structuredContent } = JSON.parse(out.stdout) as { structuredContent: { fileName: string; base64Data: string } };
+  const { structuredContent } = JSON.parse(out.stdout) as {
+    structuredContent: { fileName: string; base64Data: string };
+  };
   t.is(structuredContent.fileName, 'notes.txt');
   t.is(Buffer.from(structuredContent.base64Data, 'base64').toString(), 'line one\nline two\n');
 });

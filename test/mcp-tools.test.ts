@@ -12,7 +12,9 @@ const test = anyTest as TestFn<{ h: McpHarness; admin: Client; alice: Client; bo
 test.before(async (t) => {
   const h = await startMcpGateway();
   const [admin, alice, bob, carol] = await Promise.all(
-    [h.fixture.keys.admin, h.fixture.keys.alice, h.fixture.keys.bob, h.fixture.keys.carol].map((key) => connectClient(h.url, key)),
+    [h.fixture.keys.admin, h.fixture.keys.alice, h.fixture.keys.bob, h.fixture.keys.carol].map((key) =>
+      connectClient(h.url, key),
+    ),
   );
   t.context = { h, admin: admin!, alice: alice!, bob: bob!, carol: carol! };
 });
@@ -40,7 +42,13 @@ test('initialize names this product, its package version and gives instructions 
 test('tools/list offers the five tools with the parameters, required flags and annotations of SPEC.md', async (t) => {
   const { tools } = await t.context.admin.listTools();
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  t.deepEqual([...byName.keys()].sort(), ['get_attachment', 'get_email', 'list_accounts', 'list_folders', 'search_emails']);
+  t.deepEqual([...byName.keys()].sort(), [
+    'get_attachment',
+    'get_email',
+    'list_accounts',
+    'list_folders',
+    'search_emails',
+  ]);
 
   const params = (name: string) => byName.get(name)!.inputSchema;
   t.deepEqual(Object.keys(params('list_accounts').properties ?? {}), []);
@@ -48,18 +56,35 @@ test('tools/list offers the five tools with the parameters, required flags and a
   t.deepEqual(params('get_email').required, ['id']);
   t.deepEqual(params('get_attachment').required?.sort(), ['attachmentId', 'id']);
   const searchSchema = params('search_emails');
-  t.deepEqual(Object.keys(searchSchema.properties ?? {}).sort(), ['accountId', 'direction', 'folder', 'from', 'page', 'pageSize', 'q', 'sortBy', 'sortOrder', 'to']);
+  t.deepEqual(Object.keys(searchSchema.properties ?? {}).sort(), [
+    'accountId',
+    'direction',
+    'folder',
+    'from',
+    'page',
+    'pageSize',
+    'q',
+    'sortBy',
+    'sortOrder',
+    'to',
+  ]);
   t.falsy(searchSchema.required?.length, 'every search parameter is optional');
-  const prop = (name: string) => (searchSchema.properties as Record<string, { type?: string; enum?: string[]; description?: string }>)[name]!;
+  const prop = (name: string) =>
+    (searchSchema.properties as Record<string, { type?: string; enum?: string[]; description?: string }>)[name]!;
   for (const p of ['accountId', 'page', 'pageSize']) t.is(prop(p).type, 'integer', p);
   for (const p of ['q', 'from', 'to', 'folder']) t.is(prop(p).type, 'string', p);
   t.deepEqual(prop('direction').enum, ['incoming', 'outgoing']);
   t.deepEqual(prop('sortOrder').enum, ['asc', 'desc']);
-  for (const key of ['sentdate', 'sentDate', 'receiveddate', 'receivedDate', 'subject', 'from', 'to']) t.true(prop('sortBy').enum!.includes(key), key);
+  for (const key of ['sentdate', 'sentDate', 'receiveddate', 'receivedDate', 'subject', 'from', 'to'])
+    t.true(prop('sortBy').enum!.includes(key), key);
   t.regex(prop('pageSize').description!, /1\.\.100.*0 means 20/);
 
   for (const tool of tools) {
-    t.like(tool.annotations, { readOnlyHint: true, openWorldHint: false, idempotentHint: true, destructiveHint: false }, tool.name);
+    t.like(
+      tool.annotations,
+      { readOnlyHint: true, openWorldHint: false, idempotentHint: true, destructiveHint: false },
+      tool.name,
+    );
     t.true((tool.description ?? '').length > 80, `${tool.name} has a description an agent can act on`);
     t.is(tool.outputSchema?.type, 'object', `${tool.name} declares an object output schema`);
     for (const [name, schema] of Object.entries(tool.inputSchema.properties ?? {})) {
@@ -78,8 +103,16 @@ test('list_accounts returns the accounts each key may read, as a JSON array and 
   t.deepEqual(Object.keys(accounts[0]!).sort(), ['emailAddress', 'id', 'isEnabled', 'lastSync', 'name', 'provider']);
 
   const { work, personal, shared } = h.fixture.accounts;
-  t.deepEqual(jsonOf<MailAccountDto[]>(await call(alice, 'list_accounts')).map((a) => a.id).sort(), [work, shared].sort());
-  t.deepEqual(jsonOf<MailAccountDto[]>(await call(bob, 'list_accounts')).map((a) => a.id), [personal]);
+  t.deepEqual(
+    jsonOf<MailAccountDto[]>(await call(alice, 'list_accounts'))
+      .map((a) => a.id)
+      .sort(),
+    [work, shared].sort(),
+  );
+  t.deepEqual(
+    jsonOf<MailAccountDto[]>(await call(bob, 'list_accounts')).map((a) => a.id),
+    [personal],
+  );
   t.deepEqual(jsonOf(await call(carol, 'list_accounts')), []);
 });
 
@@ -90,11 +123,17 @@ test('list_folders returns the nested tree, and an empty list for a hidden or mi
   t.deepEqual(result.structuredContent, { items: tree });
   const inbox = tree.find((f) => f.fullPath === 'INBOX');
   t.like(inbox, { name: 'INBOX', level: 0 });
-  t.deepEqual(inbox!.children.map((c) => [c.fullPath, c.level, c.totalCount]), [['INBOX/Invoices', 1, 1]]);
+  t.deepEqual(
+    inbox!.children.map((c) => [c.fullPath, c.level, c.totalCount]),
+    [['INBOX/Invoices', 1, 1]],
+  );
   const q4 = tree.find((f) => f.name === 'Archive')?.children[0]?.children[0];
   t.like(q4, { fullPath: 'Archive/2023/Q4', level: 2, totalCount: 1 });
 
-  for (const [client, accountId] of [[bob, h.fixture.accounts.work], [admin, 987654]] as const) {
+  for (const [client, accountId] of [
+    [bob, h.fixture.accounts.work],
+    [admin, 987654],
+  ] as const) {
     const empty = await call(client, 'list_folders', { accountId });
     t.falsy(empty.isError);
     t.is(textOf(empty), '[]');
@@ -109,10 +148,26 @@ test('search_emails finds only what the key may read, with the pagination envelo
   const page = jsonOf<Page>(result);
   t.deepEqual(result.structuredContent, page, 'structuredContent is the same object as the text');
   t.like(page, { page: 1, pageSize: 20, totalItems: 3, totalPages: 1 });
-  t.deepEqual(ids(page), [budget!, sent!, family!].sort((a, b) => a - b));
-  t.deepEqual(Object.keys(page.items[0]!).sort(), ['accountId', 'folderName', 'from', 'hasAttachments', 'id', 'isOutgoing', 'sentDate', 'subject', 'to']);
+  t.deepEqual(
+    ids(page),
+    [budget!, sent!, family!].sort((a, b) => a - b),
+  );
+  t.deepEqual(Object.keys(page.items[0]!).sort(), [
+    'accountId',
+    'folderName',
+    'from',
+    'hasAttachments',
+    'id',
+    'isOutgoing',
+    'sentDate',
+    'subject',
+    'to',
+  ]);
 
-  t.deepEqual(ids(await search(alice, { q: 'budget' })), [budget!, sent!].sort((a, b) => a - b));
+  t.deepEqual(
+    ids(await search(alice, { q: 'budget' })),
+    [budget!, sent!].sort((a, b) => a - b),
+  );
   t.deepEqual(ids(await search(bob, { q: 'budget' })), [family!]);
   t.like(await search(carol, { q: 'budget' }), { totalItems: 0, items: [] });
   // An account the key may not read gives nothing rather than an error, as in REST.
@@ -132,9 +187,12 @@ test('search_emails filters, sorts and pages like GET /api/v1/emails', async (t)
     { q: 'subject:budget' },
   ];
   for (const args of cases) {
-    const rest = await fetch(`${h.base}/api/v1/emails?${new URLSearchParams(Object.entries(args).map(([k, v]): [string, string] => [k, String(v)]))}`, {
-      headers: { Authorization: `Bearer ${h.fixture.keys.admin}` },
-    });
+    const rest = await fetch(
+      `${h.base}/api/v1/emails?${new URLSearchParams(Object.entries(args).map(([k, v]): [string, string] => [k, String(v)]))}`,
+      {
+        headers: { Authorization: `Bearer ${h.fixture.keys.admin}` },
+      },
+    );
     t.is(rest.status, 200, JSON.stringify(args));
     t.deepEqual(await search(admin, args), (await rest.json()) as Page, JSON.stringify(args));
   }
@@ -145,7 +203,10 @@ test('search_emails filters, sorts and pages like GET /api/v1/emails', async (t)
 
 test('search_emails accepts sortBy in SPEC.md and REST spelling, and pages past the end are empty', async (t) => {
   const { admin } = t.context;
-  for (const [lower, camel] of [['sentdate', 'sentDate'], ['receiveddate', 'receivedDate']]) {
+  for (const [lower, camel] of [
+    ['sentdate', 'sentDate'],
+    ['receiveddate', 'receivedDate'],
+  ]) {
     const a = await search(admin, { sortBy: lower, sortOrder: 'asc' });
     const b = await search(admin, { sortBy: camel, sortOrder: 'asc' });
     t.deepEqual(a, b);
@@ -210,7 +271,10 @@ test('get_email returns the full message, and null (not an error) when hidden or
     ],
   );
 
-  for (const [client, id] of [[alice, family], [admin, 987654]] as const) {
+  for (const [client, id] of [
+    [alice, family],
+    [admin, 987654],
+  ] as const) {
     const none = await call(client, 'get_email', { id });
     t.falsy(none.isError);
     t.is(textOf(none), 'null');

@@ -50,15 +50,30 @@ interface Context {
 const test = anyTest as TestFn<Context>;
 
 const OPERATIONS: Record<string, { operationId: string; tag: string; params: string[]; statuses: string[] }> = {
-  '/api/v1/accounts': { operationId: 'listAccounts', tag: 'Accounts', params: [], statuses: ['200', '401', '429', '500'] },
-  '/api/v1/accounts/{id}/folders': { operationId: 'listFolders', tag: 'Accounts', params: ['id'], statuses: ['200', '400', '401', '404', '429', '500'] },
+  '/api/v1/accounts': {
+    operationId: 'listAccounts',
+    tag: 'Accounts',
+    params: [],
+    statuses: ['200', '401', '429', '500'],
+  },
+  '/api/v1/accounts/{id}/folders': {
+    operationId: 'listFolders',
+    tag: 'Accounts',
+    params: ['id'],
+    statuses: ['200', '400', '401', '404', '429', '500'],
+  },
   '/api/v1/emails': {
     operationId: 'searchEmails',
     tag: 'Emails',
     params: ['q', 'from', 'to', 'accountId', 'folder', 'direction', 'page', 'pageSize', 'sortBy', 'sortOrder'],
     statuses: ['200', '400', '401', '429', '500'],
   },
-  '/api/v1/emails/{id}': { operationId: 'getEmail', tag: 'Emails', params: ['id'], statuses: ['200', '400', '401', '404', '429', '500'] },
+  '/api/v1/emails/{id}': {
+    operationId: 'getEmail',
+    tag: 'Emails',
+    params: ['id'],
+    statuses: ['200', '400', '401', '404', '429', '500'],
+  },
   '/api/v1/emails/{id}/attachments/{attachmentId}': {
     operationId: 'downloadAttachment',
     tag: 'Emails',
@@ -103,12 +118,23 @@ function* objects(node: unknown): Generator<JsonSchema> {
   }
 }
 
-async function observe(live: Live, template: string, path: string, key?: string): Promise<ObservedResponse & { bytes: Buffer }> {
+async function observe(
+  live: Live,
+  template: string,
+  path: string,
+  key?: string,
+): Promise<ObservedResponse & { bytes: Buffer }> {
   const response = await fetch(`${live.baseUrl}${path}`, key ? { headers: { Authorization: `Bearer ${key}` } } : {});
   const bytes = Buffer.from(await response.arrayBuffer());
   const headers = headersOf(response);
   const json = /json/.test(headers['content-type'] ?? '');
-  return { template, status: response.status, headers, body: json ? JSON.parse(bytes.toString('utf8')) : undefined, bytes };
+  return {
+    template,
+    status: response.status,
+    headers,
+    body: json ? JSON.parse(bytes.toString('utf8')) : undefined,
+    bytes,
+  };
 }
 
 test.before(async (t) => {
@@ -122,7 +148,9 @@ test.before(async (t) => {
     Database: { Path: f.dbPath },
     Engine: { Threads: 1 },
   });
-  const strict = await listen(createGateway(strictSettings, { engine: main.gateway.engine, logger: createLogger({ level: 'silent' }) }));
+  const strict = await listen(
+    createGateway(strictSettings, { engine: main.gateway.engine, logger: createLogger({ level: 'silent' }) }),
+  );
   t.context = {
     settings,
     doc,
@@ -202,22 +230,51 @@ test('components: fields, formats, nullability and references as SPEC.md section
   const int32 = { type: 'integer', format: 'int32' };
   const dateTime = { type: 'string', format: 'date-time' };
 
-  t.deepEqual(Object.keys(props('MailAccountDto')), ['id', 'name', 'emailAddress', 'provider', 'isEnabled', 'lastSync']);
+  t.deepEqual(Object.keys(props('MailAccountDto')), [
+    'id',
+    'name',
+    'emailAddress',
+    'provider',
+    'isEnabled',
+    'lastSync',
+  ]);
   t.like(props('MailAccountDto').id, int32);
   t.like(props('MailAccountDto').isEnabled, { type: 'boolean' });
   t.like(props('MailAccountDto').lastSync, dateTime);
 
   t.deepEqual(Object.keys(props('FolderNodeDto')), ['name', 'fullPath', 'totalCount', 'level', 'children']);
   t.like(props('FolderNodeDto').level, int32);
-  t.deepEqual(props('FolderNodeDto').children, { type: 'array', items: { $ref: '#/components/schemas/FolderNodeDto' } });
+  t.deepEqual(props('FolderNodeDto').children, {
+    type: 'array',
+    items: { $ref: '#/components/schemas/FolderNodeDto' },
+  });
 
-  const summary = ['id', 'accountId', 'subject', 'from', 'to', 'sentDate', 'isOutgoing', 'hasAttachments', 'folderName'];
+  const summary = [
+    'id',
+    'accountId',
+    'subject',
+    'from',
+    'to',
+    'sentDate',
+    'isOutgoing',
+    'hasAttachments',
+    'folderName',
+  ];
   t.deepEqual(Object.keys(props('EmailSummaryDto')), summary);
   t.like(props('EmailSummaryDto').accountId, int32);
   t.like(props('EmailSummaryDto').sentDate, dateTime);
   t.falsy(props('EmailSummaryDto').sentDate!.nullable);
 
-  t.deepEqual(Object.keys(props('EmailDetailDto')), [...summary, 'cc', 'bcc', 'receivedDate', 'messageId', 'textBody', 'htmlBody', 'attachments']);
+  t.deepEqual(Object.keys(props('EmailDetailDto')), [
+    ...summary,
+    'cc',
+    'bcc',
+    'receivedDate',
+    'messageId',
+    'textBody',
+    'htmlBody',
+    'attachments',
+  ]);
   t.like(props('EmailDetailDto').textBody, { type: 'string', nullable: true });
   t.like(props('EmailDetailDto').htmlBody, { type: 'string', nullable: true });
   t.like(props('EmailDetailDto').receivedDate, dateTime);
@@ -227,9 +284,19 @@ test('components: fields, formats, nullability and references as SPEC.md section
   t.deepEqual(Object.keys(props('AttachmentDto')), ['id', 'fileName', 'contentType', 'size']);
   t.like(props('AttachmentDto').size, { type: 'integer', format: 'int64' });
 
-  t.deepEqual(Object.keys(props('PagedResultDtoOfEmailSummaryDto')), ['items', 'page', 'pageSize', 'totalItems', 'totalPages']);
-  t.like(props('PagedResultDtoOfEmailSummaryDto').items, { type: 'array', items: { $ref: '#/components/schemas/EmailSummaryDto' } });
-  for (const k of ['page', 'pageSize', 'totalItems', 'totalPages']) t.like(props('PagedResultDtoOfEmailSummaryDto')[k], int32, k);
+  t.deepEqual(Object.keys(props('PagedResultDtoOfEmailSummaryDto')), [
+    'items',
+    'page',
+    'pageSize',
+    'totalItems',
+    'totalPages',
+  ]);
+  t.like(props('PagedResultDtoOfEmailSummaryDto').items, {
+    type: 'array',
+    items: { $ref: '#/components/schemas/EmailSummaryDto' },
+  });
+  for (const k of ['page', 'pageSize', 'totalItems', 'totalPages'])
+    t.like(props('PagedResultDtoOfEmailSummaryDto')[k], int32, k);
 
   t.deepEqual(Object.keys(props('StatsDto')), ['emails', 'accounts', 'attachments', 'databaseSizeInMB']);
   for (const k of ['emails', 'accounts', 'attachments']) t.like(props('StatsDto')[k], int32, k);
@@ -256,7 +323,11 @@ test('paths: exactly the six GET operations of SPEC.md section 4, with ids, tags
     t.deepEqual(op.tags, [expected.tag]);
     t.truthy(op.summary, `${path} summary`);
     t.truthy(op.description, `${path} description`);
-    t.deepEqual((op.parameters ?? []).map((p) => p.name), expected.params, `${path} parameters`);
+    t.deepEqual(
+      (op.parameters ?? []).map((p) => p.name),
+      expected.params,
+      `${path} parameters`,
+    );
     t.deepEqual(Object.keys(op.responses).sort(), [...expected.statuses].sort(), `${path} statuses`);
     for (const p of op.parameters ?? []) {
       t.truthy(p.description, `${path} ${p.name} description`);
@@ -270,7 +341,11 @@ test('paths: exactly the six GET operations of SPEC.md section 4, with ids, tags
     }
     for (const status of expected.statuses.filter((s) => s !== '200')) {
       const res = t.context.conformance.declared(path, Number(status))!;
-      t.deepEqual(res.content, { 'application/problem+json': { schema: { $ref: '#/components/schemas/ProblemDetails' } } }, `${path} ${status}`);
+      t.deepEqual(
+        res.content,
+        { 'application/problem+json': { schema: { $ref: '#/components/schemas/ProblemDetails' } } },
+        `${path} ${status}`,
+      );
     }
   }
   t.is(ids.size, 6, 'operationIds are unique');
@@ -278,9 +353,13 @@ test('paths: exactly the six GET operations of SPEC.md section 4, with ids, tags
 
 test('success responses: the DTOs as application/json, the attachment bytes with no declared body', (t) => {
   const { doc } = t.context;
-  const schemaOf = (path: string) => (operation(doc, path).responses['200'] as OpenApiResponse).content?.['application/json']?.schema;
+  const schemaOf = (path: string) =>
+    (operation(doc, path).responses['200'] as OpenApiResponse).content?.['application/json']?.schema;
   t.deepEqual(schemaOf('/api/v1/accounts'), { type: 'array', items: { $ref: '#/components/schemas/MailAccountDto' } });
-  t.deepEqual(schemaOf('/api/v1/accounts/{id}/folders'), { type: 'array', items: { $ref: '#/components/schemas/FolderNodeDto' } });
+  t.deepEqual(schemaOf('/api/v1/accounts/{id}/folders'), {
+    type: 'array',
+    items: { $ref: '#/components/schemas/FolderNodeDto' },
+  });
   t.deepEqual(schemaOf('/api/v1/emails'), { $ref: '#/components/schemas/PagedResultDtoOfEmailSummaryDto' });
   t.deepEqual(schemaOf('/api/v1/emails/{id}'), { $ref: '#/components/schemas/EmailDetailDto' });
   t.deepEqual(schemaOf('/api/v1/stats'), { $ref: '#/components/schemas/StatsDto' });
@@ -296,7 +375,8 @@ test('401 carries WWW-Authenticate; 429 carries Retry-After and the RateLimit-* 
     const unauthorized = conformance.declared(path, 401)!;
     t.truthy(unauthorized.headers?.['WWW-Authenticate'], path);
     const tooMany = conformance.declared(path, 429)!;
-    for (const h of ['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']) t.truthy(tooMany.headers?.[h], `${path} ${h}`);
+    for (const h of ['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
+      t.truthy(tooMany.headers?.[h], `${path} ${h}`);
   }
   t.like(doc.components.headers['Retry-After'], { schema: { type: 'integer' } });
   t.like(doc.components.headers['WWW-Authenticate'], { schema: { type: 'string' } });
@@ -349,16 +429,59 @@ test('the document is built once per settings, frozen, and reflects the page-siz
 
 test('the conformance checker rejects undeclared statuses, fields, headers and wrong types', (t) => {
   const { conformance } = t.context;
-  const headers = { 'content-type': 'application/json', 'ratelimit-limit': '1', 'ratelimit-remaining': '0', 'ratelimit-reset': '1' };
-  t.deepEqual(conformance.problems({ template: '/api/v1/stats', status: 200, headers, body: { emails: 1, databaseSizeInMB: '' } }), []);
+  const headers = {
+    'content-type': 'application/json',
+    'ratelimit-limit': '1',
+    'ratelimit-remaining': '0',
+    'ratelimit-reset': '1',
+  };
+  t.deepEqual(
+    conformance.problems({
+      template: '/api/v1/stats',
+      status: 200,
+      headers,
+      body: { emails: 1, databaseSizeInMB: '' },
+    }),
+    [],
+  );
   t.not(conformance.problems({ template: '/api/v1/stats', status: 418, headers, body: {} }).length, 0);
-  t.not(conformance.problems({ template: '/api/v1/stats', status: 200, headers, body: { emails: 1, password: 'x' } }).length, 0);
+  t.not(
+    conformance.problems({ template: '/api/v1/stats', status: 200, headers, body: { emails: 1, password: 'x' } })
+      .length,
+    0,
+  );
   t.not(conformance.problems({ template: '/api/v1/stats', status: 200, headers, body: { emails: 2 ** 40 } }).length, 0);
-  t.not(conformance.problems({ template: '/api/v1/stats', status: 200, headers: { 'content-type': 'application/json' }, body: {} }).length, 0);
-  t.not(conformance.problems({ template: '/api/v1/emails/{id}', status: 200, headers, body: { sentDate: 'yesterday' } }).length, 0);
-  t.deepEqual(conformance.problems({ template: '/api/v1/emails/{id}', status: 200, headers, body: { textBody: null } }), []);
-  t.not(conformance.problems({ template: '/api/v1/emails/{id}', status: 200, headers, body: { subject: null } }).length, 0);
-  t.not(conformance.problems({ template: '/api/v1/accounts/{id}/folders', status: 200, headers, body: [{ children: [{ level: 'x' }] }] }).length, 0);
+  t.not(
+    conformance.problems({
+      template: '/api/v1/stats',
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: {},
+    }).length,
+    0,
+  );
+  t.not(
+    conformance.problems({ template: '/api/v1/emails/{id}', status: 200, headers, body: { sentDate: 'yesterday' } })
+      .length,
+    0,
+  );
+  t.deepEqual(
+    conformance.problems({ template: '/api/v1/emails/{id}', status: 200, headers, body: { textBody: null } }),
+    [],
+  );
+  t.not(
+    conformance.problems({ template: '/api/v1/emails/{id}', status: 200, headers, body: { subject: null } }).length,
+    0,
+  );
+  t.not(
+    conformance.problems({
+      template: '/api/v1/accounts/{id}/folders',
+      status: 200,
+      headers,
+      body: [{ children: [{ level: 'x' }] }],
+    }).length,
+    0,
+  );
 });
 
 test('a client generated with openapi-typescript + openapi-fetch type-checks under strict options', (t) => {
@@ -374,7 +497,10 @@ test('the generated client calls the running server, and every answer conforms t
   const { generated, main, f, conformance } = t.context;
   if (!generated.clientModule) return t.fail(`client did not compile: ${generated.diagnostics.join('\n')}`);
   const client = (await import(generated.clientModule)) as {
-    run(baseUrl: string, key: string): Promise<{
+    run(
+      baseUrl: string,
+      key: string,
+    ): Promise<{
       observed: ObservedResponse[];
       accountNames: string[];
       folderPaths: string[];
@@ -435,13 +561,30 @@ test('the attachment download, 400, 401, 403, 404 and 429 answers of the running
 
   const checks: Array<ObservedResponse & { expected: number }> = [
     { ...download, expected: 200 },
-    { ...(await observe(main, template, `/api/v1/emails/${f.emails.budget}/attachments/abc`, f.keys.admin)), expected: 400 },
-    { ...(await observe(main, '/api/v1/accounts/{id}/folders', '/api/v1/accounts/x1/folders', f.keys.admin)), expected: 400 },
+    {
+      ...(await observe(main, template, `/api/v1/emails/${f.emails.budget}/attachments/abc`, f.keys.admin)),
+      expected: 400,
+    },
+    {
+      ...(await observe(main, '/api/v1/accounts/{id}/folders', '/api/v1/accounts/x1/folders', f.keys.admin)),
+      expected: 400,
+    },
     { ...(await observe(main, '/api/v1/emails', '/api/v1/emails?from=2024-13-45', f.keys.admin)), expected: 400 },
     { ...(await observe(main, '/api/v1/accounts', '/api/v1/accounts')), expected: 401 },
     { ...(await observe(main, '/api/v1/stats', '/api/v1/stats', f.keys.revoked)), expected: 401 },
-    { ...(await observe(main, template, `/api/v1/emails/${f.emails.budget}/attachments/999999`, f.keys.admin)), expected: 404 },
-    { ...(await observe(main, '/api/v1/accounts/{id}/folders', `/api/v1/accounts/${f.accounts.personal}/folders`, f.keys.alice)), expected: 404 },
+    {
+      ...(await observe(main, template, `/api/v1/emails/${f.emails.budget}/attachments/999999`, f.keys.admin)),
+      expected: 404,
+    },
+    {
+      ...(await observe(
+        main,
+        '/api/v1/accounts/{id}/folders',
+        `/api/v1/accounts/${f.accounts.personal}/folders`,
+        f.keys.alice,
+      )),
+      expected: 404,
+    },
     { ...(await observe(strict, template, attachment, f.keys.bob)), expected: 403 },
     { ...(await observe(strict, '/api/v1/stats', '/api/v1/stats', f.keys.bob)), expected: 200 },
     { ...(await observe(strict, '/api/v1/stats', '/api/v1/stats', f.keys.bob)), expected: 429 },

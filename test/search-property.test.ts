@@ -27,11 +27,68 @@ test.after.always(() => {
 
 // Pieces that mean something to our parser, to FTS5, or to SQL.
 const piece = fc.constantFrom(
-  '"', '(', ')', '-', '*', ':', '^', '+', '{', '}', ',', "'", ';', '\\', '\u0000', '\u0007', '\n', '\t', ' ', '  ',
-  'OR', 'AND', 'NOT', 'NEAR', 'NEAR(', 'or', 'not', 'subject:', 'from:', 'to:', 'cc:', 'bcc:', 'body:', 'has:',
-  'has:attachment', 'filename:', 'subject', 'body', 'from_text', 'filenames', 'email_fts', 'rank', 'bm25',
-  '{subject body}:', 'budget', 'review', 'alice@work.example', 'Grüße', 'münchen', '日本語', '😀', 'x*',
-  '"quarterly budget"', '--', '/*', '*/', 'SELECT', "' OR 1=1 --", '%', '_', '\u200b', '\ud800',
+  '"',
+  '(',
+  ')',
+  '-',
+  '*',
+  ':',
+  '^',
+  '+',
+  '{',
+  '}',
+  ',',
+  "'",
+  ';',
+  '\\',
+  '\u0000',
+  '\u0007',
+  '\n',
+  '\t',
+  ' ',
+  '  ',
+  'OR',
+  'AND',
+  'NOT',
+  'NEAR',
+  'NEAR(',
+  'or',
+  'not',
+  'subject:',
+  'from:',
+  'to:',
+  'cc:',
+  'bcc:',
+  'body:',
+  'has:',
+  'has:attachment',
+  'filename:',
+  'subject',
+  'body',
+  'from_text',
+  'filenames',
+  'email_fts',
+  'rank',
+  'bm25',
+  '{subject body}:',
+  'budget',
+  'review',
+  'alice@work.example',
+  'Grüße',
+  'münchen',
+  '日本語',
+  '😀',
+  'x*',
+  '"quarterly budget"',
+  '--',
+  '/*',
+  '*/',
+  'SELECT',
+  "' OR 1=1 --",
+  '%',
+  '_',
+  '\u200b',
+  '\ud800',
 );
 const structured = fc.array(piece, { maxLength: 40 }).map((parts) => parts.join(''));
 const spaced = fc.array(piece, { maxLength: 30 }).map((parts) => parts.join(' '));
@@ -53,7 +110,12 @@ test('generated queries never fail the planner (structured, spaced, arbitrary, l
   const admin = { isAdmin: true, userId: fixture.users.admin };
   const restricted = { isAdmin: false, userId: fixture.users.alice };
   let runs = 0;
-  for (const [arb, numRuns] of [[structured, 12_000], [spaced, 8_000], [anyText, 8_000], [long, 300]] as const) {
+  for (const [arb, numRuns] of [
+    [structured, 12_000],
+    [spaced, 8_000],
+    [anyText, 8_000],
+    [long, 300],
+  ] as const) {
     fc.assert(
       fc.property(arb, fc.boolean(), (q, asAdmin) => {
         runs++;

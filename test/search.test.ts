@@ -29,23 +29,74 @@ test.before(() => {
     ids[name] = writer.add(email(e))!;
   };
   writer.batch(() => {
-    add('budget', { accountId: accountA, subject: 'Quarterly budget review', from: 'Alice Smith <alice@example.com>', to: 'bob@example.com', textBody: 'Please review the budget before Friday.', sentDate: T('2024-03-01T10:00:00Z') });
-    add('malice', { accountId: accountA, subject: 'Security notice', from: 'malice@example.com', to: 'bob@example.com', textBody: 'Reset your password now.', sentDate: T('2024-03-02T10:00:00Z') });
-    add('report', { accountId: accountA, subject: 'Monthly report', from: 'carol@example.com', to: 'alice@example.com', cc: 'dave@example.com', textBody: 'The reporting period ended.', sentDate: T('2024-03-03T10:00:00Z'), attachments: [{ fileName: 'report-march.pdf', contentType: 'application/pdf', content: Buffer.from('%PDF') }] });
-    add('phrase', { accountId: accountA, subject: 'Meeting notes', from: 'dave@example.com', to: 'team@example.com', bcc: 'archive@example.com', textBody: 'We agreed on the quarterly budget targets for next year.', sentDate: T('2024-03-04T10:00:00Z') });
-    add('cafe', { accountId: accountB, subject: 'Café in München', from: 'Jürgen <juergen@example.de>', to: 'me@b.example', textBody: 'Treffen im Café am Marienplatz.', sentDate: T('2024-03-05T10:00:00Z') });
-    add('spam', { accountId: accountB, subject: 'Budget offer!!!', from: 'spam@junk.example', to: 'me@b.example', textBody: 'Cheap budget deals, budget budget budget.', sentDate: T('2024-03-06T10:00:00Z') });
+    add('budget', {
+      accountId: accountA,
+      subject: 'Quarterly budget review',
+      from: 'Alice Smith <alice@example.com>',
+      to: 'bob@example.com',
+      textBody: 'Please review the budget before Friday.',
+      sentDate: T('2024-03-01T10:00:00Z'),
+    });
+    add('malice', {
+      accountId: accountA,
+      subject: 'Security notice',
+      from: 'malice@example.com',
+      to: 'bob@example.com',
+      textBody: 'Reset your password now.',
+      sentDate: T('2024-03-02T10:00:00Z'),
+    });
+    add('report', {
+      accountId: accountA,
+      subject: 'Monthly report',
+      from: 'carol@example.com',
+      to: 'alice@example.com',
+      cc: 'dave@example.com',
+      textBody: 'The reporting period ended.',
+      sentDate: T('2024-03-03T10:00:00Z'),
+      attachments: [{ fileName: 'report-march.pdf', contentType: 'application/pdf', content: Buffer.from('%PDF') }],
+    });
+    add('phrase', {
+      accountId: accountA,
+      subject: 'Meeting notes',
+      from: 'dave@example.com',
+      to: 'team@example.com',
+      bcc: 'archive@example.com',
+      textBody: 'We agreed on the quarterly budget targets for next year.',
+      sentDate: T('2024-03-04T10:00:00Z'),
+    });
+    add('cafe', {
+      accountId: accountB,
+      subject: 'Café in München',
+      from: 'Jürgen <juergen@example.de>',
+      to: 'me@b.example',
+      textBody: 'Treffen im Café am Marienplatz.',
+      sentDate: T('2024-03-05T10:00:00Z'),
+    });
+    add('spam', {
+      accountId: accountB,
+      subject: 'Budget offer!!!',
+      from: 'spam@junk.example',
+      to: 'me@b.example',
+      textBody: 'Cheap budget deals, budget budget budget.',
+      sentDate: T('2024-03-06T10:00:00Z'),
+    });
   });
 });
 
 test.after.always(() => db?.close());
 
-function search(q: string | undefined, extra: Partial<SearchQuery> = {}, viewer: { isAdmin: boolean; userId: number } = admin) {
+function search(
+  q: string | undefined,
+  extra: Partial<SearchQuery> = {},
+  viewer: { isAdmin: boolean; userId: number } = admin,
+) {
   const query = parseSearchInput({ ...(q !== undefined ? { q } : {}) }, { defaultPageSize: 50, maxPageSize: 100 });
   return searchEmails(db, viewer, { ...query, ...extra });
 }
 const found = (q: string, extra: Partial<SearchQuery> = {}) =>
-  search(q, extra).items.map((i) => Object.entries(ids).find(([, id]) => id === i.id)![0]).sort();
+  search(q, extra)
+    .items.map((i) => Object.entries(ids).find(([, id]) => id === i.id)![0])
+    .sort();
 
 test('free words are ANDed, case- and diacritic-insensitive', (t) => {
   t.deepEqual(found('budget'), ['budget', 'phrase', 'spam']);
@@ -113,8 +164,14 @@ test('date-sorted text search pages through matches in order, with filters on th
   t.deepEqual(dates, [...dates].sort().reverse());
   t.is(new Set([...page1.items, ...page2.items, ...page3.items].map((i) => i.id)).size, 6);
   const ranged = search('example', { from: T('2024-03-02T00:00:00Z'), to: T('2024-03-04T23:59:59.999Z') });
-  t.deepEqual(ranged.items.map((i) => i.id), [ids.phrase, ids.report, ids.malice]);
-  t.deepEqual(search('budget', { accountId: accountB }).items.map((i) => i.id), [ids.spam]);
+  t.deepEqual(
+    ranged.items.map((i) => i.id),
+    [ids.phrase, ids.report, ids.malice],
+  );
+  t.deepEqual(
+    search('budget', { accountId: accountB }).items.map((i) => i.id),
+    [ids.spam],
+  );
 });
 
 test('account, folder, direction and visibility filters combine with q exactly as without it', (t) => {
@@ -131,7 +188,15 @@ test('account, folder, direction and visibility filters combine with q exactly a
     for (const accountId of [a1, a2]) {
       for (const folder of ['INBOX', 'INBOX/Sub', 'Sent']) {
         for (const isOutgoing of [false, true]) {
-          w.add(email({ accountId, folder, isOutgoing, subject: `hello ${n}`, sentDate: T('2024-01-01T00:00:00Z') + n * 1000 }));
+          w.add(
+            email({
+              accountId,
+              folder,
+              isOutgoing,
+              subject: `hello ${n}`,
+              sentDate: T('2024-01-01T00:00:00Z') + n * 1000,
+            }),
+          );
           n++;
         }
       }
@@ -140,14 +205,23 @@ test('account, folder, direction and visibility filters combine with q exactly a
   const run = (v: { isAdmin: boolean; userId: number }, q: string | undefined, extra: Partial<SearchQuery>) =>
     searchEmails(local, v, { q, page: 1, pageSize: 50, sortBy: 'sentDate', sortOrder: 'desc', ...extra });
   const cases: Array<Partial<SearchQuery>> = [
-    {}, { accountId: a1 }, { folder: 'INBOX' }, { folder: 'INBOX/Sub' }, { direction: 'outgoing' },
-    { accountId: a2, folder: 'Sent', direction: 'incoming' }, { from: T('2024-01-01T00:00:03Z'), to: T('2024-01-01T00:00:07Z') },
+    {},
+    { accountId: a1 },
+    { folder: 'INBOX' },
+    { folder: 'INBOX/Sub' },
+    { direction: 'outgoing' },
+    { accountId: a2, folder: 'Sent', direction: 'incoming' },
+    { from: T('2024-01-01T00:00:03Z'), to: T('2024-01-01T00:00:07Z') },
   ];
   for (const extra of cases) {
     for (const v of [admin, viewer]) {
       const withQ = run(v, 'hello', extra);
       const without = run(v, undefined, extra);
-      t.deepEqual(withQ.items.map((i) => i.id), without.items.map((i) => i.id), JSON.stringify({ extra, admin: v.isAdmin }));
+      t.deepEqual(
+        withQ.items.map((i) => i.id),
+        without.items.map((i) => i.id),
+        JSON.stringify({ extra, admin: v.isAdmin }),
+      );
       t.is(withQ.totalItems, without.totalItems);
     }
   }
@@ -156,7 +230,7 @@ test('account, folder, direction and visibility filters combine with q exactly a
   t.is(run({ isAdmin: false, userId: 999 }, 'hello', {}).totalItems, 0);
 });
 
-test('sorting many matches by another key walks that key\'s index and pages exactly like a plain listing', (t) => {
+test("sorting many matches by another key walks that key's index and pages exactly like a plain listing", (t) => {
   const { dir } = tempDir('mag-walk-');
   const local = openArchive(join(dir, 'w.db'));
   t.teardown(() => local.close());
@@ -166,11 +240,17 @@ test('sorting many matches by another key walks that key\'s index and pages exac
   w.batch(() => {
     for (let i = 0; i < 40; i++) {
       // Repeated subjects and senders: ties must fall back to the id, in the sort's direction.
-      w.add(email({
-        accountId: i % 4 ? acct : other, subject: `topic ${(i * 7) % 9}`, from: `sender${(i * 3) % 5}@x.example`,
-        to: `rcpt${i % 6}@x.example`, textBody: i % 10 ? 'common words here' : 'something else',
-        sentDate: T('2024-01-01T00:00:00Z') + i * 60_000, receivedDate: T('2024-02-01T00:00:00Z') - i * 1000,
-      }));
+      w.add(
+        email({
+          accountId: i % 4 ? acct : other,
+          subject: `topic ${(i * 7) % 9}`,
+          from: `sender${(i * 3) % 5}@x.example`,
+          to: `rcpt${i % 6}@x.example`,
+          textBody: i % 10 ? 'common words here' : 'something else',
+          sentDate: T('2024-01-01T00:00:00Z') + i * 60_000,
+          receivedDate: T('2024-02-01T00:00:00Z') - i * 1000,
+        }),
+      );
     }
   });
   const run = (q: string | undefined, extra: Partial<SearchQuery>) =>
@@ -183,9 +263,15 @@ test('sorting many matches by another key walks that key\'s index and pages exac
           // "here" matches 36 of 40 messages, so a page of 4 is cheaper to find by walking.
           const walked = run('here', { sortBy, sortOrder, page, ...filter });
           // Expected: list everything in that order and drop the non-matches (ids 1, 11, 21, 31).
-          const all = run(undefined, { sortBy, sortOrder, page: 1, pageSize: 100, ...filter }).items.filter((i) => (i.id - 1) % 10 !== 0);
+          const all = run(undefined, { sortBy, sortOrder, page: 1, pageSize: 100, ...filter }).items.filter(
+            (i) => (i.id - 1) % 10 !== 0,
+          );
           t.is(walked.totalItems, all.length, label);
-          t.deepEqual(walked.items.map((i) => i.id), all.slice((page - 1) * 4, page * 4).map((i) => i.id), label);
+          t.deepEqual(
+            walked.items.map((i) => i.id),
+            all.slice((page - 1) * 4, page * 4).map((i) => i.id),
+            label,
+          );
         }
       }
     }
@@ -204,10 +290,17 @@ test('sent dates are kept to the second, so date order and id order agree', (t) 
     w.add(email({ accountId: acct, subject: 'same second early', sentDate: base + 100 }))!,
   ]);
   const res = searchEmails(local, admin, { q: 'same', page: 1, pageSize: 10, sortBy: 'sentDate', sortOrder: 'desc' });
-  t.deepEqual(res.items.map((i) => i.id), [y, x], 'ties on the second fall back to id, newest id first');
+  t.deepEqual(
+    res.items.map((i) => i.id),
+    [y, x],
+    'ties on the second fall back to id, newest id first',
+  );
   t.true(res.items.every((i) => i.sentDate === '2024-05-05T05:05:05.000Z'));
   const plain = searchEmails(local, admin, { page: 1, pageSize: 10, sortBy: 'sentDate', sortOrder: 'desc' });
-  t.deepEqual(plain.items.map((i) => i.id), [y, x]);
+  t.deepEqual(
+    plain.items.map((i) => i.id),
+    [y, x],
+  );
 });
 
 test('counts stay exact across an import and a permission change', (t) => {
@@ -246,9 +339,26 @@ test('syntax that has no reading is a q error naming what to fix; the rest is se
   t.regex(err!.message, /\)/);
   t.throws(() => parseSearchInput({ q: 'has:pdf' }, limits), { instanceOf: InvalidInput, message: /has:attachment/ });
   t.throws(() => parseSearchInput({ q: 'x'.repeat(10_001) }, limits), { instanceOf: InvalidInput, message: /10000/ });
-  t.throws(() => parseSearchInput({ q: Array.from({ length: 80 }, (_, i) => `w${i}`).join(' ') }, limits), { message: /terms/ });
+  t.throws(() => parseSearchInput({ q: Array.from({ length: 80 }, (_, i) => `w${i}`).join(' ') }, limits), {
+    message: /terms/,
+  });
   t.throws(() => parseSearchInput({ q: '('.repeat(40) + 'a' }, limits), { message: /nest/ });
-  for (const q of ['"unbalanced', 'OR', 'AND', 'NOT', '-', '*', 'subject:', '{subject}:budget', 'body:x*', 'NEAR(a b)', 'a AND', '^budget', '"', '((budget']) {
+  for (const q of [
+    '"unbalanced',
+    'OR',
+    'AND',
+    'NOT',
+    '-',
+    '*',
+    'subject:',
+    '{subject}:budget',
+    'body:x*',
+    'NEAR(a b)',
+    'a AND',
+    '^budget',
+    '"',
+    '((budget',
+  ]) {
     t.notThrows(() => search(q), q);
   }
   t.deepEqual(found('"budget'), ['budget', 'phrase', 'spam']);

@@ -81,7 +81,16 @@ test('search hides accounts the viewer may not see and quotes every operator', (
   t.is(q({ isAdmin: true, userId: f.users.admin }, 'budget').totalItems, 3);
   t.is(q({ isAdmin: false, userId: f.users.bob }, 'budget').totalItems, 1);
   t.is(q({ isAdmin: false, userId: f.users.carol }).totalItems, 0);
-  for (const nasty of ['"unbalanced', 'AND OR NOT', 'subject:', '(((', 'body:x*', '^NEAR(a b)', "it's", '{subject}:x']) {
+  for (const nasty of [
+    '"unbalanced',
+    'AND OR NOT',
+    'subject:',
+    '(((',
+    'body:x*',
+    '^NEAR(a b)',
+    "it's",
+    '{subject}:x',
+  ]) {
     t.notThrows(() => q({ isAdmin: true, userId: f.users.admin }, nasty), nasty);
   }
   t.is(q({ isAdmin: true, userId: f.users.admin }, 'subject:invoice').totalItems, 1);

@@ -5,12 +5,16 @@ import { csrfOf, keyIdOf, PASSWORDS, signIn, startWeb, withDb, type WebFixture }
 
 let web: WebFixture;
 test.before(async () => {
-  web = await startWeb({ overrides: { Web: { LoginAttemptsPerUserPerMinute: 1000, LoginAttemptsPerIpPerMinute: 1000 } } });
+  web = await startWeb({
+    overrides: { Web: { LoginAttemptsPerUserPerMinute: 1000, LoginAttemptsPerIpPerMinute: 1000 } },
+  });
 });
 test.after.always(() => web?.close());
 
-const keyCount = () => withDb(web.fixture.dbPath, (db) => db.prepare('SELECT count(*) FROM api_keys').pluck().get() as number);
-const revokedAt = (id: number) => withDb(web.fixture.dbPath, (db) => db.prepare('SELECT revoked_at FROM api_keys WHERE id = ?').pluck().get(id));
+const keyCount = () =>
+  withDb(web.fixture.dbPath, (db) => db.prepare('SELECT count(*) FROM api_keys').pluck().get() as number);
+const revokedAt = (id: number) =>
+  withDb(web.fixture.dbPath, (db) => db.prepare('SELECT revoked_at FROM api_keys WHERE id = ?').pluck().get(id));
 
 test.serial('sign-in without the token of the form is refused', async (t) => {
   const agent = request.agent(web.url);
@@ -25,7 +29,10 @@ test.serial('a token from another session does not sign in either', async (t) =>
   const other = await request(web.url).get('/login');
   const agent = request.agent(web.url);
   await agent.get('/login');
-  const res = await agent.post('/login').type('form').send({ _csrf: csrfOf(other.text), username: 'alice', password: PASSWORDS.alice });
+  const res = await agent
+    .post('/login')
+    .type('form')
+    .send({ _csrf: csrfOf(other.text), username: 'alice', password: PASSWORDS.alice });
   t.is(res.status, 403);
 });
 
@@ -34,7 +41,10 @@ test.serial('creating a key without a valid token creates nothing', async (t) =>
   const before = keyCount();
   const missing = await agent.post('/keys').type('form').send({ name: 'forged' });
   t.is(missing.status, 403);
-  const wrong = await agent.post('/keys').type('form').send({ _csrf: 'x'.repeat(43), name: 'forged' });
+  const wrong = await agent
+    .post('/keys')
+    .type('form')
+    .send({ _csrf: 'x'.repeat(43), name: 'forged' });
   t.is(wrong.status, 403);
   // A cross-site page would post JSON or multipart as easily: no token, no key.
   const json = await agent.post('/keys').send({ name: 'forged' });
@@ -45,7 +55,10 @@ test.serial('creating a key without a valid token creates nothing', async (t) =>
 test.serial('revoking without a valid token revokes nothing', async (t) => {
   const { agent } = await signIn(web.url, 'bob', PASSWORDS.bob);
   const id = keyIdOf(web.fixture.dbPath, web.fixture.keys.bob);
-  const res = await agent.post('/keys/revoke').type('form').send({ id: String(id), confirmed: 'yes' });
+  const res = await agent
+    .post('/keys/revoke')
+    .type('form')
+    .send({ id: String(id), confirmed: 'yes' });
   t.is(res.status, 403);
   t.is(revokedAt(id), null);
   const ok = await request(web.url).get('/api/v1/accounts').set('Authorization', `Bearer ${web.fixture.keys.bob}`);
@@ -57,7 +70,10 @@ test.serial('signing out needs the token too', async (t) => {
   t.is((await agent.post('/logout').type('form').send({})).status, 403);
   t.is((await agent.get('/keys')).status, 200, 'still signed in');
   const page = await agent.get('/keys');
-  const out = await agent.post('/logout').type('form').send({ _csrf: csrfOf(page.text) });
+  const out = await agent
+    .post('/logout')
+    .type('form')
+    .send({ _csrf: csrfOf(page.text) });
   t.is(out.status, 303);
   t.is((await agent.get('/keys')).status, 302, 'signed out');
 });

@@ -26,12 +26,18 @@ const newKeyOf = (html: string) => /<code id="new-key">(ma_[A-Za-z0-9_-]{43})<\/
 
 async function createKey(agent: Agent, fields: Record<string, string>) {
   const page = await agent.get('/keys');
-  return agent.post('/keys').type('form').send({ _csrf: csrfOf(page.text), ...fields });
+  return agent
+    .post('/keys')
+    .type('form')
+    .send({ _csrf: csrfOf(page.text), ...fields });
 }
 
 async function revoke(agent: Agent, id: number, confirmed = 'yes') {
   const page = await agent.get('/keys');
-  return agent.post('/keys/revoke').type('form').send({ _csrf: csrfOf(page.text), id: String(id), confirmed });
+  return agent
+    .post('/keys/revoke')
+    .type('form')
+    .send({ _csrf: csrfOf(page.text), id: String(id), confirmed });
 }
 
 test.serial('a new key is shown once, uncached, works on the API, and is never logged or listed again', async (t) => {
@@ -54,13 +60,16 @@ test.serial('a new key is shown once, uncached, works on the API, and is never l
   t.false(logged.includes(key!), 'the key is not logged');
   t.false(logged.includes(PASSWORDS.alice), 'the password is not logged');
   // The database keeps the hash only.
-  const row = withDb(web.fixture.dbPath, (db) => JSON.stringify(db.prepare('SELECT * FROM api_keys WHERE key_prefix = ?').get(key!.slice(0, 11))));
+  const row = withDb(web.fixture.dbPath, (db) =>
+    JSON.stringify(db.prepare('SELECT * FROM api_keys WHERE key_prefix = ?').get(key!.slice(0, 11))),
+  );
   t.false(row.includes(key!));
 });
 
 test.serial('the name is required and at most 100 characters; the expiry must be a future date', async (t) => {
   const { agent } = await signIn(web.url, 'bob', PASSWORDS.bob);
-  const count = () => withDb(web.fixture.dbPath, (db) => db.prepare('SELECT count(*) FROM api_keys').pluck().get() as number);
+  const count = () =>
+    withDb(web.fixture.dbPath, (db) => db.prepare('SELECT count(*) FROM api_keys').pluck().get() as number);
   const before = count();
   const cases: Array<[Record<string, string>, RegExp]> = [
     [{ name: '   ' }, /Give the key a name/],
@@ -79,7 +88,9 @@ test.serial('the name is required and at most 100 characters; the expiry must be
   const longest = await createKey(agent, { name: 'y'.repeat(100), expires: '2099-12-31' });
   t.is(longest.status, 200);
   const key = newKeyOf(longest.text)!;
-  const expires = withDb(web.fixture.dbPath, (db) => db.prepare('SELECT expires_at FROM api_keys WHERE key_prefix = ?').pluck().get(key.slice(0, 11)));
+  const expires = withDb(web.fixture.dbPath, (db) =>
+    db.prepare('SELECT expires_at FROM api_keys WHERE key_prefix = ?').pluck().get(key.slice(0, 11)),
+  );
   t.is(expires, Date.parse('2099-12-31T00:00:00Z'));
 });
 
@@ -129,7 +140,9 @@ test.serial("an administrator sees every user's keys with their owner and can re
   const page = await agent.get('/keys');
   t.regex(page.text, /Other users’ keys/);
   const carolPrefix = web.fixture.keys.carol.slice(0, 11);
-  const row = new RegExp(`<tr data-key-id="\\d+" data-prefix="${carolPrefix}">\\s*<td data-label="Owner" class="owner">carol</td>`);
+  const row = new RegExp(
+    `<tr data-key-id="\\d+" data-prefix="${carolPrefix}">\\s*<td data-label="Owner" class="owner">carol</td>`,
+  );
   t.regex(page.text, row);
   t.regex(page.text, /owner inactive/, "dave's key shows why it is refused");
   const id = keyIdOf(web.fixture.dbPath, web.fixture.keys.carol);

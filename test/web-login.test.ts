@@ -7,7 +7,9 @@ import { csrfOf, PASSWORDS, signIn, startWeb, type WebFixture } from './helpers/
 let web: WebFixture;
 test.before(async () => {
   // Generous limits here; the throttling tests start gateways with small ones.
-  web = await startWeb({ overrides: { Web: { LoginAttemptsPerUserPerMinute: 1000, LoginAttemptsPerIpPerMinute: 1000 } } });
+  web = await startWeb({
+    overrides: { Web: { LoginAttemptsPerUserPerMinute: 1000, LoginAttemptsPerIpPerMinute: 1000 } },
+  });
 });
 test.after.always(() => web?.close());
 
@@ -25,37 +27,46 @@ test.serial('usernames are matched without regard to case, as in the store', asy
   t.is(res.status, 303);
 });
 
-test.serial('wrong password, unknown user, inactive user and a user without a password get the same answer', async (t) => {
-  const attempts: Array<[string, string]> = [
-    ['alice', 'wrong-password'],
-    ['nobody', 'whatever-123'],
-    ['dave', PASSWORDS.dave], // correct password, but dave is inactive
-    ['carol', 'anything'], // carol has no password
-    ['', 'x'],
-  ];
-  const answers = [];
-  for (const [username, password] of attempts) {
-    const { agent, res } = await signIn(web.url, username, password);
-    t.is(res.status, 401, username);
-    t.true(res.text.includes(LOGIN_FAILED), username);
-    t.false(res.text.includes(password) && password.length > 1, 'the password is not echoed');
-    // Still not signed in.
-    t.is((await agent.get('/keys')).status, 302, username);
-    // Only the echoed username, the autofocus that follows it and the CSRF token may differ.
-    answers.push(res.text.replace(/ value="[^"]*"/g, '').replace(/ autofocus/g, ''));
-  }
-  t.is(new Set(answers).size, 1, 'every failure renders the same page');
-});
+test.serial(
+  'wrong password, unknown user, inactive user and a user without a password get the same answer',
+  async (t) => {
+    const attempts: Array<[string, string]> = [
+      ['alice', 'wrong-password'],
+      ['nobody', 'whatever-123'],
+      ['dave', PASSWORDS.dave], // correct password, but dave is inactive
+      ['carol', 'anything'], // carol has no password
+      ['', 'x'],
+    ];
+    const answers = [];
+    for (const [username, password] of attempts) {
+      const { agent, res } = await signIn(web.url, username, password);
+      t.is(res.status, 401, username);
+      t.true(res.text.includes(LOGIN_FAILED), username);
+      t.false(res.text.includes(password) && password.length > 1, 'the password is not echoed');
+      // Still not signed in.
+      t.is((await agent.get('/keys')).status, 302, username);
+      // Only the echoed username, the autofocus that follows it and the CSRF token may differ.
+      answers.push(res.text.replace(/ value="[^"]*"/g, '').replace(/ autofocus/g, ''));
+    }
+    t.is(new Set(answers).size, 1, 'every failure renders the same page');
+  },
+);
 
 test.serial('the next parameter only leads to pages of this site', async (t) => {
   const agent = request.agent(web.url);
   const form = await agent.get('/login?next=/apidocs');
   t.regex(form.text, /name="next" value="\/apidocs"/);
-  const ok = await agent.post('/login').type('form').send({ _csrf: csrfOf(form.text), username: 'bob', password: PASSWORDS.bob, next: '/apidocs' });
+  const ok = await agent
+    .post('/login')
+    .type('form')
+    .send({ _csrf: csrfOf(form.text), username: 'bob', password: PASSWORDS.bob, next: '/apidocs' });
   t.is(ok.headers.location, '/apidocs');
   const other = request.agent(web.url);
   const form2 = await other.get('/login');
-  const evil = await other.post('/login').type('form').send({ _csrf: csrfOf(form2.text), username: 'bob', password: PASSWORDS.bob, next: 'https://evil.example/' });
+  const evil = await other
+    .post('/login')
+    .type('form')
+    .send({ _csrf: csrfOf(form2.text), username: 'bob', password: PASSWORDS.bob, next: 'https://evil.example/' });
   t.is(evil.headers.location, '/keys');
 });
 

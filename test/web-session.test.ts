@@ -27,7 +27,10 @@ function forge(payload: object, secret = SECRET): string {
 }
 
 function payloadOf(setCookie: string[]): Record<string, unknown> {
-  const raw = setCookie.find((c) => c.startsWith(`${SESSION_COOKIE}=`))!.split(';')[0]!.slice(SESSION_COOKIE.length + 1);
+  const raw = setCookie
+    .find((c) => c.startsWith(`${SESSION_COOKIE}=`))!
+    .split(';')[0]!
+    .slice(SESSION_COOKIE.length + 1);
   return JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as Record<string, unknown>;
 }
 
@@ -57,16 +60,22 @@ test.serial('the session cookie is signed, HttpOnly and SameSite=Lax, and not Se
   t.false(JSON.stringify(payload).includes('scrypt'));
 });
 
-test.serial('a forged cookie with the right secret is accepted, which proves the forging below is faithful', async (t) => {
-  const { payload } = await signedInPayload();
-  const res = await request(web.url).get('/keys').set('Cookie', forge(payload));
-  t.is(res.status, 200);
-});
+test.serial(
+  'a forged cookie with the right secret is accepted, which proves the forging below is faithful',
+  async (t) => {
+    const { payload } = await signedInPayload();
+    const res = await request(web.url).get('/keys').set('Cookie', forge(payload));
+    t.is(res.status, 200);
+  },
+);
 
 test.serial('an expired session is refused by the server, whatever the browser keeps', async (t) => {
   const { payload } = await signedInPayload();
   const past = Date.now() - 1000;
-  for (const expired of [{ ...payload, exp: past, _expire: past }, { ...payload, exp: past }]) {
+  for (const expired of [
+    { ...payload, exp: past, _expire: past },
+    { ...payload, exp: past },
+  ]) {
     const res = await request(web.url).get('/keys').set('Cookie', forge(expired));
     t.is(res.status, 302);
     t.is(res.headers.location, '/login?next=%2Fkeys');
@@ -75,7 +84,9 @@ test.serial('an expired session is refused by the server, whatever the browser k
 
 test.serial('a session cannot be extended or hijacked by editing the cookie', async (t) => {
   const { res, payload } = await signedInPayload();
-  const sig = sessionCookies(res.headers['set-cookie']).split('; ').find((c) => c.startsWith(`${SESSION_COOKIE}.sig=`))!;
+  const sig = sessionCookies(res.headers['set-cookie'])
+    .split('; ')
+    .find((c) => c.startsWith(`${SESSION_COOKIE}.sig=`))!;
   const edited = Buffer.from(JSON.stringify({ ...payload, exp: Date.now() + 10 * 86_400_000 })).toString('base64');
   const tampered = await request(web.url).get('/keys').set('Cookie', `${SESSION_COOKIE}=${edited}; ${sig}`);
   t.is(tampered.status, 302, 'edited payload with the old signature');
@@ -101,27 +112,33 @@ test.serial('changing the password ends existing sessions', async (t) => {
   t.is((await signIn(web.url, 'frank', 'frank-new-pass-456')).res.status, 303);
 });
 
-test.serial('behind a trusted proxy the cookie is Secure; an untrusted X-Forwarded-Proto changes nothing', async (t) => {
-  const proxied = await startWeb({ overrides: { Server: { TrustProxy: true }, Web: { SessionSecret: SECRET } } });
-  t.teardown(() => proxied.close());
-  const behind = await request(proxied.url).get('/login').set('X-Forwarded-Proto', 'https');
-  for (const c of behind.headers['set-cookie'] as unknown as string[]) t.regex(c, /;\s*secure/i);
-  const direct = await request(web.url).get('/login').set('X-Forwarded-Proto', 'https');
-  for (const c of direct.headers['set-cookie'] as unknown as string[]) t.notRegex(c, /;\s*secure/i);
-});
+test.serial(
+  'behind a trusted proxy the cookie is Secure; an untrusted X-Forwarded-Proto changes nothing',
+  async (t) => {
+    const proxied = await startWeb({ overrides: { Server: { TrustProxy: true }, Web: { SessionSecret: SECRET } } });
+    t.teardown(() => proxied.close());
+    const behind = await request(proxied.url).get('/login').set('X-Forwarded-Proto', 'https');
+    for (const c of behind.headers['set-cookie'] as unknown as string[]) t.regex(c, /;\s*secure/i);
+    const direct = await request(web.url).get('/login').set('X-Forwarded-Proto', 'https');
+    for (const c of direct.headers['set-cookie'] as unknown as string[]) t.notRegex(c, /;\s*secure/i);
+  },
+);
 
-test.serial('without Web:SessionSecret a secret is generated next to the database, 0600, and survives a restart', async (t) => {
-  const first = await startWeb({ overrides: { Web: LIMITS } });
-  t.teardown(() => first.close());
-  const path = join(dirname(first.fixture.dbPath), SECRET_FILE_NAME);
-  t.is(statSync(path).mode & 0o777, 0o600);
-  const secret = readFileSync(path, 'utf8').trim();
-  t.true(secret.length >= 43);
-  const { res } = await signIn(first.url, 'alice', PASSWORDS.alice);
-  const cookie = sessionCookies(res.headers['set-cookie']);
-  // A second process on the same data directory (a restart, or a PM2 sibling) honours the cookie.
-  const second = await startWeb({ fixture: first.fixture, overrides: { Web: LIMITS } });
-  t.teardown(() => second.close());
-  t.is(readFileSync(path, 'utf8').trim(), secret, 'the secret is reused, not replaced');
-  t.is((await request(second.url).get('/keys').set('Cookie', cookie)).status, 200);
-});
+test.serial(
+  'without Web:SessionSecret a secret is generated next to the database, 0600, and survives a restart',
+  async (t) => {
+    const first = await startWeb({ overrides: { Web: LIMITS } });
+    t.teardown(() => first.close());
+    const path = join(dirname(first.fixture.dbPath), SECRET_FILE_NAME);
+    t.is(statSync(path).mode & 0o777, 0o600);
+    const secret = readFileSync(path, 'utf8').trim();
+    t.true(secret.length >= 43);
+    const { res } = await signIn(first.url, 'alice', PASSWORDS.alice);
+    const cookie = sessionCookies(res.headers['set-cookie']);
+    // A second process on the same data directory (a restart, or a PM2 sibling) honours the cookie.
+    const second = await startWeb({ fixture: first.fixture, overrides: { Web: LIMITS } });
+    t.teardown(() => second.close());
+    t.is(readFileSync(path, 'utf8').trim(), secret, 'the secret is reused, not replaced');
+    t.is((await request(second.url).get('/keys').set('Cookie', cookie)).status, 200);
+  },
+);

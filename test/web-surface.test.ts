@@ -5,7 +5,9 @@ import { PASSWORDS, sessionCookies, signIn, startWeb, type WebFixture } from './
 
 let web: WebFixture;
 test.before(async () => {
-  web = await startWeb({ overrides: { Web: { LoginAttemptsPerUserPerMinute: 1000, LoginAttemptsPerIpPerMinute: 1000 } } });
+  web = await startWeb({
+    overrides: { Web: { LoginAttemptsPerUserPerMinute: 1000, LoginAttemptsPerIpPerMinute: 1000 } },
+  });
 });
 test.after.always(() => web?.close());
 

@@ -9,6 +9,8 @@ const server = createServer((_req, res) => {
 });
 server.listen(0, '127.0.0.1', () => {
   const address = server.address();
-  process.stdout.write(`${JSON.stringify({ msg: 'listening', port: typeof address === 'object' && address ? address.port : 0 })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ msg: 'listening', port: typeof address === 'object' && address ? address.port : 0 })}\n`,
+  );
 });
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

@@ -65,7 +65,9 @@ export async function sequential(url: string, headers: Record<string, string>, c
       const t = performance.now();
       const req = request(url, { agent, headers }, (res) => {
         res.on('data', () => {});
-        res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - t) : reject(new Error(`${url}: ${res.statusCode}`))));
+        res.on('end', () =>
+          res.statusCode === 200 ? resolve(performance.now() - t) : reject(new Error(`${url}: ${res.statusCode}`)),
+        );
       });
       req.on('error', reject);
       req.end();

@@ -41,9 +41,14 @@ export function printTable<T extends object>(items: readonly T[], columns: reado
     process.stdout.write('(none)\n');
     return;
   }
-  const cell = (v: unknown) => (v === null || v === undefined ? '-' : Array.isArray(v) ? v.join(',') || '-' : String(v));
+  const cell = (v: unknown) =>
+    v === null || v === undefined ? '-' : Array.isArray(v) ? v.join(',') || '-' : String(v);
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   process.stdout.write(`${line([...columns])}\n`);
   for (const r of rows) process.stdout.write(`${line(columns.map((c) => cell(r[c])))}\n`);
 }

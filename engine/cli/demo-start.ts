@@ -55,8 +55,11 @@ function examples(url: string, keys: DemoKeys): string {
 
 /** Runs the gateway in the foreground and ends with its exit code. */
 function runGateway(url: string): void {
-  if (!existsSync(SERVER)) throw new StoreError(`The service is not built (${SERVER} is missing); run npm run build first.`);
-  process.stdout.write(`Starting the service with the REST API and the MCP server enabled at ${url} (Ctrl+C stops it).\n\n`);
+  if (!existsSync(SERVER))
+    throw new StoreError(`The service is not built (${SERVER} is missing); run npm run build first.`);
+  process.stdout.write(
+    `Starting the service with the REST API and the MCP server enabled at ${url} (Ctrl+C stops it).\n\n`,
+  );
   const child = spawn(process.execPath, [SERVER], {
     stdio: 'inherit',
     env: { ...process.env, Api__Enabled: 'true', Mcp__Enabled: 'true' },

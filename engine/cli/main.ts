@@ -26,7 +26,12 @@ export function buildProgram(): Command {
     // suggestions ("Did you mean …?") arrive on a second line and are joined on.
     .configureOutput({
       outputError: (str, write) =>
-        write(`mail-archive: ${str.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ').trim()} (run with --help for usage)\n`),
+        write(
+          `mail-archive: ${str
+            .replace(/^error: /, '')
+            .replace(/\s*\n\s*/g, ' ')
+            .trim()} (run with --help for usage)\n`,
+        ),
     })
     .exitOverride();
   registerUsers(program);

@@ -32,8 +32,10 @@ export interface ArchiveContents {
 
 export function archiveContents(db: Db): ArchiveContents {
   return db
-    .prepare(`SELECT (SELECT count(*) FROM emails) AS messages, (SELECT count(*) FROM mail_accounts) AS accounts,
-                     (SELECT count(*) FROM users) AS users`)
+    .prepare(
+      `SELECT (SELECT count(*) FROM emails) AS messages, (SELECT count(*) FROM mail_accounts) AS accounts,
+                     (SELECT count(*) FROM users) AS users`,
+    )
     .get() as ArchiveContents;
 }
 
@@ -44,11 +46,20 @@ function split(total: number): number[] {
   return counts;
 }
 
-async function* asRaw(messages: Iterable<{ folder: string; raw: Buffer; date: Date }>, account: string): AsyncGenerator<RawMessage> {
+async function* asRaw(
+  messages: Iterable<{ folder: string; raw: Buffer; date: Date }>,
+  account: string,
+): AsyncGenerator<RawMessage> {
   let i = 0;
   for (const m of messages) {
     i++;
-    yield { raw: m.raw, folder: m.folder, origin: `generated message ${i} of account "${account}"`, mtime: m.date.getTime(), bytes: m.raw.length };
+    yield {
+      raw: m.raw,
+      folder: m.folder,
+      origin: `generated message ${i} of account "${account}"`,
+      mtime: m.date.getTime(),
+      bytes: m.raw.length,
+    };
   }
 }
 
@@ -59,7 +70,9 @@ export async function buildDemoArchive(
   const started = performance.now();
   const total = options.messages ?? DEFAULT_DEMO_MESSAGES;
   if (!Number.isInteger(total) || total < MIN_DEMO_MESSAGES || total > MAX_DEMO_MESSAGES) {
-    throw new StoreError(`The demo needs between ${MIN_DEMO_MESSAGES} and ${MAX_DEMO_MESSAGES} messages, not ${total}.`);
+    throw new StoreError(
+      `The demo needs between ${MIN_DEMO_MESSAGES} and ${MAX_DEMO_MESSAGES} messages, not ${total}.`,
+    );
   }
   const held = archiveContents(db);
   if (held.messages + held.accounts + held.users > 0) {
@@ -73,7 +86,8 @@ export async function buildDemoArchive(
 
   const ids = new Map<AccountKey, number>();
   db.transaction(() => {
-    for (const a of DEMO_ACCOUNTS) ids.set(a.key, addAccount(db, { name: a.name, emailAddress: a.emailAddress, provider: a.provider }).id);
+    for (const a of DEMO_ACCOUNTS)
+      ids.set(a.key, addAccount(db, { name: a.name, emailAddress: a.emailAddress, provider: a.provider }).id);
     DEMO_USERS.forEach((u, i) => {
       addUser(db, { username: u.username, email: u.email, isAdmin: u.isAdmin, passwordHash: hashes[i]! });
       for (const key of u.accounts) assignAccount(db, u.username, ids.get(key)!);
@@ -92,7 +106,13 @@ export async function buildDemoArchive(
     });
     imported += summary.imported;
     failed += summary.failed;
-    accounts.push({ id, name: spec.name, emailAddress: spec.emailAddress, provider: spec.provider, messages: summary.imported });
+    accounts.push({
+      id,
+      name: spec.name,
+      emailAddress: spec.emailAddress,
+      provider: spec.provider,
+      messages: summary.imported,
+    });
   }
   return {
     messages: imported,
@@ -100,7 +120,10 @@ export async function buildDemoArchive(
     seconds: (performance.now() - started) / 1000,
     accounts,
     users: DEMO_USERS.map((u, i) => ({
-      username: u.username, isAdmin: u.isAdmin, accountIds: u.accounts.map((k) => ids.get(k)!), password: passwords[i]!,
+      username: u.username,
+      isAdmin: u.isAdmin,
+      accountIds: u.accounts.map((k) => ids.get(k)!),
+      password: passwords[i]!,
     })),
   };
 }

@@ -4,7 +4,9 @@ import { crc32, deflateSync } from 'node:zlib';
 /** A one-page PDF showing `lines` of ASCII text, with a correct cross-reference table. */
 export function pdfFile(title: string, lines: readonly string[]): Buffer {
   const esc = (s: string) => s.replace(/[^\x20-\x7e]/g, '?').replace(/[()\\]/g, '\\$&');
-  const text = [title, '', ...lines].map((l, i) => `BT /F1 ${i === 0 ? 16 : 11} Tf 56 ${780 - i * 18} Td (${esc(l)}) Tj ET`).join('\n');
+  const text = [title, '', ...lines]
+    .map((l, i) => `BT /F1 ${i === 0 ? 16 : 11} Tf 56 ${780 - i * 18} Td (${esc(l)}) Tj ET`)
+    .join('\n');
   const objects = [
     '<< /Type /Catalog /Pages 2 0 R >>',
     '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',

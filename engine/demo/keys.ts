@@ -25,8 +25,10 @@ function chooseUsers(db: Db): { admin: UserRow; restricted: UserRow | null } {
   const users = listUsers(db).filter((u) => u.isActive);
   const admin = users.find((u) => u.isAdmin && u.username === 'admin') ?? users.find((u) => u.isAdmin);
   if (!admin) throw new StoreError('The archive has no active administrator to issue a key for.');
-  const restricted = users.find((u) => !u.isAdmin && u.username === 'alice' && u.accountIds.length > 0)
-    ?? users.find((u) => !u.isAdmin && u.accountIds.length > 0) ?? null;
+  const restricted =
+    users.find((u) => !u.isAdmin && u.username === 'alice' && u.accountIds.length > 0) ??
+    users.find((u) => !u.isAdmin && u.accountIds.length > 0) ??
+    null;
   return { admin, restricted };
 }
 

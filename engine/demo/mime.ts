@@ -133,15 +133,20 @@ export function buildMessage(spec: MessageSpec): Buffer {
   const inline = spec.html === undefined ? [] : (spec.attachments ?? []).filter((a) => a.contentId);
   const attached = (spec.attachments ?? []).filter((a) => !inline.includes(a));
   let html = spec.html === undefined ? undefined : textPart('text/html', spec.html);
-  if (html && inline.length > 0) html = multipart('related', boundary(), [html, ...inline.map((a) => attachmentPart(a, true))]);
+  if (html && inline.length > 0)
+    html = multipart('related', boundary(), [html, ...inline.map((a) => attachmentPart(a, true))]);
   const text = spec.text === undefined ? undefined : textPart('text/plain', spec.text);
-  let body = text && html ? multipart('alternative', boundary(), [text, html]) : (text ?? html ?? textPart('text/plain', ''));
-  if (attached.length > 0) body = multipart('mixed', boundary(), [body, ...attached.map((a) => attachmentPart(a, false))]);
+  let body =
+    text && html ? multipart('alternative', boundary(), [text, html]) : (text ?? html ?? textPart('text/plain', ''));
+  if (attached.length > 0)
+    body = multipart('mixed', boundary(), [body, ...attached.map((a) => attachmentPart(a, false))]);
 
   const list = (ms: Mailbox[] | undefined) => (ms ?? []).map(formatMailbox).join(`,${CRLF} `);
   const headers = [
     ...(spec.received
-      ? [`Received: from mx.example.net (mx.example.net [192.0.2.25])${CRLF}\tby mail.example.org with ESMTPS; ${formatDate(spec.received)}`]
+      ? [
+          `Received: from mx.example.net (mx.example.net [192.0.2.25])${CRLF}\tby mail.example.org with ESMTPS; ${formatDate(spec.received)}`,
+        ]
       : []),
     `From: ${formatMailbox(spec.from)}`,
     `To: ${list(spec.to)}`,

@@ -60,7 +60,12 @@ export async function importMessages(
   const writer = new ArchiveWriter(db);
   const batchSize = Math.max(1, options.batchSize ?? DEFAULT_BATCH_SIZE);
   const progress: ImportProgress = {
-    bytesDone: 0, bytesTotal: options.bytesTotal ?? 0, messages: 0, imported: 0, duplicates: 0, failed: 0,
+    bytesDone: 0,
+    bytesTotal: options.bytesTotal ?? 0,
+    messages: 0,
+    imported: 0,
+    duplicates: 0,
+    failed: 0,
   };
   let pending: NewEmail[] = [];
   let pendingBytes = 0;
@@ -84,7 +89,10 @@ export async function importMessages(
     try {
       if (m.readError) throw new Error(m.readError);
       const email = await parseMessage(m.raw, {
-        accountId: account.id, accountEmail: account.emailAddress, folder: m.folder, fallbackDate: m.mtime,
+        accountId: account.id,
+        accountEmail: account.emailAddress,
+        folder: m.folder,
+        fallbackDate: m.mtime,
       });
       pending.push(email);
       pendingBytes += m.raw.length;

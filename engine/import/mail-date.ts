@@ -3,13 +3,35 @@
 // unparseable Date header with "now", hiding that the header was bad.
 
 const MONTHS: Record<string, number> = {
-  jan: 0, feb: 1, mar: 2, apr: 3, may: 4, jun: 5, jul: 6, aug: 7, sep: 8, oct: 9, nov: 10, dec: 11,
+  jan: 0,
+  feb: 1,
+  mar: 2,
+  apr: 3,
+  may: 4,
+  jun: 5,
+  jul: 6,
+  aug: 7,
+  sep: 8,
+  oct: 9,
+  nov: 10,
+  dec: 11,
 };
 
 // Obsolete zone names of RFC 5322 section 4.3, in minutes east of UTC. Military letters and
 // unknown names count as UTC, as the RFC allows.
 const ZONES: Record<string, number> = {
-  ut: 0, gmt: 0, utc: 0, z: 0, est: -300, edt: -240, cst: -360, cdt: -300, mst: -420, mdt: -360, pst: -480, pdt: -420,
+  ut: 0,
+  gmt: 0,
+  utc: 0,
+  z: 0,
+  est: -300,
+  edt: -240,
+  cst: -360,
+  cdt: -300,
+  mst: -420,
+  mdt: -360,
+  pst: -480,
+  pdt: -420,
 };
 
 // [day-of-week ","] day month year hour ":" minute [":" second] [zone]

@@ -90,7 +90,8 @@ function stripEnvelope(entry: Buffer): Buffer {
   let body = firstLf < 0 ? entry.subarray(entry.length) : entry.subarray(firstLf + 1);
   const n = body.length;
   if (n >= 2 && body[n - 1] === LF && body[n - 2] === LF) body = body.subarray(0, n - 1);
-  else if (n >= 4 && body[n - 1] === LF && body[n - 2] === CR && body[n - 3] === LF && body[n - 4] === CR) body = body.subarray(0, n - 2);
+  else if (n >= 4 && body[n - 1] === LF && body[n - 2] === CR && body[n - 3] === LF && body[n - 4] === CR)
+    body = body.subarray(0, n - 2);
   return body;
 }
 
@@ -123,7 +124,13 @@ export async function* readMbox(path: string, chunkBytes = 1 << 20): AsyncGenera
 /** asctime in UTC, the date form of a From_ line: "Sat Jan  3 01:05:34 1996". */
 function asctime(date: Date): string {
   // toUTCString: "Sat, 03 Jan 1996 01:05:34 GMT"
-  const [weekday, day, month, year, time] = date.toUTCString().replace(',', '').split(' ') as [string, string, string, string, string];
+  const [weekday, day, month, year, time] = date.toUTCString().replace(',', '').split(' ') as [
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
   return `${weekday} ${month} ${String(Number(day)).padStart(2)} ${time} ${year}`;
 }
 

@@ -94,13 +94,19 @@ function textBodyOf(mail: ParsedMail, html: string | null): string | null {
 function headerValue(mail: ParsedMail, key: string): string | null {
   const line = mail.headerLines.find((h) => h.key === key)?.line;
   if (line === undefined) return null;
-  return line.slice(line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim();
+  return line
+    .slice(line.indexOf(':') + 1)
+    .replace(/\r?\n[ \t]+/g, ' ')
+    .trim();
 }
 
 /** Display text such as `Name <addr>, addr2`; a header given twice is joined. */
 function addressText(value: AddressObject | AddressObject[] | undefined): string {
   if (!value) return '';
-  return (Array.isArray(value) ? value : [value]).flatMap((a) => a.value.map(formatAddress)).filter(Boolean).join(', ');
+  return (Array.isArray(value) ? value : [value])
+    .flatMap((a) => a.value.map(formatAddress))
+    .filter(Boolean)
+    .join(', ');
 }
 
 // mailparser's own .text quotes every name ("Alice Weber" <a@b>); quote only where a name
@@ -126,8 +132,16 @@ function isFrom(from: AddressObject | undefined, accountEmail: string): boolean 
 
 // Names for parts that carry none, so that a download still gets a sensible file name.
 const EXTENSIONS: Record<string, string> = {
-  'image/png': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp', 'application/pdf': 'pdf',
-  'text/plain': 'txt', 'text/html': 'html', 'text/calendar': 'ics', 'text/csv': 'csv', 'message/rfc822': 'eml',
+  'image/png': 'png',
+  'image/jpeg': 'jpg',
+  'image/gif': 'gif',
+  'image/webp': 'webp',
+  'application/pdf': 'pdf',
+  'text/plain': 'txt',
+  'text/html': 'html',
+  'text/calendar': 'ics',
+  'text/csv': 'csv',
+  'message/rfc822': 'eml',
 };
 
 function toAttachment(a: Attachment, index: number): NewAttachment {

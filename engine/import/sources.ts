@@ -37,7 +37,12 @@ function statOrFail(path: string): Stats {
     return statSync(path);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file or directory' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
+    const why =
+      code === 'ENOENT'
+        ? 'no such file or directory'
+        : code === 'EACCES'
+          ? 'permission denied'
+          : (err as Error).message;
     throw new StoreError(`Cannot import ${path}: ${why}.`);
   }
 }
@@ -106,7 +111,13 @@ export async function* readSources(sources: readonly Source[]): AsyncGenerator<R
     }
     try {
       for await (const e of readMbox(s.path)) {
-        yield { raw: e.raw, folder: s.folder, origin: `${s.path} at byte ${e.offset}`, mtime: s.mtime, bytes: e.length };
+        yield {
+          raw: e.raw,
+          folder: s.folder,
+          origin: `${s.path} at byte ${e.offset}`,
+          mtime: s.mtime,
+          bytes: e.length,
+        };
       }
     } catch (err) {
       if (err instanceof StoreError) throw err;

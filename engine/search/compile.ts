@@ -35,7 +35,11 @@ function phrase(node: Extract<Node, { type: 'text' }>): string {
   const columns = node.field ? `{${COLUMNS[node.field]}}` : DEFAULT_COLUMNS;
   const text = `${columns} : "${node.words.join(' ')}"${node.prefix ? ' *' : ''}`;
   const { field } = node;
-  if ((field === 'from' || field === 'to' || field === 'cc' || field === 'bcc') && !node.prefix && ADDRESS.test(node.text)) {
+  if (
+    (field === 'from' || field === 'to' || field === 'cc' || field === 'bcc') &&
+    !node.prefix &&
+    ADDRESS.test(node.text)
+  ) {
     // An exact address is its tag: one short list to read, and `alice@x.com` never matches
     // `malice@x.com`. (Tags are 64-bit hashes; a collision would add a hit, never lose one.)
     return `{tags} : "${addressTag(field, node.text)}"`;

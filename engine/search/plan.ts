@@ -10,6 +10,7 @@
 import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
 import type { Principal, SearchQuery, SortKey } from '../../shared/jobs.js';
 import type { Db } from '../db/open.js';
+import { prepared } from '../db/statements.js';
 import { visibleAccountsClause } from '../store/accounts.js';
 import { SUMMARY_COLUMNS, toSummary, type RawSummary } from '../store/summary.js';
 import { keyRange } from './fts-key.js';
@@ -33,7 +34,7 @@ const COUNT_CACHE_SIZE = 2000;
 function cachedCount(db: Db, key: string, count: () => number): number {
   let cache = countCaches.get(db);
   if (!cache) countCaches.set(db, (cache = new Map()));
-  const generation = db.prepare('SELECT generation FROM archive_state WHERE id = 1').pluck().get() as number;
+  const generation = prepared(db, 'SELECT generation FROM archive_state WHERE id = 1').pluck().get() as number;
   const full = `${generation}\u0000${key}`;
   const hit = cache.get(full);
   if (hit !== undefined) {
@@ -72,22 +73,27 @@ export function searchEmails(db: Db, viewer: Viewer, query: SearchQuery): PagedR
     const filters: SqlCondition[] = [];
     if (query.accountId !== undefined) filters.push({ sql: 'e.account_id = ?', params: [query.accountId] });
     if (query.folder !== undefined) filters.push({ sql: 'e.folder = ?', params: [query.folder] });
-    if (query.direction !== undefined) filters.push({ sql: 'e.is_outgoing = ?', params: [query.direction === 'outgoing' ? 1 : 0] });
+    if (query.direction !== undefined)
+      filters.push({ sql: 'e.is_outgoing = ?', params: [query.direction === 'outgoing' ? 1 : 0] });
     if (query.from !== undefined) filters.push({ sql: 'e.sent_date >= ?', params: [query.from] });
     if (query.to !== undefined) filters.push({ sql: 'e.sent_date <= ?', params: [query.to] });
     if (visible.params.length) filters.push(visible);
     filters.push(...extra);
     const sortBy = query.sortBy === 'relevance' ? 'sentDate' : query.sortBy; // nothing to rank by
-    const total = cachedCount(db, JSON.stringify([viewerKey, filters]), () =>
-      db.prepare(`SELECT count(*) FROM emails e WHERE ${where(filters)}`).pluck().get(...params(filters)) as number,
+    const total = cachedCount(
+      db,
+      JSON.stringify([viewerKey, filters]),
+      () =>
+        prepared(db, `SELECT count(*) FROM emails e WHERE ${where(filters)}`)
+          .pluck()
+          .get(...params(filters)) as number,
     );
     if (offset >= total) return page([], total);
-    const rows = db
-      .prepare(
-        `SELECT ${SUMMARY_COLUMNS} FROM emails e WHERE ${where(filters)}
+    const rows = prepared(
+      db,
+      `SELECT ${SUMMARY_COLUMNS} FROM emails e WHERE ${where(filters)}
          ORDER BY ${SORT_COLUMNS[sortBy]} ${dir}, e.id ${dir} LIMIT ? OFFSET ?`,
-      )
-      .all(...params(filters), query.pageSize, offset) as RawSummary[];
+    ).all(...params(filters), query.pageSize, offset) as RawSummary[];
     return page(rows.map(toSummary), total);
   }
 
@@ -97,7 +103,9 @@ export function searchEmails(db: Db, viewer: Viewer, query: SearchQuery): PagedR
   if (query.folder !== undefined) tags.push(`{tags} : "${folderTag(query.folder)}"`);
   if (query.direction !== undefined) tags.push(`{tags} : "${directionTag(query.direction === 'outgoing')}"`);
   if (!viewer.isAdmin) {
-    const accounts = db.prepare('SELECT account_id FROM user_accounts WHERE user_id = ?').pluck().all(viewer.userId) as number[];
+    const accounts = prepared(db, 'SELECT account_id FROM user_accounts WHERE user_id = ?')
+      .pluck()
+      .all(viewer.userId) as number[];
     if (accounts.length === 0) return page([], 0);
     tags.push(`{tags} : (${accounts.map((a) => `"${accountTag(a)}"`).join(' OR ')})`);
   }
@@ -110,8 +118,12 @@ export function searchEmails(db: Db, viewer: Viewer, query: SearchQuery): PagedR
 
   const total = cachedCount(db, JSON.stringify([viewerKey, all]), () =>
     extra.length === 0
-      ? (db.prepare(`SELECT count(*) FROM email_fts f WHERE ${where(fts)}`).pluck().get(...params(fts)) as number)
-      : (db.prepare(`SELECT count(*) ${joined} WHERE ${where(all)}`).pluck().get(...params(all)) as number),
+      ? (prepared(db, `SELECT count(*) FROM email_fts f WHERE ${where(fts)}`)
+          .pluck()
+          .get(...params(fts)) as number)
+      : (prepared(db, `SELECT count(*) ${joined} WHERE ${where(all)}`)
+          .pluck()
+          .get(...params(all)) as number),
   );
   if (offset >= total) return page([], total);
 
@@ -120,22 +132,22 @@ export function searchEmails(db: Db, viewer: Viewer, query: SearchQuery): PagedR
     // thousands of index entries without touching the emails table for them).
     const rank = desc ? 'ASC' : 'DESC'; // bm25: lower is better
     const byDate = query.sortBy === 'sentDate';
-    const rows = db
-      .prepare(
-        `SELECT ${SUMMARY_COLUMNS} FROM (
+    const rows = prepared(
+      db,
+      `SELECT ${SUMMARY_COLUMNS} FROM (
            SELECT f.rowid AS k, ${byDate ? '0' : 'f.rank'} AS r FROM email_fts f WHERE ${where(fts)}
            ORDER BY ${byDate ? `f.rowid ${dir}` : `f.rank ${rank}, f.rowid DESC`} LIMIT ? OFFSET ?
          ) p JOIN emails e ON e.fts_key = p.k
          ORDER BY ${byDate ? `p.k ${dir}` : `p.r ${rank}, p.k DESC`}`,
-      )
-      .all(...params(fts), query.pageSize, offset) as RawSummary[];
+    ).all(...params(fts), query.pageSize, offset) as RawSummary[];
     return page(rows.map(toSummary), total);
   }
   if (query.sortBy === 'sentDate' || query.sortBy === 'relevance') {
     const order = query.sortBy === 'sentDate' ? `f.rowid ${dir}` : `f.rank ${desc ? 'ASC' : 'DESC'}, f.rowid DESC`;
-    const rows = db
-      .prepare(`SELECT ${SUMMARY_COLUMNS} ${joined} WHERE ${where(all)} ORDER BY ${order} LIMIT ? OFFSET ?`)
-      .all(...params(all), query.pageSize, offset) as RawSummary[];
+    const rows = prepared(
+      db,
+      `SELECT ${SUMMARY_COLUMNS} ${joined} WHERE ${where(all)} ORDER BY ${order} LIMIT ? OFFSET ?`,
+    ).all(...params(all), query.pageSize, offset) as RawSummary[];
     return page(rows.map(toSummary), total);
   }
 
@@ -143,20 +155,21 @@ export function searchEmails(db: Db, viewer: Viewer, query: SearchQuery): PagedR
   // match, whichever reads fewer rows. Sorting reads every match; the walk reads about
   // (offset + pageSize) / share-of-archive-matching rows, plus one pass to list the matches.
   const order = `${SORT_COLUMNS[query.sortBy]} ${dir}, e.id ${dir}`;
-  const archive = cachedCount(db, 'archive', () => db.prepare('SELECT count(*) FROM emails').pluck().get() as number);
+  const archive = cachedCount(db, 'archive', () => prepared(db, 'SELECT count(*) FROM emails').pluck().get() as number);
   const walkRows = ((offset + query.pageSize) * archive) / total;
   const rows =
     walkRows < total
       ? // `+e.fts_key` keeps SQLite from driving the query by the match list: the sort index drives.
-        (db
-          .prepare(
-            `SELECT ${SUMMARY_COLUMNS} FROM emails e
+        (prepared(
+          db,
+          `SELECT ${SUMMARY_COLUMNS} FROM emails e
              WHERE +e.fts_key IN (SELECT f.rowid FROM email_fts f WHERE ${where(fts)}) AND ${where(extra)}
              ORDER BY ${order} LIMIT ? OFFSET ?`,
-          )
-          .all(...params(fts), ...params(extra), query.pageSize, offset) as RawSummary[])
-      : (db
-          .prepare(`SELECT ${SUMMARY_COLUMNS} ${joined} WHERE ${where(all)} ORDER BY ${order} LIMIT ? OFFSET ?`)
-          .all(...params(all), query.pageSize, offset) as RawSummary[]);
+        ).all(...params(fts), ...params(extra), query.pageSize, offset) as RawSummary[])
+      : (prepared(db, `SELECT ${SUMMARY_COLUMNS} ${joined} WHERE ${where(all)} ORDER BY ${order} LIMIT ? OFFSET ?`).all(
+          ...params(all),
+          query.pageSize,
+          offset,
+        ) as RawSummary[]);
   return page(rows.map(toSummary), total);
 }

@@ -10,7 +10,8 @@ export const folderTag = (folder: string) => `f${hash(folder)}`;
 
 export type AddressField = 'from' | 'to' | 'cc' | 'bcc';
 const FIELD_PREFIX: Record<AddressField, string> = { from: 'xf', to: 'xt', cc: 'xc', bcc: 'xb' };
-export const addressTag = (field: AddressField, address: string) => `${FIELD_PREFIX[field]}${hash(address.toLowerCase())}`;
+export const addressTag = (field: AddressField, address: string) =>
+  `${FIELD_PREFIX[field]}${hash(address.toLowerCase())}`;
 
 /** A value that is an e-mail address and nothing else: `from:` such a value is matched exactly. */
 export const ADDRESS = /^[^\s@<>"',;()]+@[^\s@<>"',;()]+\.[^\s@<>"',;()]+$/;

@@ -2,19 +2,28 @@
 import type { AccessType } from '../../shared/dto.js';
 import type { AccessLogEntry } from '../../shared/jobs.js';
 import type { Db } from '../db/open.js';
+import { prepared } from '../db/statements.js';
 import { iso } from '../time.js';
 
 export function writeAccessLog(db: Db, entries: readonly AccessLogEntry[]): number {
   if (entries.length === 0) return 0;
-  const insert = db.prepare(
+  const insert = prepared(
+    db,
     `INSERT INTO access_log (user_id, type, at, key_prefix, client_ip, email_id, account_id, search_params, source)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   db.transaction(() => {
     for (const e of entries) {
       insert.run(
-        e.userId, e.type, e.at, e.keyPrefix, e.clientIp, e.emailId ?? null, e.accountId ?? null,
-        e.searchParams ? JSON.stringify(e.searchParams) : null, e.source,
+        e.userId,
+        e.type,
+        e.at,
+        e.keyPrefix,
+        e.clientIp,
+        e.emailId ?? null,
+        e.accountId ?? null,
+        e.searchParams ? JSON.stringify(e.searchParams) : null,
+        e.source,
       );
     }
   })();
@@ -36,19 +45,37 @@ export interface AccessLogRow {
 }
 
 interface RawLog {
-  id: number; at: number; user_id: number; username: string | null; type: AccessType; key_prefix: string | null;
-  client_ip: string | null; email_id: number | null; account_id: number | null; search_params: string | null; source: string | null;
+  id: number;
+  at: number;
+  user_id: number;
+  username: string | null;
+  type: AccessType;
+  key_prefix: string | null;
+  client_ip: string | null;
+  email_id: number | null;
+  account_id: number | null;
+  search_params: string | null;
+  source: string | null;
 }
 
 /** Newest first. */
-export function listAccessLog(db: Db, filter: { userId?: number; type?: AccessType; limit?: number } = {}): AccessLogRow[] {
+export function listAccessLog(
+  db: Db,
+  filter: { userId?: number; type?: AccessType; limit?: number } = {},
+): AccessLogRow[] {
   const where: string[] = [];
   const params: unknown[] = [];
-  if (filter.userId !== undefined) { where.push('l.user_id = ?'); params.push(filter.userId); }
-  if (filter.type !== undefined) { where.push('l.type = ?'); params.push(filter.type); }
+  if (filter.userId !== undefined) {
+    where.push('l.user_id = ?');
+    params.push(filter.userId);
+  }
+  if (filter.type !== undefined) {
+    where.push('l.type = ?');
+    params.push(filter.type);
+  }
   const sql = `SELECT l.*, u.username FROM access_log l LEFT JOIN users u ON u.id = l.user_id
                ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY l.id DESC LIMIT ?`;
-  const rows = db.prepare(sql).all(...params, filter.limit ?? 100) as RawLog[];
+  const rows = prepared(db, sql).all(...params, filter.limit ?? 100) as RawLog[];
   return rows.map((r) => ({
     id: r.id,
     at: iso(r.at),

@@ -2,11 +2,17 @@
 import type { MailAccountDto } from '../../shared/dto.js';
 import type { Principal } from '../../shared/jobs.js';
 import type { Db } from '../db/open.js';
+import { prepared } from '../db/statements.js';
 import { iso } from '../time.js';
 import { StoreError } from './errors.js';
 
 interface RawAccount {
-  id: number; name: string; email_address: string; provider: string; is_enabled: number; last_sync: number | null;
+  id: number;
+  name: string;
+  email_address: string;
+  provider: string;
+  is_enabled: number;
+  last_sync: number | null;
 }
 
 const toDto = (r: RawAccount): MailAccountDto => ({
@@ -28,27 +34,34 @@ export const EMAIL_ADDRESS = /^[^\s@]+@[^\s@]+$/;
  * everyone else sees only assigned accounts. Returned with its parameters so callers can
  * splice it into larger queries without building strings from user input.
  */
-export function visibleAccountsClause(principal: Pick<Principal, 'isAdmin' | 'userId'>, column: string): { sql: string; params: number[] } {
+export function visibleAccountsClause(
+  principal: Pick<Principal, 'isAdmin' | 'userId'>,
+  column: string,
+): { sql: string; params: number[] } {
   if (principal.isAdmin) return { sql: '1', params: [] };
   return { sql: `${column} IN (SELECT account_id FROM user_accounts WHERE user_id = ?)`, params: [principal.userId] };
 }
 
 export function canSeeAccount(db: Db, principal: Pick<Principal, 'isAdmin' | 'userId'>, accountId: number): boolean {
   const v = visibleAccountsClause(principal, 'a.id');
-  return db.prepare(`SELECT 1 FROM mail_accounts a WHERE a.id = ? AND ${v.sql}`).get(accountId, ...v.params) !== undefined;
+  return (
+    prepared(db, `SELECT 1 FROM mail_accounts a WHERE a.id = ? AND ${v.sql}`).get(accountId, ...v.params) !== undefined
+  );
 }
 
 export function listVisibleAccounts(db: Db, principal: Pick<Principal, 'isAdmin' | 'userId'>): MailAccountDto[] {
   const v = visibleAccountsClause(principal, 'a.id');
-  return (db.prepare(`SELECT ${COLUMNS} FROM mail_accounts a WHERE ${v.sql} ORDER BY a.id`).all(...v.params) as RawAccount[]).map(toDto);
+  return (
+    prepared(db, `SELECT ${COLUMNS} FROM mail_accounts a WHERE ${v.sql} ORDER BY a.id`).all(...v.params) as RawAccount[]
+  ).map(toDto);
 }
 
 export function listAllAccounts(db: Db): MailAccountDto[] {
-  return (db.prepare(`SELECT ${COLUMNS} FROM mail_accounts a ORDER BY a.id`).all() as RawAccount[]).map(toDto);
+  return (prepared(db, `SELECT ${COLUMNS} FROM mail_accounts a ORDER BY a.id`).all() as RawAccount[]).map(toDto);
 }
 
 export function getAccount(db: Db, id: number): MailAccountDto | null {
-  const row = db.prepare(`SELECT ${COLUMNS} FROM mail_accounts a WHERE a.id = ?`).get(id) as RawAccount | undefined;
+  const row = prepared(db, `SELECT ${COLUMNS} FROM mail_accounts a WHERE a.id = ?`).get(id) as RawAccount | undefined;
   return row ? toDto(row) : null;
 }
 
@@ -67,12 +80,13 @@ export function addAccount(
   if (!name) throw new StoreError('An account needs a name.');
   if (!EMAIL_ADDRESS.test(email)) throw new StoreError(`"${input.emailAddress}" is not an e-mail address.`);
   const provider = (input.provider ?? 'IMAP').trim() || 'IMAP';
-  const info = db
-    .prepare('INSERT INTO mail_accounts (name, email_address, provider, is_enabled, last_sync) VALUES (?, ?, ?, ?, ?)')
-    .run(name, email, provider, input.isEnabled === false ? 0 : 1, input.lastSync ?? null);
+  const info = prepared(
+    db,
+    'INSERT INTO mail_accounts (name, email_address, provider, is_enabled, last_sync) VALUES (?, ?, ?, ?, ?)',
+  ).run(name, email, provider, input.isEnabled === false ? 0 : 1, input.lastSync ?? null);
   return getAccount(db, Number(info.lastInsertRowid))!;
 }
 
 export function touchLastSync(db: Db, accountId: number, at: number): void {
-  db.prepare('UPDATE mail_accounts SET last_sync = ? WHERE id = ?').run(at, accountId);
+  prepared(db, 'UPDATE mail_accounts SET last_sync = ? WHERE id = ?').run(at, accountId);
 }

@@ -6,6 +6,7 @@ import type { AttachmentDto, EmailDetailDto, FolderNodeDto, StatsDto } from '../
 import type { AttachmentHandle, Principal } from '../../shared/jobs.js';
 import { resolveBody } from '../body.js';
 import type { Db } from '../db/open.js';
+import { prepared } from '../db/statements.js';
 import { searchEmails } from '../search/plan.js';
 import { iso } from '../time.js';
 import { canSeeAccount, visibleAccountsClause } from './accounts.js';
@@ -18,25 +19,32 @@ type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
 export { searchEmails };
 
 interface RawDetail extends RawSummary {
-  cc_addr: string; bcc_addr: string; received_date: number; message_id: string;
-  text_body: string | null; html_body: string | null; text_untruncated: string | null; html_untruncated: string | null;
-  text_original: Buffer | null; html_original: Buffer | null;
+  cc_addr: string;
+  bcc_addr: string;
+  received_date: number;
+  message_id: string;
+  text_body: string | null;
+  html_body: string | null;
+  text_untruncated: string | null;
+  html_untruncated: string | null;
+  text_original: Buffer | null;
+  html_original: Buffer | null;
 }
 
 export function getEmailDetail(db: Db, viewer: Viewer, id: number): EmailDetailDto | null {
   const visible = visibleAccountsClause(viewer, 'e.account_id');
-  const row = db
-    .prepare(
-      `SELECT ${SUMMARY_COLUMNS}, e.cc_addr, e.bcc_addr, e.received_date, e.message_id,
+  const row = prepared(
+    db,
+    `SELECT ${SUMMARY_COLUMNS}, e.cc_addr, e.bcc_addr, e.received_date, e.message_id,
               b.text_body, b.html_body, b.text_untruncated, b.html_untruncated, b.text_original, b.html_original
        FROM emails e LEFT JOIN email_bodies b ON b.email_id = e.id
        WHERE e.id = ? AND ${visible.sql}`,
-    )
-    .get(id, ...visible.params) as RawDetail | undefined;
+  ).get(id, ...visible.params) as RawDetail | undefined;
   if (!row) return null;
-  const attachments = db
-    .prepare('SELECT id, file_name AS fileName, content_type AS contentType, size FROM attachments WHERE email_id = ? ORDER BY id')
-    .all(id) as AttachmentDto[];
+  const attachments = prepared(
+    db,
+    'SELECT id, file_name AS fileName, content_type AS contentType, size FROM attachments WHERE email_id = ? ORDER BY id',
+  ).all(id) as AttachmentDto[];
   return {
     ...toSummary(row),
     cc: row.cc_addr,
@@ -52,36 +60,45 @@ export function getEmailDetail(db: Db, viewer: Viewer, id: number): EmailDetailD
 /** null when the account does not exist or is not visible: the caller cannot tell which. */
 export function getFolderTree(db: Db, viewer: Viewer, accountId: number): FolderNodeDto[] | null {
   if (!canSeeAccount(db, viewer, accountId)) return null;
-  const counts = db
-    .prepare('SELECT folder, count(*) AS count FROM emails WHERE account_id = ? GROUP BY folder')
-    .all(accountId) as Array<{ folder: string; count: number }>;
+  const counts = prepared(db, 'SELECT folder, count(*) AS count FROM emails WHERE account_id = ? GROUP BY folder').all(
+    accountId,
+  ) as Array<{ folder: string; count: number }>;
   return buildFolderTree(counts);
 }
 
-export function getAttachmentHandle(db: Db, viewer: Viewer, emailId: number, attachmentId: number): AttachmentHandle | null {
+export function getAttachmentHandle(
+  db: Db,
+  viewer: Viewer,
+  emailId: number,
+  attachmentId: number,
+): AttachmentHandle | null {
   const visible = visibleAccountsClause(viewer, 'e.account_id');
-  const row = db
-    .prepare(
-      `SELECT a.id, a.email_id AS emailId, e.account_id AS accountId, a.file_name AS fileName,
+  const row = prepared(
+    db,
+    `SELECT a.id, a.email_id AS emailId, e.account_id AS accountId, a.file_name AS fileName,
               a.content_type AS contentType, a.size, a.content_id AS contentId, c.chunks AS chunkCount
        FROM attachments a
        JOIN emails e ON e.id = a.email_id
        JOIN attachment_contents c ON c.id = a.content_id
        WHERE a.id = ? AND a.email_id = ? AND ${visible.sql}`,
-    )
-    .get(attachmentId, emailId, ...visible.params) as AttachmentHandle | undefined;
+  ).get(attachmentId, emailId, ...visible.params) as AttachmentHandle | undefined;
   return row ?? null;
 }
 
 export function readAttachmentChunk(db: Db, contentId: number, seq: number): Buffer | null {
-  const data = db.prepare('SELECT data FROM attachment_chunks WHERE content_id = ? AND seq = ?').pluck().get(contentId, seq);
+  const data = prepared(db, 'SELECT data FROM attachment_chunks WHERE content_id = ? AND seq = ?')
+    .pluck()
+    .get(contentId, seq);
   return (data as Buffer | undefined) ?? null;
 }
 
 export function getStats(db: Db, viewer: Viewer): StatsDto {
   const emails = visibleAccountsClause(viewer, 'e.account_id');
   const accounts = visibleAccountsClause(viewer, 'a.id');
-  const count = (sql: string, params: unknown[]) => db.prepare(sql).pluck().get(...params) as number;
+  const count = (sql: string, params: unknown[]) =>
+    prepared(db, sql)
+      .pluck()
+      .get(...params) as number;
   return {
     emails: count(`SELECT count(*) FROM emails e WHERE ${emails.sql}`, emails.params),
     accounts: count(`SELECT count(*) FROM mail_accounts a WHERE ${accounts.sql}`, accounts.params),

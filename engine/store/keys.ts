@@ -4,6 +4,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { AuthResult, KeyRow, KeyStatus } from '../../shared/jobs.js';
 import type { Db } from '../db/open.js';
+import { prepared } from '../db/statements.js';
 import { iso } from '../time.js';
 import { StoreError } from './errors.js';
 import { requireUser } from './users.js';
@@ -24,11 +25,22 @@ export function hashKey(key: string): string {
 export type { KeyRow, KeyStatus };
 
 interface RawKey {
-  id: number; user_id: number; username: string; is_active: number; name: string; key_prefix: string;
-  created_at: number; last_used_at: number | null; expires_at: number | null; revoked_at: number | null;
+  id: number;
+  user_id: number;
+  username: string;
+  is_active: number;
+  name: string;
+  key_prefix: string;
+  created_at: number;
+  last_used_at: number | null;
+  expires_at: number | null;
+  revoked_at: number | null;
 }
 
-function statusOf(r: { revoked_at: number | null; expires_at: number | null; is_active: number }, now: number): KeyStatus {
+function statusOf(
+  r: { revoked_at: number | null; expires_at: number | null; is_active: number },
+  now: number,
+): KeyStatus {
   if (r.revoked_at !== null) return 'revoked';
   if (r.expires_at !== null && r.expires_at <= now) return 'expired';
   if (r.is_active !== 1) return 'owner inactive';
@@ -69,19 +81,21 @@ export function createKey(
   const user = requireUser(db, input.username);
   const name = input.name.trim();
   if (!name) throw new StoreError('A key needs a name.');
-  if (name.length > MAX_KEY_NAME_LENGTH) throw new StoreError(`A key name is at most ${MAX_KEY_NAME_LENGTH} characters.`);
+  if (name.length > MAX_KEY_NAME_LENGTH)
+    throw new StoreError(`A key name is at most ${MAX_KEY_NAME_LENGTH} characters.`);
   const now = input.now ?? Date.now();
   const key = generateKey();
   const prefix = key.slice(0, KEY_PREFIX_LENGTH);
-  const info = db
-    .prepare('INSERT INTO api_keys (user_id, name, key_prefix, key_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)')
-    .run(user.id, name, prefix, hashKey(key), now, input.expiresAt ?? null);
+  const info = prepared(
+    db,
+    'INSERT INTO api_keys (user_id, name, key_prefix, key_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
+  ).run(user.id, name, prefix, hashKey(key), now, input.expiresAt ?? null);
   const id = Number(info.lastInsertRowid);
   return { id, key, prefix, row: getKey(db, id, now)! };
 }
 
 export function getKey(db: Db, id: number, now = Date.now()): KeyRow | null {
-  const row = db.prepare(`${SELECT_KEYS} WHERE k.id = ?`).get(id) as RawKey | undefined;
+  const row = prepared(db, `${SELECT_KEYS} WHERE k.id = ?`).get(id) as RawKey | undefined;
   return row ? toRow(row, now) : null;
 }
 
@@ -89,9 +103,11 @@ export function listKeys(db: Db, options: { username?: string; now?: number } = 
   const now = options.now ?? Date.now();
   if (options.username !== undefined) {
     const user = requireUser(db, options.username);
-    return (db.prepare(`${SELECT_KEYS} WHERE k.user_id = ? ORDER BY k.id`).all(user.id) as RawKey[]).map((r) => toRow(r, now));
+    return (prepared(db, `${SELECT_KEYS} WHERE k.user_id = ? ORDER BY k.id`).all(user.id) as RawKey[]).map((r) =>
+      toRow(r, now),
+    );
   }
-  return (db.prepare(`${SELECT_KEYS} ORDER BY u.username, k.id`).all() as RawKey[]).map((r) => toRow(r, now));
+  return (prepared(db, `${SELECT_KEYS} ORDER BY u.username, k.id`).all() as RawKey[]).map((r) => toRow(r, now));
 }
 
 /**
@@ -106,11 +122,13 @@ export function findKey(db: Db, idOrPrefix: string, now = Date.now()): KeyRow {
     return row;
   }
   if (KEY_PATTERN.test(text)) {
-    const id = db.prepare('SELECT id FROM api_keys WHERE key_hash = ?').pluck().get(hashKey(text)) as number | undefined;
-    if (id === undefined) throw new StoreError(`No API key matches the key given (prefix ${text.slice(0, KEY_PREFIX_LENGTH)}).`);
+    const id = prepared(db, 'SELECT id FROM api_keys WHERE key_hash = ?').pluck().get(hashKey(text)) as
+      number | undefined;
+    if (id === undefined)
+      throw new StoreError(`No API key matches the key given (prefix ${text.slice(0, KEY_PREFIX_LENGTH)}).`);
     return getKey(db, id, now)!;
   }
-  const rows = db.prepare(`${SELECT_KEYS} WHERE k.key_prefix = ?`).all(text) as RawKey[];
+  const rows = prepared(db, `${SELECT_KEYS} WHERE k.key_prefix = ?`).all(text) as RawKey[];
   if (rows.length === 0) throw new StoreError(`No API key with prefix "${text}".`);
   if (rows.length > 1) throw new StoreError(`Prefix "${text}" names ${rows.length} keys; revoke by id instead.`);
   return toRow(rows[0]!, now);
@@ -118,15 +136,22 @@ export function findKey(db: Db, idOrPrefix: string, now = Date.now()): KeyRow {
 
 /** Revokes a key; revoking twice keeps the first RevokedAt. Returns the key as it now is. */
 export function revokeKey(db: Db, id: number, now = Date.now()): KeyRow {
-  db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now, id);
+  prepared(db, 'UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now, id);
   const row = getKey(db, id, now);
   if (!row) throw new StoreError(`No API key with id ${id}.`);
   return row;
 }
 
 interface AuthRow {
-  id: number; key_prefix: string; expires_at: number | null; revoked_at: number | null; last_used_at: number | null;
-  user_id: number; username: string; is_admin: number; is_active: number;
+  id: number;
+  key_prefix: string;
+  expires_at: number | null;
+  revoked_at: number | null;
+  last_used_at: number | null;
+  user_id: number;
+  username: string;
+  is_admin: number;
+  is_active: number;
 }
 
 /**
@@ -135,22 +160,22 @@ interface AuthRow {
  * once per LAST_USED_INTERVAL_MS; the conditional UPDATE keeps that true across processes.
  */
 export function authenticate(db: Db, keyHash: string, now: number): AuthResult {
-  const row = db
-    .prepare(
-      `SELECT k.id, k.key_prefix, k.expires_at, k.revoked_at, k.last_used_at,
+  const row = prepared(
+    db,
+    `SELECT k.id, k.key_prefix, k.expires_at, k.revoked_at, k.last_used_at,
               u.id AS user_id, u.username, u.is_admin, u.is_active
        FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?`,
-    )
-    .get(keyHash) as AuthRow | undefined;
+  ).get(keyHash) as AuthRow | undefined;
   if (!row) return { ok: false, reason: 'unknown' };
   const status = statusOf(row, now);
   if (status === 'revoked') return { ok: false, reason: 'revoked' };
   if (status === 'expired') return { ok: false, reason: 'expired' };
   if (status === 'owner inactive') return { ok: false, reason: 'inactive' };
   if (row.last_used_at === null || now - row.last_used_at >= LAST_USED_INTERVAL_MS) {
-    db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)').run(
-      now, row.id, now - LAST_USED_INTERVAL_MS,
-    );
+    prepared(
+      db,
+      'UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)',
+    ).run(now, row.id, now - LAST_USED_INTERVAL_MS);
   }
   return {
     ok: true,

@@ -6,8 +6,15 @@ export const SUMMARY_COLUMNS = `e.id, e.account_id, e.subject, e.from_addr, e.to
   e.is_outgoing, e.has_attachments, e.folder`;
 
 export interface RawSummary {
-  id: number; account_id: number; subject: string; from_addr: string; to_addr: string; sent_date: number;
-  is_outgoing: number; has_attachments: number; folder: string;
+  id: number;
+  account_id: number;
+  subject: string;
+  from_addr: string;
+  to_addr: string;
+  sent_date: number;
+  is_outgoing: number;
+  has_attachments: number;
+  folder: string;
 }
 
 export const toSummary = (r: RawSummary): EmailSummaryDto => ({

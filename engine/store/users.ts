@@ -1,6 +1,7 @@
 // Users of the archive: who they are, whether they may still read, and which accounts they see.
 import { randomBytes, scrypt as scryptCb, scryptSync, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import type { Db } from '../db/open.js';
+import { prepared } from '../db/statements.js';
 import { iso } from '../time.js';
 import { EMAIL_ADDRESS } from './accounts.js';
 import { StoreError } from './errors.js';
@@ -48,12 +49,21 @@ function parseStoredHash(stored: string | null): { salt: Buffer; expected: Buffe
   const [, n, r, p, salt, hash] = parts as [string, string, string, string, string, string];
   const expected = Buffer.from(hash, 'base64');
   if (expected.length === 0) return null;
-  return { salt: Buffer.from(salt, 'base64'), expected, options: { N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem } };
+  return {
+    salt: Buffer.from(salt, 'base64'),
+    expected,
+    options: { N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem },
+  };
 }
 
 interface RawUser {
-  id: number; username: string; email: string | null; is_admin: number; is_active: number;
-  created_at: number; account_ids: string | null;
+  id: number;
+  username: string;
+  email: string | null;
+  is_admin: number;
+  is_active: number;
+  created_at: number;
+  account_ids: string | null;
 }
 
 const toUser = (r: RawUser): UserRow => ({
@@ -63,7 +73,12 @@ const toUser = (r: RawUser): UserRow => ({
   isAdmin: r.is_admin === 1,
   isActive: r.is_active === 1,
   createdAt: iso(r.created_at),
-  accountIds: r.account_ids ? r.account_ids.split(',').map(Number).sort((a, b) => a - b) : [],
+  accountIds: r.account_ids
+    ? r.account_ids
+        .split(',')
+        .map(Number)
+        .sort((a, b) => a - b)
+    : [],
 });
 
 const SELECT_USERS = `
@@ -77,19 +92,22 @@ export function addUser(
 ): UserRow {
   const username = input.username.trim().normalize('NFC');
   if (!/^[\p{L}\p{N}._@-]{1,64}$/u.test(username)) {
-    throw new StoreError(`Invalid username "${input.username}": use 1 to 64 letters, digits, dots, dashes, underscores or @.`);
+    throw new StoreError(
+      `Invalid username "${input.username}": use 1 to 64 letters, digits, dots, dashes, underscores or @.`,
+    );
   }
   const email = input.email?.trim() || null;
   if (email !== null && !EMAIL_ADDRESS.test(email)) throw new StoreError(`"${input.email}" is not an e-mail address.`);
   if (findUser(db, username)) throw new StoreError(`User "${username}" already exists.`);
-  const info = db
-    .prepare('INSERT INTO users (username, email, is_admin, password_hash, created_at) VALUES (?, ?, ?, ?, ?)')
-    .run(username, email, input.isAdmin ? 1 : 0, input.passwordHash ?? null, input.now ?? Date.now());
+  const info = prepared(
+    db,
+    'INSERT INTO users (username, email, is_admin, password_hash, created_at) VALUES (?, ?, ?, ?, ?)',
+  ).run(username, email, input.isAdmin ? 1 : 0, input.passwordHash ?? null, input.now ?? Date.now());
   return getUser(db, Number(info.lastInsertRowid))!;
 }
 
 export function getUser(db: Db, id: number): UserRow | null {
-  const row = db.prepare(`${SELECT_USERS} WHERE u.id = ?`).get(id) as RawUser | undefined;
+  const row = prepared(db, `${SELECT_USERS} WHERE u.id = ?`).get(id) as RawUser | undefined;
   return row ? toUser(row) : null;
 }
 
@@ -98,12 +116,12 @@ const foldName = (name: string): string => name.normalize('NFC').toLowerCase();
 
 export function findUser(db: Db, username: string): UserRow | null {
   const wanted = username.trim();
-  const row = db.prepare(`${SELECT_USERS} WHERE u.username = ?`).get(wanted) as RawUser | undefined;
+  const row = prepared(db, `${SELECT_USERS} WHERE u.username = ?`).get(wanted) as RawUser | undefined;
   if (row) return toUser(row);
   // COLLATE NOCASE folds ASCII letters only, while usernames may hold any letter (Jürgen and
   // JÜRGEN differ to it). The users table is small: compare the folded names here.
   const folded = foldName(wanted);
-  const ids = (db.prepare('SELECT id, username FROM users').all() as Array<{ id: number; username: string }>)
+  const ids = (prepared(db, 'SELECT id, username FROM users').all() as Array<{ id: number; username: string }>)
     .filter((u) => foldName(u.username) === folded)
     .map((u) => u.id);
   return ids.length === 1 ? getUser(db, ids[0]!) : null;
@@ -116,27 +134,28 @@ export function requireUser(db: Db, username: string): UserRow {
 }
 
 export function passwordHashOf(db: Db, userId: number): string | null {
-  const row = db.prepare('SELECT password_hash FROM users WHERE id = ?').get(userId) as { password_hash: string | null } | undefined;
+  const row = prepared(db, 'SELECT password_hash FROM users WHERE id = ?').get(userId) as
+    { password_hash: string | null } | undefined;
   return row?.password_hash ?? null;
 }
 
 export function listUsers(db: Db): UserRow[] {
-  return (db.prepare(`${SELECT_USERS} ORDER BY u.username`).all() as RawUser[]).map(toUser);
+  return (prepared(db, `${SELECT_USERS} ORDER BY u.username`).all() as RawUser[]).map(toUser);
 }
 
 export function setUserActive(db: Db, username: string, active: boolean): UserRow {
   const user = requireUser(db, username);
-  db.prepare('UPDATE users SET is_active = ? WHERE id = ?').run(active ? 1 : 0, user.id);
+  prepared(db, 'UPDATE users SET is_active = ? WHERE id = ?').run(active ? 1 : 0, user.id);
   return getUser(db, user.id)!;
 }
 
 export function setPasswordHash(db: Db, username: string, passwordHash: string): void {
   const user = requireUser(db, username);
-  db.prepare('UPDATE users SET password_hash = ? WHERE id = ?').run(passwordHash, user.id);
+  prepared(db, 'UPDATE users SET password_hash = ? WHERE id = ?').run(passwordHash, user.id);
 }
 
 function requireAccount(db: Db, accountId: number): void {
-  if (!db.prepare('SELECT 1 FROM mail_accounts WHERE id = ?').get(accountId)) {
+  if (!prepared(db, 'SELECT 1 FROM mail_accounts WHERE id = ?').get(accountId)) {
     throw new StoreError(`No mail account with id ${accountId}.`);
   }
 }
@@ -144,7 +163,10 @@ function requireAccount(db: Db, accountId: number): void {
 export function assignAccount(db: Db, username: string, accountId: number): boolean {
   const user = requireUser(db, username);
   requireAccount(db, accountId);
-  const info = db.prepare('INSERT OR IGNORE INTO user_accounts (user_id, account_id) VALUES (?, ?)').run(user.id, accountId);
+  const info = prepared(db, 'INSERT OR IGNORE INTO user_accounts (user_id, account_id) VALUES (?, ?)').run(
+    user.id,
+    accountId,
+  );
   bumpGeneration(db);
   return info.changes > 0;
 }
@@ -152,12 +174,12 @@ export function assignAccount(db: Db, username: string, accountId: number): bool
 export function unassignAccount(db: Db, username: string, accountId: number): boolean {
   const user = requireUser(db, username);
   requireAccount(db, accountId);
-  const info = db.prepare('DELETE FROM user_accounts WHERE user_id = ? AND account_id = ?').run(user.id, accountId);
+  const info = prepared(db, 'DELETE FROM user_accounts WHERE user_id = ? AND account_id = ?').run(user.id, accountId);
   bumpGeneration(db);
   return info.changes > 0;
 }
 
 /** Marks the archive as changed for anything that caches what searches return. */
 export function bumpGeneration(db: Db): void {
-  db.prepare('UPDATE archive_state SET generation = generation + 1 WHERE id = 1').run();
+  prepared(db, 'UPDATE archive_state SET generation = generation + 1 WHERE id = 1').run();
 }

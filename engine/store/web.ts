@@ -52,12 +52,20 @@ function activeActor(db: Db, actorId: number): UserRow | null {
 const forbidden = { ok: false, reason: 'forbidden', message: 'Your account is not active.' } as const;
 const notFound = { ok: false, reason: 'not-found', message: 'There is no such API key.' } as const;
 
-export function listKeysFor(db: Db, actorId: number, now: number): WebKeyResult<{ own: KeyRow[]; others: KeyRow[] | null }> {
+export function listKeysFor(
+  db: Db,
+  actorId: number,
+  now: number,
+): WebKeyResult<{ own: KeyRow[]; others: KeyRow[] | null }> {
   const actor = activeActor(db, actorId);
   if (!actor) return forbidden;
-  if (!actor.isAdmin) return { ok: true, value: { own: listKeys(db, { username: actor.username, now }), others: null } };
+  if (!actor.isAdmin)
+    return { ok: true, value: { own: listKeys(db, { username: actor.username, now }), others: null } };
   const all = listKeys(db, { now });
-  return { ok: true, value: { own: all.filter((k) => k.userId === actor.id), others: all.filter((k) => k.userId !== actor.id) } };
+  return {
+    ok: true,
+    value: { own: all.filter((k) => k.userId === actor.id), others: all.filter((k) => k.userId !== actor.id) },
+  };
 }
 
 /** Same validation and storage as the CLI's `keys create` (createKey); bad input is a result, not a throw. */

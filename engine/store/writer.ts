@@ -11,7 +11,6 @@ import { bumpGeneration } from './users.js';
 /** Attachment content is stored in chunks of this many bytes; downloads stream chunk by chunk. */
 export const ATTACHMENT_CHUNK_BYTES = 256 * 1024;
 
-
 export interface NewAttachment {
   fileName: string;
   contentType: string;
@@ -48,7 +47,11 @@ export function dedupKeyFor(messageId: string | null | undefined, raw: Buffer | 
 
 /** Folder paths use `/`, have no empty segments and no surrounding slashes. */
 export function normalizeFolder(folder: string): string {
-  const cleaned = folder.split('/').map((s) => s.trim()).filter(Boolean).join('/');
+  const cleaned = folder
+    .split('/')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .join('/');
   return cleaned || 'INBOX';
 }
 
@@ -90,20 +93,47 @@ export class ArchiveWriter {
     const folder = normalizeFolder(email.folder);
     const sentDate = toSecond(email.sentDate);
     const info = this.#insertEmail.run(
-      email.accountId, folder, email.messageId, email.subject, email.from, email.to, email.cc,
-      email.bcc, sentDate, email.receivedDate, email.isOutgoing ? 1 : 0, email.attachments.length > 0 ? 1 : 0,
-      email.dedupKey, this.#ftsKey(sentDate),
+      email.accountId,
+      folder,
+      email.messageId,
+      email.subject,
+      email.from,
+      email.to,
+      email.cc,
+      email.bcc,
+      sentDate,
+      email.receivedDate,
+      email.isOutgoing ? 1 : 0,
+      email.attachments.length > 0 ? 1 : 0,
+      email.dedupKey,
+      this.#ftsKey(sentDate),
     );
     if (info.changes === 0) return null;
     const id = Number(info.lastInsertRowid);
     // Attachments first: the body's insert trigger indexes their file names.
     for (const a of email.attachments) {
-      this.#insertAttachment.run(id, a.fileName, a.contentType, a.content.length, a.isInline ? 1 : 0, this.#content(a.content));
+      this.#insertAttachment.run(
+        id,
+        a.fileName,
+        a.contentType,
+        a.content.length,
+        a.isInline ? 1 : 0,
+        this.#content(a.content),
+      );
     }
     const text = prepareBody(email.textBody, this.#bodyLimit);
     const html = prepareBody(email.htmlBody, this.#bodyLimit);
     const tags = messageTags({ ...email, folder });
-    this.#insertBody.run(id, text.stored, html.stored, text.untruncated, html.untruncated, text.original, html.original, tags);
+    this.#insertBody.run(
+      id,
+      text.stored,
+      html.stored,
+      text.untruncated,
+      html.untruncated,
+      text.original,
+      html.original,
+      tags,
+    );
     return id;
   }
 

@@ -114,7 +114,9 @@ function publishSchema(node: unknown): unknown {
       }
       case 'properties':
         // A map from field name to schema: the names are data, only the values are schemas.
-        out[key] = Object.fromEntries(Object.entries(value as JsonSchema).map(([field, s]) => [field, publishSchema(s)]));
+        out[key] = Object.fromEntries(
+          Object.entries(value as JsonSchema).map(([field, s]) => [field, publishSchema(s)]),
+        );
         continue;
       default:
         out[key] = typeof value === 'object' ? publishSchema(value) : value;
@@ -131,11 +133,18 @@ export function dtoComponentSchemas(): Record<string, JsonSchema> {
   // One conversion over a holder object: every schema with a `.meta({ id })` becomes one
   // definition and every use of it (the recursive FolderNodeDto included) a $ref to it.
   const holder = z.object(DTO_SCHEMAS);
-  const json = z.toJSONSchema(holder, { target: 'openapi-3.0', io: 'output', cycles: 'ref', reused: 'inline', unrepresentable: 'throw' }) as JsonSchema;
+  const json = z.toJSONSchema(holder, {
+    target: 'openapi-3.0',
+    io: 'output',
+    cycles: 'ref',
+    reused: 'inline',
+    unrepresentable: 'throw',
+  }) as JsonSchema;
   const definitions = (json.definitions ?? json.$defs ?? {}) as Record<string, JsonSchema>;
   const schemas: Record<string, JsonSchema> = {};
   for (const name of DTO_SCHEMA_NAMES) {
-    if (!definitions[name]) throw new Error(`openapi: zod did not emit ${name}; is its .meta({ id }) still ${JSON.stringify(name)}?`);
+    if (!definitions[name])
+      throw new Error(`openapi: zod did not emit ${name}; is its .meta({ id }) still ${JSON.stringify(name)}?`);
   }
   for (const [name, schema] of Object.entries(definitions)) schemas[name] = publishSchema(schema) as JsonSchema;
   componentCache = schemas;
@@ -194,7 +203,8 @@ const SORT_KEY_MEANING: Record<SortKey, string> = {
 
 function searchParameters(settings: Settings): OpenApiParameter[] {
   const { DefaultPageSize, MaxPageSize } = settings.Api;
-  const dateForms = 'Accepted forms: a date `YYYY-MM-DD` or an ISO 8601 date-time such as `2024-03-05T09:30:00Z` (UTC when it names no offset). Published as a date-time string; an unparseable value is a 400.';
+  const dateForms =
+    'Accepted forms: a date `YYYY-MM-DD` or an ISO 8601 date-time such as `2024-03-05T09:30:00Z` (UTC when it names no offset). Published as a date-time string; an unparseable value is a 400.';
   return [
     {
       name: 'q',
@@ -217,10 +227,16 @@ function searchParameters(settings: Settings): OpenApiParameter[] {
     {
       name: 'accountId',
       in: 'query',
-      description: 'Restrict to one account, which must be visible to the caller (an account outside the caller\'s permitted accounts yields no results).',
+      description:
+        "Restrict to one account, which must be visible to the caller (an account outside the caller's permitted accounts yields no results).",
       schema: { ...int32 },
     },
-    { name: 'folder', in: 'query', description: 'Restrict to one folder by its full path, e.g. `INBOX/Invoices`.', schema: { type: 'string' } },
+    {
+      name: 'folder',
+      in: 'query',
+      description: 'Restrict to one folder by its full path, e.g. `INBOX/Invoices`.',
+      schema: { type: 'string' },
+    },
     {
       name: 'direction',
       in: 'query',
@@ -262,7 +278,8 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
         operationId: 'listAccounts',
         tags: ['Accounts'],
         summary: 'List mail accounts',
-        description: 'The mail accounts visible to the caller: all of them for an administrator, the assigned ones otherwise. Credentials are never returned.',
+        description:
+          'The mail accounts visible to the caller: all of them for an administrator, the assigned ones otherwise. Credentials are never returned.',
         responses: byStatus({
           '200': ok('The accounts visible to the caller.', { type: 'array', items: ref('MailAccountDto') }),
           ...COMMON,
@@ -289,11 +306,17 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
         operationId: 'searchEmails',
         tags: ['Emails'],
         summary: 'Search archived emails',
-        description: 'Full-text and filtered search over the messages of the accounts visible to the caller, one page at a time. Logged in the access log as Search.',
+        description:
+          'Full-text and filtered search over the messages of the accounts visible to the caller, one page at a time. Logged in the access log as Search.',
         parameters: searchParameters(settings),
         responses: byStatus({
-          '200': ok('One page of matching messages. A page past the last one has an empty `items` array.', ref('PagedResultDtoOfEmailSummaryDto')),
-          '400': problem('A malformed parameter, such as an unparseable date, a `from` after `to`, an unknown `sortBy` or a non-integer `page`.'),
+          '200': ok(
+            'One page of matching messages. A page past the last one has an empty `items` array.',
+            ref('PagedResultDtoOfEmailSummaryDto'),
+          ),
+          '400': problem(
+            'A malformed parameter, such as an unparseable date, a `from` after `to`, an unknown `sortBy` or a non-integer `page`.',
+          ),
           ...COMMON,
         }),
       },
@@ -303,7 +326,8 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
         operationId: 'getEmail',
         tags: ['Emails'],
         summary: 'Get one email',
-        description: 'One message with cc, bcc, received date, message id, bodies and attachment metadata. `htmlBody` is raw and unsanitized: treat it as untrusted. Logged in the access log as Open.',
+        description:
+          'One message with cc, bcc, received date, message id, bodies and attachment metadata. `htmlBody` is raw and unsanitized: treat it as untrusted. Logged in the access log as Open.',
         parameters: [pathId('id', 'Email id.')],
         responses: byStatus({
           '200': ok('The message.', ref('EmailDetailDto')),
@@ -321,15 +345,27 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
         description:
           "The attachment's raw bytes with its stored content type (`application/octet-stream` when none, or no well-formed one, was stored) and file name. " +
           `The bytes are untrusted. Attachment downloads are ${downloads} on this server (\`Api:AllowAttachmentDownloads\`). Logged in the access log as Download.`,
-        parameters: [pathId('id', 'Email id.'), pathId('attachmentId', 'Attachment id, from the `attachments` of the email.')],
+        parameters: [
+          pathId('id', 'Email id.'),
+          pathId('attachmentId', 'Attachment id, from the `attachments` of the email.'),
+        ],
         responses: byStatus({
           '200': {
             description:
               "The attachment's raw bytes. The body is not declared: its media type is the attachment's own stored `Content-Type`, whatever it is.",
             headers: {
-              'Content-Disposition': { description: 'attachment, with the stored file name (`filename` and RFC 8187 `filename*`).', schema: { type: 'string' } },
-              'Content-Length': { description: 'Size of the attachment in bytes.', schema: { type: 'integer', format: 'int64' } },
-              'Content-Security-Policy': { description: '`sandbox`: the bytes are never rendered as an active document.', schema: { type: 'string' } },
+              'Content-Disposition': {
+                description: 'attachment, with the stored file name (`filename` and RFC 8187 `filename*`).',
+                schema: { type: 'string' },
+              },
+              'Content-Length': {
+                description: 'Size of the attachment in bytes.',
+                schema: { type: 'integer', format: 'int64' },
+              },
+              'Content-Security-Policy': {
+                description: '`sandbox`: the bytes are never rendered as an active document.',
+                schema: { type: 'string' },
+              },
               'X-Content-Type-Options': { description: '`nosniff`.', schema: { type: 'string' } },
               ...RATE_LIMIT_HEADERS,
             },
@@ -346,7 +382,8 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
         operationId: 'getStats',
         tags: ['Stats'],
         summary: 'Archive statistics',
-        description: 'Counts of messages, accounts and attachments. Administrators see global totals and the database size; other keys see counts scoped to their assigned accounts and an empty `databaseSizeInMB`.',
+        description:
+          'Counts of messages, accounts and attachments. Administrators see global totals and the database size; other keys see counts scoped to their assigned accounts and an empty `databaseSizeInMB`.',
         responses: byStatus({
           '200': ok('The statistics visible to the caller.', ref('StatsDto')),
           ...COMMON,
@@ -368,7 +405,7 @@ function build(settings: Settings): OpenApiDocument {
       version: API_DOCUMENT_VERSION,
       description:
         'Read-only access to archived mail: accounts, folder trees, message search, message detail, attachment downloads and statistics. ' +
-        'Every request needs `Authorization: Bearer <API key>`; cookies are not accepted. A key inherits exactly its owner\'s permissions, and anything ' +
+        "Every request needs `Authorization: Bearer <API key>`; cookies are not accepted. A key inherits exactly its owner's permissions, and anything " +
         'outside them is answered as if it did not exist (404). Errors are RFC 7807 `application/problem+json` documents. ' +
         `Requests are limited to ${RateLimitPerMinute} per minute per key (\`Api:RateLimitPerMinute\`). ` +
         'Every DTO field is optional in this document; clients should tolerate absent fields and fields added later in v1.',
@@ -394,23 +431,43 @@ function build(settings: Settings): OpenApiDocument {
         },
       },
       responses: {
-        Unauthorized: problem('The API key is missing, malformed, expired, revoked or unknown, or its owner is inactive.', {
-          'WWW-Authenticate': headerRef('WWW-Authenticate'),
-        }),
-        TooManyRequests: problem(`The rate limit of ${RateLimitPerMinute} requests per minute for this key (or client IP, without a key) is spent.`, {
-          'Retry-After': headerRef('Retry-After'),
-        }),
-        InternalServerError: problem('An unexpected error. The body says nothing about the internals; the error is logged on the server.'),
+        Unauthorized: problem(
+          'The API key is missing, malformed, expired, revoked or unknown, or its owner is inactive.',
+          {
+            'WWW-Authenticate': headerRef('WWW-Authenticate'),
+          },
+        ),
+        TooManyRequests: problem(
+          `The rate limit of ${RateLimitPerMinute} requests per minute for this key (or client IP, without a key) is spent.`,
+          {
+            'Retry-After': headerRef('Retry-After'),
+          },
+        ),
+        InternalServerError: problem(
+          'An unexpected error. The body says nothing about the internals; the error is logged on the server.',
+        ),
       },
       headers: {
         'WWW-Authenticate': {
           description: '`Bearer`, or `Bearer error="invalid_token"` when a presented key was rejected.',
           schema: { type: 'string' },
         },
-        'Retry-After': { description: 'Seconds until the rate-limit window resets.', schema: { type: 'integer', format: 'int32' } },
-        'RateLimit-Limit': { description: 'Requests allowed per one-minute window.', schema: { type: 'integer', format: 'int32' } },
-        'RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer', format: 'int32' } },
-        'RateLimit-Reset': { description: 'Seconds until the current window ends.', schema: { type: 'integer', format: 'int32' } },
+        'Retry-After': {
+          description: 'Seconds until the rate-limit window resets.',
+          schema: { type: 'integer', format: 'int32' },
+        },
+        'RateLimit-Limit': {
+          description: 'Requests allowed per one-minute window.',
+          schema: { type: 'integer', format: 'int32' },
+        },
+        'RateLimit-Remaining': {
+          description: 'Requests left in the current window.',
+          schema: { type: 'integer', format: 'int32' },
+        },
+        'RateLimit-Reset': {
+          description: 'Seconds until the current window ends.',
+          schema: { type: 'integer', format: 'int32' },
+        },
       },
     },
   };

@@ -80,7 +80,9 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
 
 // type "/" subtype *( OWS ";" OWS parameter ), RFC 9110 section 8.3.1, printable ASCII only.
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
-const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"(?:[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]|\\\\[\\x20-\\x7e])*"))*$`);
+const MEDIA_TYPE = new RegExp(
+  `^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"(?:[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]|\\\\[\\x20-\\x7e])*"))*$`,
+);
 
 /** The stored content type when it is a well-formed media type, else application/octet-stream. */
 export function storedMediaType(stored: string | null | undefined): string {

@@ -25,7 +25,12 @@ const PATH = '/mcp';
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
 
-export function mcpEndpoint(settings: Settings, service: ArchiveService, limiter: RateLimiter, logger: Logger): Middleware {
+export function mcpEndpoint(
+  settings: Settings,
+  service: ArchiveService,
+  limiter: RateLimiter,
+  logger: Logger,
+): Middleware {
   const tools = mcpTools(settings.Mcp);
   const parseJson = bodyParser({ enableTypes: ['json'], jsonLimit: '1mb', strict: true });
 
@@ -34,7 +39,9 @@ export function mcpEndpoint(settings: Settings, service: ArchiveService, limiter
     if (isPreflight(ctx)) return answerPreflight(ctx);
     if (ctx.method !== 'POST') {
       // Stateless: no server-to-client event stream to GET, no session to DELETE.
-      throw new Problem(405, `${ctx.method} is not allowed on ${PATH}; send each JSON-RPC message as a POST.`, { Allow: 'POST' });
+      throw new Problem(405, `${ctx.method} is not allowed on ${PATH}; send each JSON-RPC message as a POST.`, {
+        Allow: 'POST',
+      });
     }
     await next();
   };
@@ -44,7 +51,12 @@ export function mcpEndpoint(settings: Settings, service: ArchiveService, limiter
     if (!(await readBody(ctx, parseJson))) return;
     if (Array.isArray(ctx.request.body)) {
       // One message per request keeps every call under the rate limit; batches left MCP in 2025-06-18.
-      return jsonRpcError(ctx, 400, INVALID_REQUEST, 'Batches are not supported: send one JSON-RPC message per HTTP request.');
+      return jsonRpcError(
+        ctx,
+        400,
+        INVALID_REQUEST,
+        'Batches are not supported: send one JSON-RPC message per HTTP request.',
+      );
     }
     const server = createMcpServer(tools, { service, caller: callerOf(ctx, principal, 'mcp'), logger });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

@@ -18,9 +18,16 @@ export function originGuard(allowedOrigins: readonly string[]): Middleware {
     const origin = ctx.get('Origin');
     if (!origin) return next();
     if (!allowed.has(normalize(origin))) {
-      throw new Problem(403, `Requests from origin ${origin} are not allowed; the server admits only the origins in Mcp:AllowedOrigins.`);
+      throw new Problem(
+        403,
+        `Requests from origin ${origin} are not allowed; the server admits only the origins in Mcp:AllowedOrigins.`,
+      );
     }
-    ctx.set({ 'Access-Control-Allow-Origin': origin, 'Access-Control-Expose-Headers': EXPOSED_HEADERS, Vary: 'Origin' });
+    ctx.set({
+      'Access-Control-Allow-Origin': origin,
+      'Access-Control-Expose-Headers': EXPOSED_HEADERS,
+      Vary: 'Origin',
+    });
     await next();
   };
 }

@@ -25,6 +25,12 @@ export function stringParam(param: string, description: string) {
   return z.string({ error: (issue) => `${param} must be a string, not ${shown(issue.input)}` }).meta({ description });
 }
 
-export function enumParam<const T extends readonly [string, ...string[]]>(param: string, values: T, description: string) {
-  return z.enum(values, { error: (issue) => `${param} must be one of ${values.join(', ')}, not ${shown(issue.input)}` }).meta({ description });
+export function enumParam<const T extends readonly [string, ...string[]]>(
+  param: string,
+  values: T,
+  description: string,
+) {
+  return z
+    .enum(values, { error: (issue) => `${param} must be one of ${values.join(', ')}, not ${shown(issue.input)}` })
+    .meta({ description });
 }

@@ -8,7 +8,10 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 /** An object result: the same JSON as text and as structuredContent. */
 export function objectResult(value: object): CallToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(value) }], structuredContent: value as Record<string, unknown> };
+  return {
+    content: [{ type: 'text', text: JSON.stringify(value) }],
+    structuredContent: value as Record<string, unknown>,
+  };
 }
 
 /** A result that is not an object (a list, or null): text as SPEC.md gives it, wrapped as structuredContent. */

@@ -24,8 +24,10 @@ export function parseKeyForm(body: Record<string, unknown>, now: number): KeyFor
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(expires);
   const at = m ? Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])) : NaN;
   // A round trip rejects dates that Date.UTC would roll over, such as 2027-02-30.
-  if (!m || Number.isNaN(at) || utcDate(at) !== expires) return { ok: false, error: 'The expiry must be a date of the form YYYY-MM-DD.' };
-  if (expires < minExpiryDate(now)) return { ok: false, error: `The expiry date must be ${minExpiryDate(now)} or later.` };
+  if (!m || Number.isNaN(at) || utcDate(at) !== expires)
+    return { ok: false, error: 'The expiry must be a date of the form YYYY-MM-DD.' };
+  if (expires < minExpiryDate(now))
+    return { ok: false, error: `The expiry date must be ${minExpiryDate(now)} or later.` };
   return { ok: true, name, expiresAt: at };
 }
 

@@ -9,7 +9,14 @@ export class SafeHtml {
   }
 }
 
-const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' };
+const ENTITIES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+  '`': '&#96;',
+};
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"'`]/g, (c) => ENTITIES[c]!);

@@ -21,7 +21,15 @@ import { setPageHeaders } from './headers.js';
 import { loadUser, sessionMiddleware, startSession, type WebState } from './session.js';
 import { sessionSecret } from './session-secret.js';
 import { LoginThrottle } from './throttle.js';
-import { confirmRevokePage, errorPage, keysPage, loginPage, signOutPage, type Chrome, type KeysModel } from './views.js';
+import {
+  confirmRevokePage,
+  errorPage,
+  keysPage,
+  loginPage,
+  signOutPage,
+  type Chrome,
+  type KeysModel,
+} from './views.js';
 
 export interface WebDeps {
   engine: EnginePool;
@@ -54,7 +62,10 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
   const swagger = docsEnabled ? new SwaggerAssets() : undefined;
   const docs = swagger ? buildApiDocs(settings, swagger, assets) : undefined;
   const throttle = new LoginThrottle(settings, logger, deps.redis);
-  const session = compose([sessionMiddleware(app, settings, sessionSecret(settings, logger)), loadUser(engine)]) as Middleware;
+  const session = compose([
+    sessionMiddleware(app, settings, sessionSecret(settings, logger)),
+    loadUser(engine),
+  ]) as Middleware;
   const form = bodyParser({ enableTypes: ['form'], formLimit: '16kb' }) as Middleware;
 
   // Only pages with forms need the CSRF token, and asking for it creates the session.
@@ -88,7 +99,12 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
     return result.value;
   }
 
-  async function renderKeys(ctx: WebContext, user: WebUser, status: number, extra: Partial<KeysModel> = {}): Promise<void> {
+  async function renderKeys(
+    ctx: WebContext,
+    user: WebUser,
+    status: number,
+    extra: Partial<KeysModel> = {},
+  ): Promise<void> {
     const lists = await listKeys(user);
     page(ctx, status, keysPage(chrome(ctx, 'keys'), { ...lists, minExpiry: minExpiryDate(Date.now()), ...extra }));
   }
@@ -106,10 +122,14 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
   router.get('/login', session, (ctx) => {
     const next = safeNext(ctx.query.next);
     if (ctx.state.user) return ctx.redirect(next);
-    page(ctx, 200, loginPage(chrome(ctx, 'login'), {
-      next,
-      ...(ctx.query.signed_out !== undefined ? { notice: 'You have signed out.' } : {}),
-    }));
+    page(
+      ctx,
+      200,
+      loginPage(chrome(ctx, 'login'), {
+        next,
+        ...(ctx.query.signed_out !== undefined ? { notice: 'You have signed out.' } : {}),
+      }),
+    );
   });
 
   router.post('/login', session, form, async (ctx) => {
@@ -122,12 +142,19 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
     if (wait !== null) {
       logger.warn({ ip: ctx.ip }, 'web sign-in throttled');
       ctx.set('Retry-After', String(wait));
-      page(ctx, 429, loginPage(chrome(ctx, 'login'), {
-        username, next, error: `Too many sign-in attempts. Wait ${wait} seconds, then try again.`,
-      }));
+      page(
+        ctx,
+        429,
+        loginPage(chrome(ctx, 'login'), {
+          username,
+          next,
+          error: `Too many sign-in attempts. Wait ${wait} seconds, then try again.`,
+        }),
+      );
       return;
     }
-    const user = username && password.length <= MAX_PASSWORD ? await engine.run({ kind: 'login', username, password }) : null;
+    const user =
+      username && password.length <= MAX_PASSWORD ? await engine.run({ kind: 'login', username, password }) : null;
     if (!user) {
       // The username is not logged: people type their password into it by mistake.
       logger.info({ ip: ctx.ip }, 'web sign-in failed');
@@ -155,8 +182,18 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
     if (!user) return;
     const revokedId = Number(ctx.query.revoked);
     const lists = await listKeys(user);
-    const revoked = Number.isInteger(revokedId) ? [...lists.own, ...(lists.others ?? [])].find((k) => k.id === revokedId) : undefined;
-    page(ctx, 200, keysPage(chrome(ctx, 'keys'), { ...lists, minExpiry: minExpiryDate(Date.now()), ...(revoked ? { revoked } : {}) }));
+    const revoked = Number.isInteger(revokedId)
+      ? [...lists.own, ...(lists.others ?? [])].find((k) => k.id === revokedId)
+      : undefined;
+    page(
+      ctx,
+      200,
+      keysPage(chrome(ctx, 'keys'), {
+        ...lists,
+        minExpiry: minExpiryDate(Date.now()),
+        ...(revoked ? { revoked } : {}),
+      }),
+    );
   });
 
   router.post('/keys', session, form, async (ctx) => {
@@ -166,11 +203,26 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
     const body = ctx.request.body as Record<string, unknown>;
     const now = Date.now();
     const input = parseKeyForm(body, now);
-    const echo = { name: typeof body.name === 'string' ? body.name : '', expires: typeof body.expires === 'string' ? body.expires : '' };
+    const echo = {
+      name: typeof body.name === 'string' ? body.name : '',
+      expires: typeof body.expires === 'string' ? body.expires : '',
+    };
     if (!input.ok) return renderKeys(ctx, user, 422, { form: { ...echo, error: input.error } });
-    const result = await engine.run({ kind: 'createKeyFor', actorId: user.id, name: input.name, expiresAt: input.expiresAt, now });
-    if (!result.ok) return renderKeys(ctx, user, result.reason === 'invalid' ? 422 : 403, { form: { ...echo, error: result.message } });
-    logger.info({ user: user.username, keyId: result.value.row.id, prefix: result.value.row.prefix }, 'API key created in the web UI');
+    const result = await engine.run({
+      kind: 'createKeyFor',
+      actorId: user.id,
+      name: input.name,
+      expiresAt: input.expiresAt,
+      now,
+    });
+    if (!result.ok)
+      return renderKeys(ctx, user, result.reason === 'invalid' ? 422 : 403, {
+        form: { ...echo, error: result.message },
+      });
+    logger.info(
+      { user: user.username, keyId: result.value.row.id, prefix: result.value.row.prefix },
+      'API key created in the web UI',
+    );
     // The plaintext key goes into this response only: not the session, not a redirect URL.
     await renderKeys(ctx, user, 200, { created: result.value });
   });
@@ -190,8 +242,16 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
       return;
     }
     const result = await engine.run({ kind: 'revokeKeyAs', actorId: user.id, keyId: id, now: Date.now() });
-    if (!result.ok) throw new WebError(result.reason === 'not-found' ? 404 : 403, result.reason === 'not-found' ? 'No such key' : 'Not allowed', result.message);
-    logger.info({ user: user.username, keyId: id, owner: result.value.username, prefix: result.value.prefix }, 'API key revoked in the web UI');
+    if (!result.ok)
+      throw new WebError(
+        result.reason === 'not-found' ? 404 : 403,
+        result.reason === 'not-found' ? 'No such key' : 'Not allowed',
+        result.message,
+      );
+    logger.info(
+      { user: user.username, keyId: id, owner: result.value.username, prefix: result.value.prefix },
+      'API key revoked in the web UI',
+    );
     seeOther(ctx, `/keys?revoked=${id}`);
   });
 
@@ -270,7 +330,12 @@ function webErrors(logger: Logger, chromeOf: (ctx: Context) => Chrome): Middlewa
       }
       ctx.status = status;
       ctx.type = 'text/html; charset=utf-8';
-      ctx.body = errorPage(chrome, title, message, chrome.user ? { href: '/keys', text: 'Back to API Keys' } : { href: '/login', text: 'Sign in' });
+      ctx.body = errorPage(
+        chrome,
+        title,
+        message,
+        chrome.user ? { href: '/keys', text: 'Back to API Keys' } : { href: '/login', text: 'Sign in' },
+      );
     }
   };
 }

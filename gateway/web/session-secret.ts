@@ -32,7 +32,8 @@ export function sessionSecret(settings: Settings, logger: Logger): string {
     unlinkSync(temp);
   }
   const secret = readSecret(path, logger);
-  if (!secret) throw new Error(`The session secret file ${path} is empty or too short; delete it to have a new one generated.`);
+  if (!secret)
+    throw new Error(`The session secret file ${path} is empty or too short; delete it to have a new one generated.`);
   return secret;
 }
 

@@ -57,7 +57,11 @@ export function sessionMiddleware(app: Koa, settings: Settings, secret: string):
 
 /** Starts a fresh session: a new CSRF token and a new absolute expiry. */
 export function startSession(ctx: Context, settings: Settings, data: Omit<SessionData, 'csrf' | 'exp'>): SessionData {
-  const fresh: SessionData = { ...data, csrf: newCsrfToken(), exp: Date.now() + settings.Web.SessionLifetimeMinutes * 60_000 };
+  const fresh: SessionData = {
+    ...data,
+    csrf: newCsrfToken(),
+    exp: Date.now() + settings.Web.SessionLifetimeMinutes * 60_000,
+  };
   ctx.session = fresh;
   return sessionOf(ctx);
 }

@@ -14,8 +14,16 @@ export class LoginThrottle {
   readonly #perIp: RateLimiter;
 
   constructor(settings: Settings, logger: Logger, redis?: Redis) {
-    this.#perUser = new RateLimiter({ name: 'LoginUser', pointsPerMinute: settings.Web.LoginAttemptsPerUserPerMinute }, logger, redis);
-    this.#perIp = new RateLimiter({ name: 'LoginIp', pointsPerMinute: settings.Web.LoginAttemptsPerIpPerMinute }, logger, redis);
+    this.#perUser = new RateLimiter(
+      { name: 'LoginUser', pointsPerMinute: settings.Web.LoginAttemptsPerUserPerMinute },
+      logger,
+      redis,
+    );
+    this.#perIp = new RateLimiter(
+      { name: 'LoginIp', pointsPerMinute: settings.Web.LoginAttemptsPerIpPerMinute },
+      logger,
+      redis,
+    );
   }
 
   /** Spends one attempt; resolves to null when allowed, else to the seconds to wait. */

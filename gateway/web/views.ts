@@ -14,42 +14,39 @@ export interface Chrome {
 }
 
 function csrfField(chrome: Chrome): SafeHtml {
-  return html`<input type="hidden" name="_csrf" value="${chrome.csrf}">`;
+  return html`<input type="hidden" name="_csrf" value="${chrome.csrf}" />`;
 }
 
 export function layout(chrome: Chrome, title: string, body: SafeHtml): string {
   const user = chrome.user;
   const nav = user
     ? html`<nav aria-label="Main">
-        <a href="/keys"${chrome.current === 'keys' ? html` aria-current="page"` : ''}>API Keys</a>
-        ${chrome.docsEnabled ? html`<a href="/apidocs">API docs</a>` : ''}
-      </nav>
-      <form class="signout" method="post" action="/logout">
-        ${csrfField(chrome)}
-        <span class="who">${user.username}${user.isAdmin ? html` <span class="badge">admin</span>` : ''}</span>
-        <button type="submit" class="link">Sign out</button>
-      </form>`
+          <a href="/keys" ${chrome.current === 'keys' ? html` aria-current="page"` : ''}>API Keys</a>
+          ${chrome.docsEnabled ? html`<a href="/apidocs">API docs</a>` : ''}
+        </nav>
+        <form class="signout" method="post" action="/logout">
+          ${csrfField(chrome)}
+          <span class="who">${user.username}${user.isAdmin ? html` <span class="badge">admin</span>` : ''}</span>
+          <button type="submit" class="link">Sign out</button>
+        </form>`
     : '';
   return `<!doctype html>\n${html`<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · Mail Archive</title>
-<link rel="icon" href="${chrome.assets.icon}" type="image/svg+xml">
-<link rel="stylesheet" href="${chrome.assets.css}">
-<script src="${chrome.assets.js}" defer></script>
-</head>
-<body>
-<header class="top">
-  <a class="brand" href="/keys">Mail Archive</a>
-  ${nav}
-</header>
-<main>
-${body}
-</main>
-</body>
-</html>
-`}`;
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      <title>${title} · Mail Archive</title>
+      <link rel="icon" href="${chrome.assets.icon}" type="image/svg+xml" />
+      <link rel="stylesheet" href="${chrome.assets.css}" />
+      <script src="${chrome.assets.js}" defer></script>
+    </head>
+    <body>
+      <header class="top">
+        <a class="brand" href="/keys">Mail Archive</a>
+        ${nav}
+      </header>
+      <main>${body}</main>
+    </body>
+  </html> `}`;
 }
 
 export interface LoginModel {
@@ -60,31 +57,56 @@ export interface LoginModel {
 }
 
 export function loginPage(chrome: Chrome, model: LoginModel): string {
-  return layout(chrome, 'Sign in', html`
-<section class="card narrow">
-  <h1>Sign in</h1>
-  ${model.notice ? html`<p class="notice" role="status">${model.notice}</p>` : ''}
-  ${model.error ? html`<p class="error" role="alert">${model.error}</p>` : ''}
-  <form method="post" action="/login" class="stack">
-    ${csrfField(chrome)}
-    ${model.next ? html`<input type="hidden" name="next" value="${model.next}">` : ''}
-    <label>Username
-      <input name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="64" value="${model.username ?? ''}"${model.username ? '' : html` autofocus`}>
-    </label>
-    <label>Password
-      <input type="password" name="password" autocomplete="current-password" required maxlength="1024"${model.username ? html` autofocus` : ''}>
-    </label>
-    <button type="submit" class="primary">Sign in</button>
-  </form>
-</section>`);
+  return layout(
+    chrome,
+    'Sign in',
+    html` <section class="card narrow">
+      <h1>Sign in</h1>
+      ${model.notice ? html`<p class="notice" role="status">${model.notice}</p>` : ''}
+      ${model.error ? html`<p class="error" role="alert">${model.error}</p>` : ''}
+      <form method="post" action="/login" class="stack">
+        ${csrfField(chrome)} ${model.next ? html`<input type="hidden" name="next" value="${model.next}" />` : ''}
+        <label
+          >Username
+          <input
+            name="username"
+            autocomplete="username"
+            autocapitalize="none"
+            spellcheck="false"
+            required
+            maxlength="64"
+            value="${model.username ?? ''}"
+            ${model.username ? '' : html` autofocus`}
+          />
+        </label>
+        <label
+          >Password
+          <input
+            type="password"
+            name="password"
+            autocomplete="current-password"
+            required
+            maxlength="1024"
+            ${model.username ? html` autofocus` : ''}
+          />
+        </label>
+        <button type="submit" class="primary">Sign in</button>
+      </form>
+    </section>`,
+  );
 }
 
 export function signOutPage(chrome: Chrome): string {
-  return layout(chrome, 'Sign out', html`
-<section class="card narrow">
-  <h1>Sign out</h1>
-  <form method="post" action="/logout">${csrfField(chrome)}<button type="submit" class="primary">Sign out</button></form>
-</section>`);
+  return layout(
+    chrome,
+    'Sign out',
+    html` <section class="card narrow">
+      <h1>Sign out</h1>
+      <form method="post" action="/logout">
+        ${csrfField(chrome)}<button type="submit" class="primary">Sign out</button>
+      </form>
+    </section>`,
+  );
 }
 
 function when(iso: string | null, none: string): SafeHtml {
@@ -94,7 +116,9 @@ function when(iso: string | null, none: string): SafeHtml {
 
 function statusBadge(key: KeyRow): SafeHtml {
   const badge = html`<span class="status status-${key.status.replace(' ', '-')}">${key.status}</span>`;
-  return html`<span>${badge}${key.revokedAt ? html` <span class="since">${when(key.revokedAt, '')}</span>` : ''}</span>`;
+  return html`<span
+    >${badge}${key.revokedAt ? html` <span class="since">${when(key.revokedAt, '')}</span>` : ''}</span
+  >`;
 }
 
 function revokeForm(chrome: Chrome, key: KeyRow): SafeHtml {
@@ -102,28 +126,48 @@ function revokeForm(chrome: Chrome, key: KeyRow): SafeHtml {
   const question = `Revoke the key “${key.name}” (${key.prefix}…)${key.userId !== chrome.user?.id ? ` of ${key.username}` : ''}? Programs using it are refused from the next request on. This cannot be undone.`;
   // Without JavaScript the server asks for confirmation on a page of its own (confirmed is empty).
   return html`<form method="post" action="/keys/revoke" class="revoke" data-confirm="${question}">
-      ${csrfField(chrome)}<input type="hidden" name="id" value="${key.id}"><input type="hidden" name="confirmed" value="">
-      <button type="submit" class="danger" aria-label="Revoke ${key.name}">Revoke</button>
-    </form>`;
+    ${csrfField(chrome)}<input type="hidden" name="id" value="${key.id}" /><input
+      type="hidden"
+      name="confirmed"
+      value=""
+    />
+    <button type="submit" class="danger" aria-label="Revoke ${key.name}">Revoke</button>
+  </form>`;
 }
 
 function keyTable(chrome: Chrome, keys: KeyRow[], withOwner: boolean, label: string): SafeHtml {
   if (keys.length === 0) return html`<p class="muted">No keys yet.</p>`;
-  return html`<div class="table-wrap"><table class="keys" aria-label="${label}">
-  <thead><tr>${withOwner ? html`<th scope="col">Owner</th>` : ''}<th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Expires</th><th scope="col">Status</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
-  <tbody>
-  ${keys.map((k) => html`<tr data-key-id="${k.id}" data-prefix="${k.prefix}">
-    ${withOwner ? html`<td data-label="Owner" class="owner">${k.username}</td>` : ''}
-    <td data-label="Name" class="name">${k.name}</td>
-    <td data-label="Prefix"><code>${k.prefix}…</code></td>
-    <td data-label="Created">${when(k.createdAt, '')}</td>
-    <td data-label="Last used">${when(k.lastUsedAt, 'never')}</td>
-    <td data-label="Expires">${when(k.expiresAt, 'never')}</td>
-    <td data-label="Status">${statusBadge(k)}</td>
-    <td class="actions">${revokeForm(chrome, k)}</td>
-  </tr>`)}
-  </tbody>
-</table></div>`;
+  return html`<div class="table-wrap">
+    <table class="keys" aria-label="${label}">
+      <thead>
+        <tr>
+          ${withOwner ? html`<th scope="col">Owner</th>` : ''}
+          <th scope="col">Name</th>
+          <th scope="col">Prefix</th>
+          <th scope="col">Created</th>
+          <th scope="col">Last used</th>
+          <th scope="col">Expires</th>
+          <th scope="col">Status</th>
+          <th scope="col"><span class="sr-only">Actions</span></th>
+        </tr>
+      </thead>
+      <tbody>
+        ${keys.map(
+          (k) =>
+            html`<tr data-key-id="${k.id}" data-prefix="${k.prefix}">
+              ${withOwner ? html`<td data-label="Owner" class="owner">${k.username}</td>` : ''}
+              <td data-label="Name" class="name">${k.name}</td>
+              <td data-label="Prefix"><code>${k.prefix}…</code></td>
+              <td data-label="Created">${when(k.createdAt, '')}</td>
+              <td data-label="Last used">${when(k.lastUsedAt, 'never')}</td>
+              <td data-label="Expires">${when(k.expiresAt, 'never')}</td>
+              <td data-label="Status">${statusBadge(k)}</td>
+              <td class="actions">${revokeForm(chrome, k)}</td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+  </div>`;
 }
 
 export interface KeysModel {
@@ -140,63 +184,100 @@ export interface KeysModel {
 
 export function keysPage(chrome: Chrome, model: KeysModel): string {
   const form = model.form ?? { name: '', expires: '' };
-  return layout(chrome, 'API Keys', html`
-<h1>API Keys</h1>
-<p class="lead">A key lets a program read the archive through the REST API or the MCP server with your permissions. Send it as <code>Authorization: Bearer &lt;key&gt;</code>.</p>
-${model.created ? html`<section class="created" role="status" aria-labelledby="created-title">
-  <h2 id="created-title">Key “${model.created.row.name}” created</h2>
-  <p class="warn"><strong>Copy this key now. It cannot be shown again.</strong> Only its prefix is kept; if you lose it, revoke it and create a new one.</p>
-  <div class="secret">
-    <code id="new-key">${model.created.key}</code>
-    <button type="button" class="primary" data-copy="new-key">Copy</button>
-  </div>
-  <p class="copy-status" id="copy-status" aria-live="polite"></p>
-</section>` : ''}
-${model.revoked ? html`<p class="notice" role="status">Key “${model.revoked.name}” (<code>${model.revoked.prefix}…</code>)${model.revoked.userId !== chrome.user?.id ? ` of ${model.revoked.username}` : ''} is revoked.</p>` : ''}
-<section class="card">
-  <h2>Create a key</h2>
-  ${form.error ? html`<p class="error" role="alert">${form.error}</p>` : ''}
-  <form method="post" action="/keys" class="create">
-    ${csrfField(chrome)}
-    <label>Name
-      <input name="name" required maxlength="100" placeholder="e.g. Laptop Claude Desktop" value="${form.name}">
-    </label>
-    <label><span>Expires <span class="muted">(optional)</span></span>
-      <input type="date" name="expires" min="${model.minExpiry}" value="${form.expires}">
-    </label>
-    <button type="submit" class="primary">Create key</button>
-  </form>
-  <p class="hint">A key with an expiry date stops working at 00:00 UTC on that date.</p>
-</section>
-<section>
-  <h2>Your keys</h2>
-  ${keyTable(chrome, model.own, false, 'Your keys')}
-</section>
-${model.others ? html`<section>
-  <h2>Other users’ keys</h2>
-  <p class="muted">As an administrator you see and can revoke every user’s keys.</p>
-  ${keyTable(chrome, model.others, true, 'Other users’ keys')}
-</section>` : ''}`);
+  return layout(
+    chrome,
+    'API Keys',
+    html` <h1>API Keys</h1>
+      <p class="lead">
+        A key lets a program read the archive through the REST API or the MCP server with your permissions. Send it as
+        <code>Authorization: Bearer &lt;key&gt;</code>.
+      </p>
+      ${
+        model.created
+          ? html`<section class="created" role="status" aria-labelledby="created-title">
+              <h2 id="created-title">Key “${model.created.row.name}” created</h2>
+              <p class="warn">
+                <strong>Copy this key now. It cannot be shown again.</strong> Only its prefix is kept; if you lose it,
+                revoke it and create a new one.
+              </p>
+              <div class="secret">
+                <code id="new-key">${model.created.key}</code>
+                <button type="button" class="primary" data-copy="new-key">Copy</button>
+              </div>
+              <p class="copy-status" id="copy-status" aria-live="polite"></p>
+            </section>`
+          : ''
+      }
+      ${model.revoked ? html`<p class="notice" role="status">Key “${model.revoked.name}” (<code>${model.revoked.prefix}…</code>)${model.revoked.userId !== chrome.user?.id ? ` of ${model.revoked.username}` : ''} is revoked.</p>` : ''}
+      <section class="card">
+        <h2>Create a key</h2>
+        ${form.error ? html`<p class="error" role="alert">${form.error}</p>` : ''}
+        <form method="post" action="/keys" class="create">
+          ${csrfField(chrome)}
+          <label
+            >Name
+            <input name="name" required maxlength="100" placeholder="e.g. Laptop Claude Desktop" value="${form.name}" />
+          </label>
+          <label
+            ><span>Expires <span class="muted">(optional)</span></span>
+            <input type="date" name="expires" min="${model.minExpiry}" value="${form.expires}" />
+          </label>
+          <button type="submit" class="primary">Create key</button>
+        </form>
+        <p class="hint">A key with an expiry date stops working at 00:00 UTC on that date.</p>
+      </section>
+      <section>
+        <h2>Your keys</h2>
+        ${keyTable(chrome, model.own, false, 'Your keys')}
+      </section>
+      ${
+        model.others
+          ? html`<section>
+              <h2>Other users’ keys</h2>
+              <p class="muted">As an administrator you see and can revoke every user’s keys.</p>
+              ${keyTable(chrome, model.others, true, 'Other users’ keys')}
+            </section>`
+          : ''
+      }`,
+  );
 }
 
 export function confirmRevokePage(chrome: Chrome, key: KeyRow): string {
-  return layout(chrome, 'Revoke key', html`
-<section class="card narrow">
-  <h1>Revoke this key?</h1>
-  <p>“${key.name}” (<code>${key.prefix}…</code>)${key.userId !== chrome.user?.id ? ` of ${key.username}` : ''}. Programs using it are refused from the next request on. This cannot be undone.</p>
-  <form method="post" action="/keys/revoke" class="row">
-    ${csrfField(chrome)}<input type="hidden" name="id" value="${key.id}"><input type="hidden" name="confirmed" value="yes">
-    <button type="submit" class="danger">Revoke</button>
-    <a href="/keys" class="button">Cancel</a>
-  </form>
-</section>`);
+  return layout(
+    chrome,
+    'Revoke key',
+    html` <section class="card narrow">
+      <h1>Revoke this key?</h1>
+      <p>
+        “${key.name}” (<code>${key.prefix}…</code>)${key.userId !== chrome.user?.id ? ` of ${key.username}` : ''}.
+        Programs using it are refused from the next request on. This cannot be undone.
+      </p>
+      <form method="post" action="/keys/revoke" class="row">
+        ${csrfField(chrome)}<input type="hidden" name="id" value="${key.id}" /><input
+          type="hidden"
+          name="confirmed"
+          value="yes"
+        />
+        <button type="submit" class="danger">Revoke</button>
+        <a href="/keys" class="button">Cancel</a>
+      </form>
+    </section>`,
+  );
 }
 
-export function errorPage(chrome: Chrome, title: string, message: string, link: { href: string; text: string }): string {
-  return layout(chrome, title, html`
-<section class="card narrow">
-  <h1>${title}</h1>
-  <p>${message}</p>
-  <p><a href="${link.href}">${link.text}</a></p>
-</section>`);
+export function errorPage(
+  chrome: Chrome,
+  title: string,
+  message: string,
+  link: { href: string; text: string },
+): string {
+  return layout(
+    chrome,
+    title,
+    html` <section class="card narrow">
+      <h1>${title}</h1>
+      <p>${message}</p>
+      <p><a href="${link.href}">${link.text}</a></p>
+    </section>`,
+  );
 }

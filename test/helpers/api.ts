@@ -47,7 +47,10 @@ export const silentLogger = (): Logger => pino({ level: 'silent' });
 /** A logger that keeps every line it is given, parsed, for assertions on what was logged. */
 export function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
-  const logger = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
+  const logger = pino(
+    { level: 'debug' },
+    { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) },
+  );
   return { logger, lines };
 }
 
@@ -82,7 +85,9 @@ export function startApi(overrides: SettingsOverrides = {}, options: ApiOptions 
 export const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
 
 /** Listens on a free port on 127.0.0.1 with the gateway's callback; for real-socket tests. */
-export async function listen(gateway: Gateway): Promise<{ server: Server; port: number; url: string; close(): Promise<void> }> {
+export async function listen(
+  gateway: Gateway,
+): Promise<{ server: Server; port: number; url: string; close(): Promise<void> }> {
   const server = createServer(gateway.app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -147,11 +152,13 @@ export async function writeBigAttachment(
   try {
     const writer = new ArchiveWriter(db);
     const emailId = writer.batch(() =>
-      writer.add(email({
-        accountId,
-        subject: 'A very large attachment',
-        attachments: [{ fileName: 'big.bin', contentType: 'application/octet-stream', content }],
-      }))!,
+      writer.add(
+        email({
+          accountId,
+          subject: 'A very large attachment',
+          attachments: [{ fileName: 'big.bin', contentType: 'application/octet-stream', content }],
+        }),
+      )!,
     );
     const attachmentId = db.prepare('SELECT id FROM attachments WHERE email_id = ?').pluck().get(emailId) as number;
     return { emailId, attachmentId, sha256, size };

@@ -11,7 +11,10 @@ export interface Run {
 }
 
 /** `env` replaces the environment (plus PATH and TZ=UTC), so no stray setting applies. */
-export function runCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {}): Promise<Run> {
+export function runCli(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {},
+): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
       ...(options.cwd ? { cwd: options.cwd } : {}),

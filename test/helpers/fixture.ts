@@ -106,49 +106,122 @@ function populate(db: Db, options: { bodyLimit?: number }) {
     emails[name] = writer.add(e)!;
   };
   writer.batch(() => {
-    add('budget', email({
-      accountId: work, subject: 'Quarterly budget review', from: 'Carol Finance <carol@work.example>',
-      to: 'alice@work.example', cc: 'boss@work.example', sentDate: T('2024-03-05T09:30:00Z'),
-      receivedDate: T('2024-03-05T09:31:00Z'), textBody: 'Please review the attached budget spreadsheet.',
-      htmlBody: '<p>Please review the attached <b>budget</b> spreadsheet.</p>',
-      attachments: [
-        { fileName: 'budget "Q1" €.xlsx', contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', content: Buffer.from('fake xlsx bytes') },
-        { fileName: 'notes.txt', contentType: 'text/plain', content: Buffer.from('line one\nline two\n') },
-      ],
-    }));
-    add('lunch', email({
-      accountId: work, subject: 'Lunch on Friday?', from: 'alice@work.example', to: 'dan@work.example',
-      sentDate: T('2024-03-07T12:00:00Z'), isOutgoing: true, textBody: 'Shall we try the new ramen place?',
-    }));
-    add('invoice', email({
-      accountId: work, folder: 'INBOX/Invoices', subject: 'Invoice 2024-017', from: 'billing@vendor.example',
-      to: 'alice@work.example', sentDate: T('2024-02-10T08:00:00Z'), textBody: 'Invoice attached. Total due: 1,200 EUR.',
-      attachments: [{ fileName: 'notes.txt', contentType: 'text/plain', content: Buffer.from('line one\nline two\n') }],
-    }));
-    add('archived', email({
-      accountId: work, folder: 'Archive/2023/Q4', subject: 'Year end party', from: 'hr@work.example',
-      to: 'all@work.example', sentDate: T('2023-12-15T17:00:00Z'), textBody: 'Join us for the year end party.',
-    }));
-    add('sent', email({
-      accountId: work, folder: 'Sent', subject: 'Re: Quarterly budget review', from: 'alice@work.example',
-      to: 'carol@work.example', bcc: 'archive@work.example', sentDate: T('2024-03-06T10:00:00Z'), isOutgoing: true,
-      textBody: 'Looks good to me.',
-    }));
-    add('family', email({
-      accountId: personal, subject: 'Family reunion', from: 'mom@home.example', to: 'bob@home.example',
-      sentDate: T('2024-03-01T18:00:00Z'), textBody: 'The reunion is on the 12th. Bring the budget for the trip.',
-    }));
-    add('umlaut', email({
-      accountId: personal, subject: 'Grüße aus München', from: 'Jürgen Müller <juergen@example.de>', to: 'bob@home.example',
-      sentDate: T('2024-01-20T07:00:00Z'), textBody: 'Schöne Grüße, Jürgen', htmlBody: null,
-    }));
-    add('team', email({
-      accountId: shared, subject: 'Team standup notes', from: 'malice@work.example', to: 'team@work.example',
-      sentDate: T('2024-03-08T09:00:00Z'), textBody: 'Standup notes for the week.',
-    }));
+    add(
+      'budget',
+      email({
+        accountId: work,
+        subject: 'Quarterly budget review',
+        from: 'Carol Finance <carol@work.example>',
+        to: 'alice@work.example',
+        cc: 'boss@work.example',
+        sentDate: T('2024-03-05T09:30:00Z'),
+        receivedDate: T('2024-03-05T09:31:00Z'),
+        textBody: 'Please review the attached budget spreadsheet.',
+        htmlBody: '<p>Please review the attached <b>budget</b> spreadsheet.</p>',
+        attachments: [
+          {
+            fileName: 'budget "Q1" €.xlsx',
+            contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+            content: Buffer.from('fake xlsx bytes'),
+          },
+          { fileName: 'notes.txt', contentType: 'text/plain', content: Buffer.from('line one\nline two\n') },
+        ],
+      }),
+    );
+    add(
+      'lunch',
+      email({
+        accountId: work,
+        subject: 'Lunch on Friday?',
+        from: 'alice@work.example',
+        to: 'dan@work.example',
+        sentDate: T('2024-03-07T12:00:00Z'),
+        isOutgoing: true,
+        textBody: 'Shall we try the new ramen place?',
+      }),
+    );
+    add(
+      'invoice',
+      email({
+        accountId: work,
+        folder: 'INBOX/Invoices',
+        subject: 'Invoice 2024-017',
+        from: 'billing@vendor.example',
+        to: 'alice@work.example',
+        sentDate: T('2024-02-10T08:00:00Z'),
+        textBody: 'Invoice attached. Total due: 1,200 EUR.',
+        attachments: [
+          { fileName: 'notes.txt', contentType: 'text/plain', content: Buffer.from('line one\nline two\n') },
+        ],
+      }),
+    );
+    add(
+      'archived',
+      email({
+        accountId: work,
+        folder: 'Archive/2023/Q4',
+        subject: 'Year end party',
+        from: 'hr@work.example',
+        to: 'all@work.example',
+        sentDate: T('2023-12-15T17:00:00Z'),
+        textBody: 'Join us for the year end party.',
+      }),
+    );
+    add(
+      'sent',
+      email({
+        accountId: work,
+        folder: 'Sent',
+        subject: 'Re: Quarterly budget review',
+        from: 'alice@work.example',
+        to: 'carol@work.example',
+        bcc: 'archive@work.example',
+        sentDate: T('2024-03-06T10:00:00Z'),
+        isOutgoing: true,
+        textBody: 'Looks good to me.',
+      }),
+    );
+    add(
+      'family',
+      email({
+        accountId: personal,
+        subject: 'Family reunion',
+        from: 'mom@home.example',
+        to: 'bob@home.example',
+        sentDate: T('2024-03-01T18:00:00Z'),
+        textBody: 'The reunion is on the 12th. Bring the budget for the trip.',
+      }),
+    );
+    add(
+      'umlaut',
+      email({
+        accountId: personal,
+        subject: 'Grüße aus München',
+        from: 'Jürgen Müller <juergen@example.de>',
+        to: 'bob@home.example',
+        sentDate: T('2024-01-20T07:00:00Z'),
+        textBody: 'Schöne Grüße, Jürgen',
+        htmlBody: null,
+      }),
+    );
+    add(
+      'team',
+      email({
+        accountId: shared,
+        subject: 'Team standup notes',
+        from: 'malice@work.example',
+        to: 'team@work.example',
+        sentDate: T('2024-03-08T09:00:00Z'),
+        textBody: 'Standup notes for the week.',
+      }),
+    );
   });
   const attachments: Record<string, number> = {};
-  for (const row of db.prepare('SELECT id, email_id, file_name FROM attachments ORDER BY id').all() as Array<{ id: number; email_id: number; file_name: string }>) {
+  for (const row of db.prepare('SELECT id, email_id, file_name FROM attachments ORDER BY id').all() as Array<{
+    id: number;
+    email_id: number;
+    file_name: string;
+  }>) {
     const owner = Object.entries(emails).find(([, id]) => id === row.email_id)![0];
     attachments[`${owner}:${row.file_name}`] = row.id;
   }

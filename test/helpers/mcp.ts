@@ -27,7 +27,10 @@ export interface McpHarness {
  * Starts a gateway with Api and Mcp enabled and budgets too large to interfere (unless
  * overridden) over a fresh fixture, listening on an ephemeral port.
  */
-export async function startMcpGateway(overrides: Overrides = {}, options: { logger?: Logger } = {}): Promise<McpHarness> {
+export async function startMcpGateway(
+  overrides: Overrides = {},
+  options: { logger?: Logger } = {},
+): Promise<McpHarness> {
   const fixture = createFixture();
   const settings = defaultSettings({
     ...overrides,
@@ -56,7 +59,11 @@ export async function startMcpGateway(overrides: Overrides = {}, options: { logg
 }
 
 /** An SDK client connected (initialize done) with the key as bearer token. */
-export async function connectClient(url: string, key: string | undefined, headers: Record<string, string> = {}): Promise<Client> {
+export async function connectClient(
+  url: string,
+  key: string | undefined,
+  headers: Record<string, string> = {},
+): Promise<Client> {
   const client = new Client({ name: 'mail-archive-gateway-tests', version: '1.0.0' });
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: { ...(key ? { Authorization: `Bearer ${key}` } : {}), ...headers } },
@@ -73,7 +80,8 @@ export async function call(client: Client, name: string, args: Record<string, un
 /** The text of the single text block a result carries. */
 export function textOf(result: CallToolResult): string {
   const [block] = result.content;
-  if (result.content.length !== 1 || block?.type !== 'text') throw new Error(`expected one text block, got ${JSON.stringify(result.content)}`);
+  if (result.content.length !== 1 || block?.type !== 'text')
+    throw new Error(`expected one text block, got ${JSON.stringify(result.content)}`);
   return block.text;
 }
 

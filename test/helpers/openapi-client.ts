@@ -162,7 +162,10 @@ export async function run(baseUrl: string, apiKey: string) {
 }
 `;
 
-export const CLIENT_SOURCE = CLIENT_TEMPLATE.replace('SORT_KEY_UNION', SORT_KEYS.map((k) => JSON.stringify(k)).join(' | '));
+export const CLIENT_SOURCE = CLIENT_TEMPLATE.replace(
+  'SORT_KEY_UNION',
+  SORT_KEYS.map((k) => JSON.stringify(k)).join(' | '),
+);
 
 export interface GeneratedClient {
   /** The generated types, as openapi-typescript wrote them. */

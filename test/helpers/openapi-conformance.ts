@@ -8,7 +8,9 @@ import addFormatsModule from 'ajv-formats';
 import type { JsonSchema, OpenApiDocument, OpenApiResponse } from '../../gateway/api/openapi.js';
 
 // ajv-formats is CommonJS with `export default`; under NodeNext the callable is on .default.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: Ajv,
+) => Ajv;
 
 export interface ObservedResponse {
   /** The path template of the operation, e.g. `/api/v1/emails/{id}`. */
@@ -25,9 +27,13 @@ function closeObjects(node: unknown): unknown {
   if (!node || typeof node !== 'object') return node;
   const out: JsonSchema = {};
   for (const [k, v] of Object.entries(node as JsonSchema)) {
-    out[k] = k === 'properties' ? Object.fromEntries(Object.entries(v as JsonSchema).map(([f, s]) => [f, closeObjects(s)])) : closeObjects(v);
+    out[k] =
+      k === 'properties'
+        ? Object.fromEntries(Object.entries(v as JsonSchema).map(([f, s]) => [f, closeObjects(s)]))
+        : closeObjects(v);
   }
-  if (out.type === 'object' && out.properties && out.additionalProperties === undefined) out.additionalProperties = false;
+  if (out.type === 'object' && out.properties && out.additionalProperties === undefined)
+    out.additionalProperties = false;
   return out;
 }
 
@@ -41,12 +47,18 @@ export class OpenApiConformance {
     this.#doc = doc;
     this.#ajv = new Ajv({ allErrors: true, strict: true });
     addFormats(this.#ajv);
-    this.#ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -INT32 && n < INT32 });
+    this.#ajv.addFormat('int32', {
+      type: 'number',
+      validate: (n: number) => Number.isInteger(n) && n >= -INT32 && n < INT32,
+    });
     this.#ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isSafeInteger(n) });
     // The components are registered under one root so `#/components/schemas/X` refs resolve
     // exactly as they do inside the document.
     this.#ajv.addVocabulary(['components', 'schemas']);
-    this.#ajv.addSchema({ $id: OpenApiConformance.ROOT, components: { schemas: closeObjects(structuredClone(doc.components.schemas)) } });
+    this.#ajv.addSchema({
+      $id: OpenApiConformance.ROOT,
+      components: { schemas: closeObjects(structuredClone(doc.components.schemas)) },
+    });
   }
 
   /** The response object the document declares for this operation and status, $ref resolved. */
@@ -66,7 +78,9 @@ export class OpenApiConformance {
     let v = this.#validators.get(key);
     if (!v) {
       // Refs inside an operation's schema point into the components of the root.
-      const rooted = JSON.parse(key.replaceAll('"#/components/', `"${OpenApiConformance.ROOT}#/components/`)) as JsonSchema;
+      const rooted = JSON.parse(
+        key.replaceAll('"#/components/', `"${OpenApiConformance.ROOT}#/components/`),
+      ) as JsonSchema;
       v = this.#ajv.compile(closeObjects(rooted) as JsonSchema);
       this.#validators.set(key, v);
     }
@@ -91,7 +105,8 @@ export class OpenApiConformance {
     }
     const validate = this.#validator(declared.content![contentType]!.schema);
     if (!validate(observed.body)) {
-      for (const e of validate.errors ?? []) out.push(`${where}: body${e.instancePath} ${e.message} ${JSON.stringify(e.params)}`);
+      for (const e of validate.errors ?? [])
+        out.push(`${where}: body${e.instancePath} ${e.message} ${JSON.stringify(e.params)}`);
     }
     return out;
   }

@@ -64,7 +64,12 @@ export async function ping(url: string): Promise<boolean> {
   }
 }
 
-export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 10_000, everyMs = 50): Promise<void> {
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 10_000,
+  everyMs = 50,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return;
@@ -84,9 +89,13 @@ export interface RedisServer {
 /** Starts a throwaway redis-server (no persistence) on `port` and waits until it answers PING. */
 export async function startRedisServer(port?: number): Promise<RedisServer> {
   const p = port ?? (await freePort());
-  const child = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

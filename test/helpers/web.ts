@@ -71,7 +71,8 @@ export async function startWeb(options: StartWebOptions = {}): Promise<WebFixtur
 async function setPasswords(dbPath: string): Promise<void> {
   const db = openArchive(dbPath);
   try {
-    for (const [username, password] of Object.entries(PASSWORDS)) setPasswordHash(db, username, await hashPassword(password));
+    for (const [username, password] of Object.entries(PASSWORDS))
+      setPasswordHash(db, username, await hashPassword(password));
   } finally {
     db.close();
   }
@@ -100,7 +101,10 @@ export function withDb<T>(dbPath: string, fn: (db: Db) => T): T {
 
 /** The id of a key, found by its public prefix. */
 export function keyIdOf(dbPath: string, key: string): number {
-  return withDb(dbPath, (db) => db.prepare('SELECT id FROM api_keys WHERE key_prefix = ?').pluck().get(key.slice(0, 11)) as number);
+  return withDb(
+    dbPath,
+    (db) => db.prepare('SELECT id FROM api_keys WHERE key_prefix = ?').pluck().get(key.slice(0, 11)) as number,
+  );
 }
 
 /** The CSRF token of the first form on a page. */
@@ -115,7 +119,10 @@ export type Agent = ReturnType<typeof request.agent>;
 /** Signs in through the form; resolves to the agent (which keeps the cookie) and the answer. */
 export async function signIn(url: string, username: string, password: string, agent: Agent = request.agent(url)) {
   const form = await agent.get('/login');
-  const res = await agent.post('/login').type('form').send({ _csrf: csrfOf(form.text), username, password });
+  const res = await agent
+    .post('/login')
+    .type('form')
+    .send({ _csrf: csrfOf(form.text), username, password });
   return { agent, res };
 }
 

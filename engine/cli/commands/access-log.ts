@@ -15,8 +15,10 @@ export function registerAccessLog(program: Command): void {
     .option('--limit <n>', 'at most this many entries', '50')
     .option('--json', 'print JSON')
     .action(async (opts: { user?: string; type?: string; limit: string; json?: boolean }, cmd: Command) => {
-      const type = opts.type === undefined ? undefined : TYPES.find((t) => t.toLowerCase() === opts.type!.toLowerCase());
-      if (opts.type !== undefined && !type) throw new UsageError(`--type must be one of ${TYPES.join(', ')}, not "${opts.type}".`);
+      const type =
+        opts.type === undefined ? undefined : TYPES.find((t) => t.toLowerCase() === opts.type!.toLowerCase());
+      if (opts.type !== undefined && !type)
+        throw new UsageError(`--type must be one of ${TYPES.join(', ')}, not "${opts.type}".`);
       const limit = parseId(opts.limit, '--limit');
       const rows = await withArchive(cmd, (db) =>
         listAccessLog(db, {

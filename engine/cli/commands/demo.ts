@@ -9,20 +9,30 @@ export function registerDemo(program: Command): void {
   program
     .command('demo')
     .description('build a demo archive of generated mail, with users and API keys, into an empty archive file')
-    .option('--messages <n>', `how many messages (${MIN_DEMO_MESSAGES} to ${MAX_DEMO_MESSAGES})`, String(DEFAULT_DEMO_MESSAGES))
+    .option(
+      '--messages <n>',
+      `how many messages (${MIN_DEMO_MESSAGES} to ${MAX_DEMO_MESSAGES})`,
+      String(DEFAULT_DEMO_MESSAGES),
+    )
     .option('--json', 'print the accounts, users with passwords, and keys as JSON')
     .action(async (opts: { messages: string; json?: boolean }, cmd: Command) => {
       const messages = parseId(opts.messages, '--messages');
       if (messages < MIN_DEMO_MESSAGES || messages > MAX_DEMO_MESSAGES) {
-        throw new UsageError(`--messages must be between ${MIN_DEMO_MESSAGES} and ${MAX_DEMO_MESSAGES}, not ${messages}.`);
+        throw new UsageError(
+          `--messages must be between ${MIN_DEMO_MESSAGES} and ${MAX_DEMO_MESSAGES}, not ${messages}.`,
+        );
       }
-      const { demo, keys } = await withArchive(cmd, async (db) => {
-        const built = await buildDemoArchive(db, {
-          messages,
-          onWarning: (message) => process.stderr.write(`mail-archive: warning: ${message}\n`),
-        });
-        return { demo: built, keys: issueDemoKeys(db, 'demo') };
-      }, { create: true });
+      const { demo, keys } = await withArchive(
+        cmd,
+        async (db) => {
+          const built = await buildDemoArchive(db, {
+            messages,
+            onWarning: (message) => process.stderr.write(`mail-archive: warning: ${message}\n`),
+          });
+          return { demo: built, keys: issueDemoKeys(db, 'demo') };
+        },
+        { create: true },
+      );
       const path = resolve(archivePath(cmd));
       if (opts.json) printJson({ archive: path, ...demo, seconds: Math.round(demo.seconds * 1000) / 1000, keys });
       else process.stdout.write(`${formatDemoArchive(path, demo)}\n${formatKeys(keys)}`);

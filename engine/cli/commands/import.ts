@@ -13,7 +13,8 @@ function progressBar(): { update: (p: ImportProgress) => void; log: (line: strin
   }
   const bars = new MultiBar(
     {
-      format: 'Importing [{bar}] {percentage}% | {done} of {size} | {messages} messages, {failed} failed | ETA {eta_formatted}',
+      format:
+        'Importing [{bar}] {percentage}% | {done} of {size} | {messages} messages, {failed} failed | ETA {eta_formatted}',
       hideCursor: true,
       clearOnComplete: true,
     },
@@ -23,7 +24,12 @@ function progressBar(): { update: (p: ImportProgress) => void; log: (line: strin
   return {
     update: (p) => {
       bar.setTotal(Math.max(1, p.bytesTotal));
-      bar.update(p.bytesDone, { done: megabytes(p.bytesDone), size: megabytes(p.bytesTotal), messages: p.messages, failed: p.failed });
+      bar.update(p.bytesDone, {
+        done: megabytes(p.bytesDone),
+        size: megabytes(p.bytesTotal),
+        messages: p.messages,
+        failed: p.failed,
+      });
     },
     // Printed above the bar, which is then redrawn.
     log: (line) => bars.log(line),
@@ -39,7 +45,10 @@ export function registerImport(program: Command): void {
   program
     .command('import <accountId> <path...>')
     .description('import mail into an account from mbox files, Maildir trees, .eml files or directories of .eml files')
-    .option('--folder <fullPath>', 'put everything in this folder (a Maildir keeps its sub-folders beneath it); default: INBOX, or the Maildir\'s own folders')
+    .option(
+      '--folder <fullPath>',
+      "put everything in this folder (a Maildir keeps its sub-folders beneath it); default: INBOX, or the Maildir's own folders",
+    )
     .option('--json', 'print {"imported":N,"duplicates":N,"failed":N,"seconds":S} only')
     .action(async (accountIdText: string, paths: string[], opts: { folder?: string; json?: boolean }, cmd: Command) => {
       const accountId = parseId(accountIdText, '<accountId>');

@@ -13,7 +13,9 @@ export function parseExpiry(text: string): number {
     return parseDateBound('--expires', text, 'lower');
   } catch (err) {
     if (!(err instanceof InvalidInput)) throw err;
-    throw new UsageError(`--expires must be an ISO 8601 date or date-time, such as 2027-01-31 or 2027-01-31T12:00:00Z, not "${text}".`);
+    throw new UsageError(
+      `--expires must be an ISO 8601 date or date-time, such as 2027-01-31 or 2027-01-31T12:00:00Z, not "${text}".`,
+    );
   }
 }
 
@@ -30,7 +32,9 @@ export function registerKeys(program: Command): void {
       const expiresAt = opts.expires !== undefined ? parseExpiry(opts.expires) : null;
       const created = await withArchive(cmd, (db) => createKey(db, { username, name: opts.name, expiresAt }));
       if (expiresAt !== null && expiresAt <= Date.now()) {
-        process.stderr.write(`Warning: this key expired at ${new Date(expiresAt).toISOString()}; it will be refused.\n`);
+        process.stderr.write(
+          `Warning: this key expired at ${new Date(expiresAt).toISOString()}; it will be refused.\n`,
+        );
       }
       if (opts.json) {
         printJson({ id: created.id, key: created.key, prefix: created.prefix });
@@ -50,7 +54,18 @@ export function registerKeys(program: Command): void {
     .action(async (opts: { user?: string; json?: boolean }, cmd: Command) => {
       const rows = await withArchive(cmd, (db) => listKeys(db, opts.user !== undefined ? { username: opts.user } : {}));
       if (opts.json) printJson(rows);
-      else printTable(rows, ['id', 'username', 'name', 'prefix', 'status', 'createdAt', 'lastUsedAt', 'expiresAt', 'revokedAt']);
+      else
+        printTable(rows, [
+          'id',
+          'username',
+          'name',
+          'prefix',
+          'status',
+          'createdAt',
+          'lastUsedAt',
+          'expiresAt',
+          'revokedAt',
+        ]);
     });
 
   keys

@@ -12,21 +12,30 @@ export function registerUsers(program: Command): void {
     .option('--email <address>', 'contact address')
     .option('--password-stdin', 'read the web sign-in password from standard input')
     .option('--json', 'print the new user as JSON')
-    .action(async (username: string, opts: { admin?: boolean; email?: string; passwordStdin?: boolean; json?: boolean }, cmd: Command) => {
-      let passwordHash: string | null = null;
-      if (opts.passwordStdin) {
-        const password = (await readStdin()).replace(/\r?\n$/, '');
-        if (password.length < 8) throw new UsageError('The password must be at least 8 characters.');
-        passwordHash = await hashPassword(password);
-      }
-      const user = await withArchive(
-        cmd,
-        (db) => addUser(db, { username, email: opts.email ?? null, isAdmin: opts.admin ?? false, passwordHash }),
-        { create: true },
-      );
-      if (opts.json) printJson(user);
-      else process.stdout.write(`Created ${user.isAdmin ? 'administrator' : 'user'} ${user.username} (id ${user.id}).\n`);
-    });
+    .action(
+      async (
+        username: string,
+        opts: { admin?: boolean; email?: string; passwordStdin?: boolean; json?: boolean },
+        cmd: Command,
+      ) => {
+        let passwordHash: string | null = null;
+        if (opts.passwordStdin) {
+          const password = (await readStdin()).replace(/\r?\n$/, '');
+          if (password.length < 8) throw new UsageError('The password must be at least 8 characters.');
+          passwordHash = await hashPassword(password);
+        }
+        const user = await withArchive(
+          cmd,
+          (db) => addUser(db, { username, email: opts.email ?? null, isAdmin: opts.admin ?? false, passwordHash }),
+          { create: true },
+        );
+        if (opts.json) printJson(user);
+        else
+          process.stdout.write(
+            `Created ${user.isAdmin ? 'administrator' : 'user'} ${user.username} (id ${user.id}).\n`,
+          );
+      },
+    );
 
   users
     .command('list')
@@ -61,7 +70,10 @@ export function registerUsers(program: Command): void {
         const id = parseId(accountId, '<accountId>');
         const changed = await withArchive(cmd, (db) => fn(db, username, id));
         if (opts.json) printJson({ username, accountId: id, changed });
-        else process.stdout.write(`${changed ? 'Done' : 'Nothing to change'}: ${username} ${name === 'assign' ? 'sees' : 'does not see'} account ${id}.\n`);
+        else
+          process.stdout.write(
+            `${changed ? 'Done' : 'Nothing to change'}: ${username} ${name === 'assign' ? 'sees' : 'does not see'} account ${id}.\n`,
+          );
       });
   }
 }

@@ -33,7 +33,11 @@ document.addEventListener('DOMContentLoaded', () => {
         const selection = window.getSelection();
         selection.removeAllRanges();
         selection.addRange(range);
-        say(document.execCommand && document.execCommand('copy') ? 'Copied to the clipboard.' : 'Selected: press Ctrl+C (⌘C) to copy.');
+        say(
+          document.execCommand && document.execCommand('copy')
+            ? 'Copied to the clipboard.'
+            : 'Selected: press Ctrl+C (⌘C) to copy.',
+        );
       }
     });
   }
