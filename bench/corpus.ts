@@ -16,7 +16,7 @@ import { addAccount } from '../engine/store/accounts.js';
 import { addUser, assignAccount } from '../engine/store/users.js';
 import { ArchiveWriter, dedupKeyFor, type NewAttachment } from '../engine/store/writer.js';
 
-export const CORPUS_VERSION = 3;
+export const CORPUS_VERSION = 4;
 export const CACHE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../bench/.cache');
 
 /** Words the query mix relies on: "meeting" is very common, "zanzibar" is rare. */

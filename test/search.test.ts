@@ -130,6 +130,8 @@ test('field terms search one field', (t) => {
   t.deepEqual(found('filename:report'), ['report']);
   t.deepEqual(found('filename:march'), ['report']);
   t.deepEqual(found('security OR has:attachment'), ['malice', 'report']);
+  t.deepEqual(found('-has:attachment'), ['budget', 'cafe', 'malice', 'phrase', 'spam']);
+  t.deepEqual(found('(has:attachment OR security) -password'), ['report']);
 });
 
 test('from: an address matches that address only; from: a name matches name or address', (t) => {

@@ -1,11 +1,11 @@
 // Turns a parsed query into what the planner runs: one FTS5 MATCH expression that every hit
 // must satisfy (the fast path: the index yields hits in sent-date order) plus SQL conditions
-// for what FTS5 cannot say (has:attachment, a negation with nothing positive beside it).
+// for what FTS5 cannot say: a negation with nothing positive beside it (`-spam` alone).
 //
 // Every word reaching FTS5 is a quoted string of letters and digits, so no input can inject
 // FTS5 syntax: operators, column names and quotes in `q` are structure or plain text.
 import { parseQuery, type Node, type TextField } from '../../shared/query-language.js';
-import { ADDRESS, addressTag } from './tags.js';
+import { ADDRESS, addressTag, ATTACHMENT_TAG } from './tags.js';
 
 const COLUMNS: Record<TextField, string> = {
   subject: 'subject',
@@ -53,6 +53,7 @@ function fts(node: Node): string | null {
     case 'text':
       return phrase(node);
     case 'has':
+      return `{tags} : "${ATTACHMENT_TAG}"`;
     case 'not':
       return null; // FTS5's NOT is binary: it needs a positive operand, handled under 'and'.
     case 'or': {
@@ -76,8 +77,6 @@ function sql(node: Node): SqlCondition {
   const expr = fts(node);
   if (expr !== null) return { sql: IN_FTS, params: [expr] };
   switch (node.type) {
-    case 'has':
-      return { sql: 'e.has_attachments = 1', params: [] };
     case 'not': {
       const inner = sql(node.child);
       return { sql: `NOT (${inner.sql})`, params: inner.params };
@@ -91,7 +90,8 @@ function sql(node: Node): SqlCondition {
       };
     }
     case 'text':
-      throw new Error('unreachable: text always compiles to FTS');
+    case 'has':
+      throw new Error('unreachable: terms always compile to FTS');
   }
 }
 

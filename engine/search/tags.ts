@@ -1,5 +1,5 @@
 // Filter tags: hidden words in the full-text index's `tags` column that let FTS5 itself apply
-// the account, folder, direction and exact-address filters. Counting "meeting" for a user who
+// the account, folder, direction, attachment and exact-address filters. Counting "meeting" for a user who
 // sees two accounts is then one index query (`meeting AND {tags}:(a1 OR a2)`) instead of a
 // join over every match. User input can never name the `tags` column (see compile.ts), and
 // every tag is a single token of letters and digits, as SQLite's unicode61 tokenizer sees it.
@@ -7,6 +7,8 @@
 export const accountTag = (accountId: number) => `a${accountId}`;
 export const directionTag = (outgoing: boolean) => (outgoing ? 'dout' : 'din');
 export const folderTag = (folder: string) => `f${hash(folder)}`;
+/** Messages with at least one attachment: `has:attachment`. */
+export const ATTACHMENT_TAG = 'hatt';
 
 export type AddressField = 'from' | 'to' | 'cc' | 'bcc';
 const FIELD_PREFIX: Record<AddressField, string> = { from: 'xf', to: 'xt', cc: 'xc', bcc: 'xb' };
@@ -31,12 +33,14 @@ export function messageTags(m: {
   accountId: number;
   folder: string;
   isOutgoing: boolean;
+  hasAttachments: boolean;
   from: string;
   to: string;
   cc: string;
   bcc: string;
 }): string {
   const tags = [accountTag(m.accountId), directionTag(m.isOutgoing), folderTag(m.folder)];
+  if (m.hasAttachments) tags.push(ATTACHMENT_TAG);
   for (const field of ['from', 'to', 'cc', 'bcc'] as const) {
     for (const address of new Set((m[field].match(ADDRESS_IN_TEXT) ?? []).map((a) => a.toLowerCase()))) {
       tags.push(addressTag(field, address));

@@ -123,7 +123,7 @@ export class ArchiveWriter {
     }
     const text = prepareBody(email.textBody, this.#bodyLimit);
     const html = prepareBody(email.htmlBody, this.#bodyLimit);
-    const tags = messageTags({ ...email, folder });
+    const tags = messageTags({ ...email, folder, hasAttachments: email.attachments.length > 0 });
     this.#insertBody.run(
       id,
       text.stored,
