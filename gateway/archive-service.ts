@@ -34,9 +34,10 @@ export class ArchiveService {
     return result;
   }
 
-  async email(caller: Caller, id: number) {
+  /** `record: false` reads without logging an Open (a REST HEAD shows no content). */
+  async email(caller: Caller, id: number, options: { record?: boolean } = {}) {
     const email = await this.engine.run({ kind: 'detail', principal: caller.principal, id });
-    if (email) this.#log(caller, 'Open', { emailId: email.id, accountId: email.accountId });
+    if (email && options.record !== false) this.#log(caller, 'Open', { emailId: email.id, accountId: email.accountId });
     return email;
   }
 

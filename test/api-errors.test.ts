@@ -183,6 +183,24 @@ test('HEAD works on every endpoint: same status and headers as GET, no body', as
   t.is((await api.request.head('/api/v1/stats')).status, 401);
 });
 
+test('HEAD on a message or an attachment is not logged as an Open or a Download; GET is', async (t) => {
+  const api = startApi();
+  t.teardown(() => api.close());
+  const f = api.fixture;
+  const detail = `/api/v1/emails/${f.emails.invoice}`;
+  const attachment = `${detail}/attachments/${f.attachments['invoice:notes.txt']}`;
+  const rows = async () => {
+    await api.gateway.accessLog.flush();
+    return api.db().prepare('SELECT type FROM access_log WHERE email_id = ? ORDER BY id').pluck().all(f.emails.invoice);
+  };
+  t.is((await api.request.head(detail).set(bearer(f.keys.admin))).status, 200);
+  t.is((await api.request.head(attachment).set(bearer(f.keys.admin))).status, 200);
+  t.deepEqual(await rows(), []);
+  t.is((await api.request.get(detail).set(bearer(f.keys.admin))).status, 200);
+  t.is((await api.request.get(attachment).set(bearer(f.keys.admin))).status, 200);
+  t.deepEqual(await rows(), ['Open', 'Download']);
+});
+
 test('Api:Enabled=false: every /api/* path is 404 for every method, even with a valid key', async (t) => {
   const { off } = t.context;
   const f = off.fixture;

@@ -38,7 +38,8 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
   });
 
   router.get('/emails/:id', auth, async (ctx) => {
-    const email = await service.email(caller(ctx), idParam(ctx, 'id'));
+    // HEAD shows no content, so it is not an Open (the body is still built: it sizes Content-Length).
+    const email = await service.email(caller(ctx), idParam(ctx, 'id'), { record: ctx.method !== 'HEAD' });
     if (!email) throw new Problem(404, `Email ${ctx.params.id} does not exist.`);
     ctx.body = email;
   });
