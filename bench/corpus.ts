@@ -10,7 +10,7 @@
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openArchive } from '../engine/db/open.js';
+import { openArchive, type Db } from '../engine/db/open.js';
 import { Random } from '../engine/demo/random.js';
 import { addAccount } from '../engine/store/accounts.js';
 import { addUser, assignAccount } from '../engine/store/users.js';
@@ -205,6 +205,12 @@ export interface CorpusOptions {
   messages?: number;
   seed?: number;
   log?: (line: string) => void;
+}
+
+/** A sender address the query mix searches for (`from:` an address): message 1000's sender. */
+export function sampleAddress(db: Db): string {
+  const from = db.prepare('SELECT from_addr FROM emails WHERE is_outgoing = 0 AND id = 1000').pluck().get() as string;
+  return /<([^>]+)>/.exec(from)?.[1] ?? from;
 }
 
 export function corpusPath(messages: number, seed: number): string {

@@ -12,9 +12,9 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openArchive } from '../engine/db/open.js';
 import { createKey } from '../engine/store/keys.js';
-import { CACHE_DIR, ensureCorpus } from './corpus.js';
+import { CACHE_DIR, ensureCorpus, sampleAddress } from './corpus.js';
 import { ms, percentile, ratio, sequential } from './lib/load.js';
-import { startServer } from './lib/server.js';
+import { startArchiveServer } from './lib/server.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(name);
@@ -125,15 +125,9 @@ async function main(): Promise<void> {
 
   const db = openArchive(dbPath);
   const key = createKey(db, { username: 'admin', name: 'bench' }).key;
-  const sample = db.prepare('SELECT from_addr FROM emails WHERE is_outgoing = 0 AND id = 1000').pluck().get() as string;
+  const address = sampleAddress(db);
   db.close();
-  const address = /<([^>]+)>/.exec(sample)?.[1] ?? sample;
-  const server = await startServer({
-    Api__Enabled: 'true',
-    Database__Path: dbPath,
-    Engine__Threads: '2',
-    Api__RateLimitPerMinute: '1000000000',
-  });
+  const server = await startArchiveServer(dbPath);
   try {
     const startup = time(() => nm('--version'), runs);
     // Warm the server: every worker opens its connection on its first job. A word outside the

@@ -9,9 +9,9 @@ import { searchEmails } from '../engine/store/emails.js';
 import { createKey, authenticate, hashKey } from '../engine/store/keys.js';
 import type { Principal, SearchQuery } from '../shared/jobs.js';
 import { parseSearchInput } from '../shared/search-input.js';
-import { ensureCorpus } from './corpus.js';
+import { ensureCorpus, sampleAddress } from './corpus.js';
 import { load, ms, percentile, ratio, sequential, type LoadResult } from './lib/load.js';
-import { FLOOR_SERVER, startServer } from './lib/server.js';
+import { FLOOR_SERVER, startArchiveServer, startServer } from './lib/server.js';
 
 const TARGETS = { p50: 15, p99: 100, isolationP99: 20, floorRatio: 1.3 };
 
@@ -68,8 +68,7 @@ async function main(): Promise<void> {
       return [k, auth.principal];
     }),
   ) as Record<'admin' | 'restricted', Principal>;
-  const sample = db.prepare('SELECT from_addr FROM emails WHERE is_outgoing = 0 AND id = 1000').pluck().get() as string;
-  const address = /<([^>]+)>/.exec(sample)?.[1] ?? sample;
+  const address = sampleAddress(db);
   const queries = mix(address);
   const limits = { defaultPageSize: 20, maxPageSize: 100 };
 
@@ -121,12 +120,7 @@ async function main(): Promise<void> {
   }
   db.close();
 
-  const server = await startServer({
-    Api__Enabled: 'true',
-    Database__Path: dbPath,
-    Engine__Threads: '2',
-    Api__RateLimitPerMinute: '1000000000',
-  });
+  const server = await startArchiveServer(dbPath);
   try {
     const auth = (q: MixQuery) => ({ Authorization: `Bearer ${keys[q.as]}` });
     // Exact counts: every query's totalItems through HTTP equals the floor's (uncached there).

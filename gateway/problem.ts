@@ -15,7 +15,6 @@ const STATUSES: Record<number, [title: string, type: string]> = {
   415: ['Unsupported Media Type', 'https://tools.ietf.org/html/rfc9110#section-15.5.16'],
   429: ['Too Many Requests', 'https://tools.ietf.org/html/rfc6585#section-4'],
   500: ['Internal Server Error', 'https://tools.ietf.org/html/rfc9110#section-15.6.1'],
-  501: ['Not Implemented', 'https://tools.ietf.org/html/rfc9110#section-15.6.2'],
   503: ['Service Unavailable', 'https://tools.ietf.org/html/rfc9110#section-15.6.4'],
 };
 

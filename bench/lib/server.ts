@@ -43,3 +43,13 @@ export async function startServer(env: Record<string, string>, script = SERVER):
     },
   };
 }
+
+/** The real server on a benchmark archive: REST on, two query threads, no rate limit in the way. */
+export function startArchiveServer(dbPath: string): Promise<RunningServer> {
+  return startServer({
+    Api__Enabled: 'true',
+    Database__Path: dbPath,
+    Engine__Threads: '2',
+    Api__RateLimitPerMinute: '1000000000',
+  });
+}
