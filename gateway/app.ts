@@ -1,7 +1,7 @@
 // The gateway: one Koa app serving /api/v1 and /mcp on one port.
 //
-// Request path: problems (error shape) → security headers → [/api: rate limit → auth → route]
-// or [/mcp: rate limit → MCP transport] → 404. Every data access becomes a typed job on the
+// Request path: problems (error shape) → security headers → [/api: admission (rate limit and
+// key check) → route] or [/mcp: admission → MCP transport] → 404. Every data access becomes a typed job on the
 // engine's worker pool; nothing here runs SQL.
 import Koa from 'koa';
 import type { Redis } from 'ioredis';
@@ -9,13 +9,14 @@ import type { Logger } from 'pino';
 import { EnginePool } from '../engine/pool.js';
 import type { Settings } from '../shared/config.js';
 import { AccessLogWriter, type AccessLogOptions } from './access-log.js';
+import { admission } from './admission.js';
 import { apiRouter } from './api/router.js';
 import { ArchiveService } from './archive-service.js';
 import { createLogger } from './logger.js';
 import { mcpEndpoint } from './mcp/endpoint.js';
 import { mount } from './mount.js';
 import { Problem, problems } from './problem.js';
-import { connectRedis, rateLimit, RateLimiter } from './rate-limit.js';
+import { connectRedis, RateLimiter } from './rate-limit.js';
 import { webSurface } from './web/routes.js';
 
 export interface GatewayOptions {
@@ -31,7 +32,7 @@ export interface Gateway {
   app: Koa;
   engine: EnginePool;
   accessLog: AccessLogWriter;
-  limiters: { api: RateLimiter; mcp: RateLimiter };
+  limiters: { api: RateLimiter; mcp: RateLimiter; authFailures: RateLimiter };
   /** Flushes the access log, then stops the pool and Redis. Idempotent. */
   close(): Promise<void>;
 }
@@ -52,6 +53,12 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
   const limiters = {
     api: new RateLimiter({ name: 'Api', pointsPerMinute: settings.Api.RateLimitPerMinute }, logger, redis),
     mcp: new RateLimiter({ name: 'Mcp', pointsPerMinute: settings.Mcp.RateLimitPerMinute }, logger, redis),
+    // One per client IP for both front ends: failed keys are charged here, never to a prefix.
+    authFailures: new RateLimiter(
+      { name: 'AuthFailIp', pointsPerMinute: settings.Server.AuthFailuresPerIpPerMinute },
+      logger,
+      redis,
+    ),
   };
 
   const app = new Koa();
@@ -71,19 +78,34 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
   if (settings.Api.Enabled) {
     const router = apiRouter(settings, service);
     app.use(
-      mount('/api', rateLimit(limiters.api), router.routes() as unknown as Koa.Middleware, async (ctx) => {
-        // Reached only when no route answered: a known path with another method is 405.
-        const known = router.match(ctx.path, 'GET').path.length > 0;
-        if (known)
-          throw new Problem(405, `${ctx.method} is not allowed on ${ctx.path}; this API is read-only.`, {
-            Allow: 'GET, HEAD',
-          });
-        throw new Problem(404, `No API resource at ${ctx.path}.`);
-      }),
+      mount(
+        '/api',
+        admission(limiters.api, limiters.authFailures, engine) as Koa.Middleware,
+        router.routes() as unknown as Koa.Middleware,
+        async (ctx) => {
+          // Reached only when no route answered: a known path with another method is 405.
+          const known = router.match(ctx.path, 'GET').path.length > 0;
+          if (known)
+            throw new Problem(405, `${ctx.method} is not allowed on ${ctx.path}; this API is read-only.`, {
+              Allow: 'GET, HEAD',
+            });
+          throw new Problem(404, `No API resource at ${ctx.path}.`);
+        },
+      ),
     );
   }
   if (settings.Mcp.Enabled) {
-    app.use(mount('/mcp', mcpEndpoint(settings, service, limiters.mcp, logger)));
+    app.use(
+      mount(
+        '/mcp',
+        mcpEndpoint(
+          settings,
+          service,
+          admission(limiters.mcp, limiters.authFailures, engine) as Koa.Middleware,
+          logger,
+        ),
+      ),
+    );
   } else {
     // Disabled is a 404, but still one no cache may keep (SPEC.md 5.8: never cache /mcp).
     app.use(

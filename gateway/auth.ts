@@ -1,6 +1,6 @@
 // Bearer API keys (SPEC.md section 5). The key's hash is looked up by a worker on every
 // request, so revocation, expiry and deactivation apply to the very next request in every
-// process. Cookies are never read here.
+// process. Cookies are never read here. Admission (admission.ts) decides when a key is checked.
 import type { Middleware } from 'koa';
 import { createHash } from 'node:crypto';
 import type { EnginePool } from '../engine/pool.js';
@@ -28,10 +28,17 @@ function unauthorized(detail: string, tokenPresented: boolean): Problem {
   });
 }
 
-export async function authenticate(engine: EnginePool, header: string | undefined): Promise<Principal> {
-  if (!header) throw unauthorized('An API key is required: send Authorization: Bearer <key>.', false);
-  const token = bearerToken(header);
-  if (!token) throw unauthorized('The Authorization header must be of the form Bearer <key>.', false);
+/**
+ * The 401 for a request that presents no usable bearer token (none, or another scheme), found
+ * without asking the engine.
+ */
+export function missingKey(header: string | undefined): Problem {
+  if (!header) return unauthorized('An API key is required: send Authorization: Bearer <key>.', false);
+  return unauthorized('The Authorization header must be of the form Bearer <key>.', false);
+}
+
+/** Resolves a bearer token to its key's principal, or rejects with the 401 that says why. */
+export async function verifyKey(engine: EnginePool, token: string): Promise<Principal> {
   if (!KEY.test(token))
     throw unauthorized('The API key is malformed: expected ma_ followed by 43 URL-safe base64 characters.', true);
   const hash = createHash('sha256').update(token, 'utf8').digest('hex');
@@ -41,13 +48,18 @@ export async function authenticate(engine: EnginePool, header: string | undefine
 }
 
 export interface AuthState {
-  principal: Principal;
+  /** Set by admission (admission.ts) when the request carried a genuine key. */
+  principal?: Principal;
 }
 
-/** Puts the caller's principal on ctx.state, or answers 401. */
-export function requireApiKey(engine: EnginePool): Middleware<AuthState> {
-  return async (ctx, next) => {
-    ctx.state.principal = await authenticate(engine, ctx.get('Authorization') || undefined);
-    await next();
-  };
+/** The caller's principal, or the 401 for a request that brought no key. */
+export function principalOf(ctx: { state: AuthState; get(field: string): string }): Principal {
+  if (ctx.state.principal) return ctx.state.principal;
+  throw missingKey(ctx.get('Authorization') || undefined);
 }
+
+/** Route guard: answers 401 unless admission found a genuine key. */
+export const requireApiKey: Middleware<AuthState> = async (ctx, next) => {
+  principalOf(ctx);
+  await next();
+};

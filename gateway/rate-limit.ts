@@ -1,16 +1,13 @@
 // Fixed-window rate limits (SPEC.md section 8), one policy per front end.
 //
-// Partition: the first 11 characters of the bearer token (a key's public prefix), else the
-// client IP. The limit runs before authentication, so guessing keys spends budget. With
+// Which partition a request is charged to is admission's decision (admission.ts). With
 // Redis:Url set, counters live in Redis and every process of a cluster shares one budget; when
 // Redis is unreachable each process falls back to its own in-memory window, logs that once,
 // and goes back to Redis as soon as it answers again. The in-memory store caps how many
 // partitions it tracks per window, so a flood of distinct clients cannot grow it without bound.
 import { Redis } from 'ioredis';
-import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { bearerToken } from './auth.js';
 import { Problem } from './problem.js';
 
 const WINDOW_SECONDS = 60;
@@ -24,7 +21,7 @@ const OVERFLOW_PARTITION = '\u0000overflow';
 
 export interface RateLimitPolicy {
   /** Also the Redis key prefix: `Api` and `Mcp` never share a budget. */
-  name: 'Api' | 'Mcp' | 'LoginUser' | 'LoginIp';
+  name: 'Api' | 'Mcp' | 'AuthFailIp' | 'LoginUser' | 'LoginIp';
   pointsPerMinute: number;
 }
 
@@ -79,20 +76,37 @@ export class RateLimiter {
 
   /** Spends one point; resolves to the window's state, or rejects with a 429 Problem. */
   async consume(partition: string): Promise<RateLimiterRes> {
-    let limiter: RateLimiterAbstract = this.#memory;
-    let key = partition;
-    if (this.#redis && Date.now() >= this.#skipRedisUntil) limiter = this.#redis;
     try {
-      if (limiter === this.#memory) key = this.#cap.key(partition, Date.now());
-      const res = await limiter.consume(key);
-      this.#backOnRedis(limiter);
-      return res;
+      return await this.#call(partition, (limiter, key) => limiter.consume(key));
+    } catch (err) {
+      throw err instanceof RateLimiterRes ? this.#tooMany(err) : err;
+    }
+  }
+
+  /** Rejects with a 429 Problem when the partition has spent its budget; spends nothing. */
+  async check(partition: string): Promise<void> {
+    const res = await this.#call(partition, (limiter, key) => limiter.get(key));
+    if (res && res.consumedPoints >= this.#policy.pointsPerMinute) {
+      throw this.#tooMany(new RateLimiterRes(0, res.msBeforeNext, res.consumedPoints));
+    }
+  }
+
+  /**
+   * Runs one limiter operation on Redis when it is configured and answering, else on this
+   * process's in-memory window. A RateLimiterRes rejection (budget spent) passes through.
+   */
+  async #call<T>(partition: string, op: (limiter: RateLimiterAbstract, key: string) => Promise<T>): Promise<T> {
+    const memory = () => op(this.#memory, this.#cap.key(partition, Date.now()));
+    if (!this.#redis || Date.now() < this.#skipRedisUntil) return memory();
+    try {
+      const out = await op(this.#redis, partition);
+      this.#backOnRedis();
+      return out;
     } catch (err) {
       if (err instanceof RateLimiterRes) {
-        this.#backOnRedis(limiter);
-        throw this.#tooMany(err);
+        this.#backOnRedis();
+        throw err;
       }
-      if (limiter !== this.#redis) throw err;
       // Redis failed: serve from this process's own window instead of failing the request.
       this.#skipRedisUntil = Date.now() + REDIS_RETRY_AFTER_MS;
       if (!this.#usingFallback) {
@@ -102,12 +116,7 @@ export class RateLimiter {
           'rate limiter: Redis unreachable, using per-process limits',
         );
       }
-      try {
-        return await this.#memory.consume(this.#cap.key(partition, Date.now()));
-      } catch (memErr) {
-        if (memErr instanceof RateLimiterRes) throw this.#tooMany(memErr);
-        throw memErr;
-      }
+      return memory();
     }
   }
 
@@ -119,8 +128,8 @@ export class RateLimiter {
     };
   }
 
-  #backOnRedis(limiter: RateLimiterAbstract): void {
-    if (this.#usingFallback && limiter === this.#redis) {
+  #backOnRedis(): void {
+    if (this.#usingFallback) {
       this.#usingFallback = false;
       this.#logger.info({ policy: this.#policy.name }, 'rate limiter: Redis is back, sharing limits again');
     }
@@ -134,21 +143,6 @@ export class RateLimiter {
       { ...this.headers(res), 'Retry-After': String(retryAfter) },
     );
   }
-}
-
-/** The caller's partition: the key's public prefix when a bearer token is sent, else the IP. */
-export function partitionOf(ctx: Context): string {
-  const token = bearerToken(ctx.get('Authorization') || undefined);
-  return token ? `key:${token.slice(0, 11)}` : `ip:${ctx.ip}`;
-}
-
-/** Koa middleware: RateLimit-* headers on every answer, 429 problem+json when spent. */
-export function rateLimit(limiter: RateLimiter): Middleware {
-  return async (ctx, next) => {
-    const res = await limiter.consume(partitionOf(ctx));
-    ctx.set(limiter.headers(res));
-    await next();
-  };
 }
 
 /** One Redis connection for every policy of this process; fails fast while Redis is down. */

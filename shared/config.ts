@@ -45,6 +45,9 @@ const schema = z.strictObject({
       Host: z.string().min(1).default('127.0.0.1'),
       Port: int(0, 65535).default(5000),
       TrustProxy: z.boolean().default(false),
+      // Requests with a key that fails authentication, per client IP per minute, on /api and
+      // /mcp together; past it they get 429 before any key lookup (gateway/admission.ts).
+      AuthFailuresPerIpPerMinute: int(1).default(30),
     })
     .prefault({}),
   Redis: z

@@ -1,7 +1,7 @@
 // The service's life around requests: workers that fail and are replaced, and a real server
 // process that flushes every access-log entry when it is stopped (SPEC.md section 2, access log).
 import anyTest, { type TestFn } from 'ava';
-import Database from 'better-sqlite3';
+import Database from '../engine/db/driver.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';

@@ -4,7 +4,7 @@
 // redis://127.0.0.1:6379; CI always runs one) and the redis-server binary.
 import test from 'ava';
 import { createKey } from '../engine/store/keys.js';
-import { bearer, capturingLogger, startApi, unknownKey, type ApiHarness } from './helpers/api.js';
+import { bearer, capturingLogger, startApi, type ApiHarness } from './helpers/api.js';
 import { createFixture, type Fixture } from './helpers/fixture.js';
 import { redisCommand, redisUrl, startRedisServer, waitFor } from './helpers/redis.js';
 
@@ -15,12 +15,12 @@ const freshKey = (api: ApiHarness, username = 'alice') =>
   createKey(api.db(), { username, name: `redis ${Math.random()}` }).key;
 
 /**
- * Waits until `api` counts in the Redis at `url`: a request with a throwaway token must leave
+ * Waits until `api` counts in the Redis at `url`: a request with a throwaway key must leave
  * its counter there. (Before the client is connected, requests are counted in memory.)
  */
 async function waitUntilSharing(api: ApiHarness, url: string): Promise<void> {
   await waitFor(`gateway counting in ${url}`, async () => {
-    const probe = unknownKey();
+    const probe = freshKey(api);
     await api.request.get('/api/v1/stats').set(bearer(probe));
     try {
       return (await redisCommand(url, `EXISTS rl:Api:key:${probe.slice(0, 11)}`)) === ':1';

@@ -1,6 +1,7 @@
 // SPEC.md section 8, REST rate limit with the in-memory store: a fixed window of
-// Api:RateLimitPerMinute requests per key prefix (client IP without a key), checked before
-// authentication, with RateLimit-* headers on every answer and 429 problem+json past the budget.
+// Api:RateLimitPerMinute requests per genuine key's prefix (client IP without a key), with
+// RateLimit-* headers on every answer and 429 problem+json past the budget. Keys that fail
+// authentication are charged to the client IP's own budget (gateway/admission.ts).
 import anyTest, { type TestFn } from 'ava';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -96,26 +97,90 @@ test('without a key the budget is per client IP, separate from any key budget', 
   t.is(admin.status, 200);
 });
 
-test('the limit applies before authentication: unknown and malformed keys spend budget', async (t) => {
-  const { api } = t.context;
+test('a key that fails authentication is charged to the client IP, never to a key budget; past the IP limit, 429 before any key lookup', async (t) => {
+  const api = startApi(
+    { Api: { RateLimitPerMinute: 100 }, Server: { TrustProxy: true, AuthFailuresPerIpPerMinute: LIMIT } },
+    { useFixture: t.context.api.fixture },
+  );
+  t.teardown(() => api.close());
+  const ip = freshIp();
   const bad = unknownKey();
-  for (let i = 0; i < LIMIT; i++) t.is((await api.request.get('/api/v1/stats').set(bearer(bad))).status, 401);
-  const res = await api.request.get('/api/v1/stats').set(bearer(bad));
-  t.is(res.status, 429, 'guessing keys costs budget');
-  t.is(res.headers['www-authenticate'], undefined);
+  for (let i = 0; i < LIMIT; i++) {
+    const res = await api.request.get('/api/v1/stats').set(bearer(bad)).set('X-Forwarded-For', ip);
+    t.is(res.status, 401);
+    t.is(res.headers['www-authenticate'], 'Bearer error="invalid_token"');
+    // The headers describe the budget this answer was charged to: the IP's failed authentications.
+    assertRateHeaders(t, res.headers, LIMIT - 1 - i, `failure ${i + 1}`);
+  }
+  // Spent: further guesses from that IP, well-formed or not, are refused without a key lookup.
   const garbage = `garbage-${Math.random().toString(36).slice(2)}`;
-  for (let i = 0; i < LIMIT; i++) t.is((await api.request.get('/api/v1/stats').set(bearer(garbage))).status, 401);
-  t.is((await api.request.get('/api/v1/stats').set(bearer(garbage))).status, 429);
+  for (const token of [unknownKey(), garbage]) {
+    const res = await api.request.get('/api/v1/stats').set(bearer(token)).set('X-Forwarded-For', ip);
+    t.is(res.status, 429);
+    t.is(res.headers['content-type'], 'application/problem+json');
+    t.is(res.headers['www-authenticate'], undefined, 'a 429 is not an authentication failure');
+    t.truthy(res.headers['retry-after']);
+  }
+  const engineChecks = api.gateway.limiters.api.memoryPartitions;
+  // Another IP has its own failure budget, and malformed tokens count as failures too.
+  const other = freshIp();
+  for (let i = 0; i < LIMIT; i++)
+    t.is((await api.request.get('/api/v1/stats').set(bearer(garbage)).set('X-Forwarded-For', other)).status, 401);
+  t.is((await api.request.get('/api/v1/stats').set(bearer(garbage)).set('X-Forwarded-For', other)).status, 429);
+  // None of it created a partition in the Api policy's store.
+  t.is(api.gateway.limiters.api.memoryPartitions, engineChecks);
+  // A genuine key from a third address is untouched by all of it.
+  const fine = await api.request
+    .get('/api/v1/stats')
+    .set(bearer(freshKey(api)))
+    .set('X-Forwarded-For', freshIp());
+  t.is(fine.status, 200);
+  t.is(fine.headers['ratelimit-remaining'], '99');
 });
 
-test("the partition is the key prefix: tokens sharing a real key's 11-character prefix share its budget", async (t) => {
+test("made-up keys carrying a real key's prefix do not spend that key's budget (REST)", async (t) => {
   const { api } = t.context;
-  // The prefix is public (UI, logs). This documents the spec's partitioning, including that
-  // someone who knows a prefix can spend that key's budget.
-  const real = api.fixture.keys.inactive; // any key whose budget no other test spends
+  // The prefix is public (UI, logs): someone who has seen it must not be able to lock the owner out.
+  const real = freshKey(api, 'carol');
   const forged = `${real.slice(0, 11)}${'A'.repeat(real.length - 11)}`;
-  for (let i = 0; i < LIMIT; i++) t.is((await api.request.get('/api/v1/stats').set(bearer(forged))).status, 401);
-  t.is((await api.request.get('/api/v1/stats').set(bearer(real))).status, 429);
+  for (let i = 0; i < 2 * LIMIT; i++) {
+    const res = await api.request.get('/api/v1/stats').set(bearer(forged)).set('X-Forwarded-For', freshIp());
+    t.is(res.status, 401);
+  }
+  for (let i = 0; i < LIMIT; i++) {
+    const res = await api.request.get('/api/v1/stats').set(bearer(real)).set('X-Forwarded-For', freshIp());
+    t.is(res.status, 200, `the owner's request ${i + 1}`);
+    assertRateHeaders(t, res.headers, LIMIT - 1 - i, `owner ${i + 1}`);
+  }
+  // The owner's own requests still spend the key's budget, per SPEC.md section 8.
+  t.is((await api.request.get('/api/v1/stats').set(bearer(real)).set('X-Forwarded-For', freshIp())).status, 429);
+});
+
+test('a flood of distinct junk tokens from one address adds no partitions to the policy store', async (t) => {
+  const api = startApi(
+    { Server: { TrustProxy: true, AuthFailuresPerIpPerMinute: 50 } },
+    { useFixture: t.context.api.fixture },
+  );
+  t.teardown(() => api.close());
+  const before = api.gateway.limiters.api.memoryPartitions;
+  const ip = freshIp();
+  const statuses = new Set<number>();
+  for (let i = 0; i < 200; i++) {
+    const junk = `ma_${i.toString(36).padStart(43, 'x')}`;
+    statuses.add((await api.request.get('/api/v1/accounts').set(bearer(junk)).set('X-Forwarded-For', ip)).status);
+  }
+  t.deepEqual([...statuses].sort(), [401, 429]);
+  t.is(api.gateway.limiters.api.memoryPartitions, before);
+  // And a key never seen before is admitted.
+  t.is(
+    (
+      await api.request
+        .get('/api/v1/accounts')
+        .set(bearer(freshKey(api)))
+        .set('X-Forwarded-For', freshIp())
+    ).status,
+    200,
+  );
 });
 
 test('RateLimit headers are on every answer: 200, 400, 401, 404, 405 alike', async (t) => {

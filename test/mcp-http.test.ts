@@ -270,3 +270,33 @@ test('without a key the MCP budget is per client IP, and Origin refusals come be
   // A key is its own partition, apart from the anonymous IP budget.
   t.is((await postMcp(g.url, toolsCall(1, 'list_accounts'), bearer(g.fixture.keys.admin))).status, 200);
 });
+
+test("made-up keys carrying a real key's prefix do not spend that key's Mcp budget; failures share the IP's budget with REST", async (t) => {
+  const g = await startMcpGateway({ Mcp: { RateLimitPerMinute: 3 }, Server: { AuthFailuresPerIpPerMinute: 4 } });
+  t.teardown(() => g.close());
+  const real = g.fixture.keys.carol;
+  const forged = bearer(`${real.slice(0, 11)}${'A'.repeat(real.length - 11)}`);
+  // Four failures from this address: three on /mcp, one on /api; each a 401 naming the problem.
+  for (let i = 0; i < 3; i++) {
+    const res = await postMcp(g.url, toolsCall(i, 'list_accounts'), forged);
+    await expectProblem(t, res, 401, `forged ${i + 1}`);
+    t.is(res.headers.get('www-authenticate'), 'Bearer error="invalid_token"');
+  }
+  t.is((await fetch(`${g.base}/api/v1/accounts`, { headers: forged })).status, 401);
+  // The IP's failed-authentication budget is spent for both front ends…
+  t.is((await postMcp(g.url, toolsCall(5, 'list_accounts'), forged)).status, 429);
+  t.is((await fetch(`${g.base}/api/v1/stats`, { headers: forged })).status, 429);
+  // …while the key whose prefix was used has its whole Mcp budget (from another address it
+  // would not even share the IP budget; here the genuine key is admitted after the key check).
+  const b = await startMcpGateway({ Mcp: { RateLimitPerMinute: 3 } });
+  t.teardown(() => b.close());
+  const victim = bearer(b.fixture.keys.carol);
+  const forgedB = bearer(`${b.fixture.keys.carol.slice(0, 11)}${'B'.repeat(b.fixture.keys.carol.length - 11)}`);
+  for (let i = 0; i < 6; i++) t.is((await postMcp(b.url, toolsCall(i, 'list_accounts'), forgedB)).status, 401);
+  for (let i = 0; i < 3; i++) {
+    const res = await postMcp(b.url, toolsCall(i, 'list_accounts'), victim);
+    t.is(res.status, 200, `the owner's call ${i + 1}`);
+    t.is(res.headers.get('ratelimit-remaining'), String(2 - i));
+  }
+  t.is((await postMcp(b.url, toolsCall(9, 'list_accounts'), victim)).status, 429);
+});

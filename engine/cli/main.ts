@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // mail-archive: the operator's command line over the archive file.
-import Database from 'better-sqlite3';
+import Database from '../db/driver.js';
 import { Command, CommanderError } from 'commander';
 import { createRequire } from 'node:module';
 import { ConfigError } from '../../shared/config.js';

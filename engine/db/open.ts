@@ -1,10 +1,11 @@
 // Opening the archive: pragmas first, then any pending migrations.
-import Database from 'better-sqlite3';
+import Database from './driver.js';
+import type BetterSqlite3 from 'better-sqlite3';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { migrations } from './migrations.js';
 
-export type Db = Database.Database;
+export type Db = BetterSqlite3.Database;
 
 export interface OpenOptions {
   /** Open without creating or migrating; fails if the file is missing. */

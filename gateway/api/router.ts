@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import type { Settings } from '../../shared/config.js';
 import { parseInt32, parseSearchInput } from '../../shared/search-input.js';
 import type { ArchiveService } from '../archive-service.js';
-import { requireApiKey, type AuthState } from '../auth.js';
+import { principalOf, requireApiKey, type AuthState } from '../auth.js';
 import { callerOf } from '../client.js';
 import { contentDisposition } from '../content-disposition.js';
 import { Problem } from '../problem.js';
@@ -13,13 +13,14 @@ import { Problem } from '../problem.js';
 export function apiRouter(settings: Settings, service: ArchiveService): Router<AuthState> {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
   const limits = { defaultPageSize: settings.Api.DefaultPageSize, maxPageSize: settings.Api.MaxPageSize };
-  const caller = (ctx: Context & { state: AuthState }) => callerOf(ctx, ctx.state.principal, 'api');
+  const caller = (ctx: Context & { state: AuthState }) => callerOf(ctx, principalOf(ctx), 'api');
   const idParam = (ctx: Context, name: string) => parseInt32(name, (ctx.params as Record<string, string>)[name]);
 
-  // Authentication is attached to each route rather than with router.use(): a router-level
+  // Admission (admission.ts) has checked any key; each route still refuses a request that
+  // brought none. Attached to each route rather than with router.use(): a router-level
   // middleware layer matches every path, which made the gateway's "known path?" check (405 vs
   // 404) treat unknown paths such as /api/v1/nope as known and answer 405.
-  const auth = requireApiKey(service.engine);
+  const auth = requireApiKey;
 
   router.get('/accounts', auth, async (ctx) => {
     ctx.body = await service.accounts(caller(ctx));

@@ -1,8 +1,8 @@
 // POST /mcp: the MCP server over stateless Streamable HTTP (SPEC.md sections 4, 5, 7, 8).
 //
 // Every request passes, in order: Cache-Control: no-store (set first, so errors carry it too) →
-// Origin check (403) → the Mcp rate limit (429, before auth so guessing keys spends budget) →
-// method (405; CORS preflights answered here) → API key (401) → JSON body (413, parse error) →
+// Origin check (403) → admission: the key check (401) and the Mcp rate limit (429) →
+// method (405; CORS preflights answered here) → a key is required (401) → JSON body (413, parse error) →
 // a fresh McpServer and transport that answer the one JSON-RPC message and are closed after it.
 import type { Context, Middleware } from 'koa';
 import bodyParser from 'koa-bodyparser';
@@ -11,10 +11,9 @@ import type { Logger } from 'pino';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Settings } from '../../shared/config.js';
 import type { ArchiveService } from '../archive-service.js';
-import { authenticate } from '../auth.js';
+import { principalOf, type AuthState } from '../auth.js';
 import { callerOf } from '../client.js';
 import { Problem } from '../problem.js';
-import { rateLimit, type RateLimiter } from '../rate-limit.js';
 import { answerPreflight, isPreflight, originGuard } from './origin.js';
 import { createMcpServer } from './server.js';
 import { mcpTools } from './tools.js';
@@ -28,7 +27,8 @@ const INVALID_REQUEST = -32600;
 export function mcpEndpoint(
   settings: Settings,
   service: ArchiveService,
-  limiter: RateLimiter,
+  /** The Mcp policy's admission (rate limit and key check, admission.ts). */
+  admit: Middleware,
   logger: Logger,
 ): Middleware {
   const tools = mcpTools(settings.Mcp);
@@ -47,7 +47,7 @@ export function mcpEndpoint(
   };
 
   const serve: Middleware = async (ctx) => {
-    const principal = await authenticate(service.engine, ctx.get('Authorization') || undefined);
+    const principal = principalOf(ctx as Context & { state: AuthState });
     if (!(await readBody(ctx, parseJson))) return;
     if (Array.isArray(ctx.request.body)) {
       // One message per request keeps every call under the rate limit; batches left MCP in 2025-06-18.
@@ -85,7 +85,7 @@ export function mcpEndpoint(
       await next();
     },
     originGuard(settings.Mcp.AllowedOrigins),
-    rateLimit(limiter),
+    admit,
     gate,
     serve,
   ]);

@@ -2,7 +2,8 @@
 // SQLite fixture, for the REST API acceptance tests.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import Database from 'better-sqlite3';
+import Database from '../../engine/db/driver.js';
+import type { Db } from '../../engine/db/open.js';
 import { pino, type Logger } from 'pino';
 import supertest from 'supertest';
 import { defaultSettings, type LoadOptions, type Settings } from '../../shared/config.js';
@@ -27,11 +28,11 @@ export interface ApiHarness {
   gateway: Gateway;
   settings: Settings;
   /** A second, writable connection to the archive for tests that change it while the app runs. */
-  db(): Database.Database;
+  db(): Db;
   close(): Promise<void>;
 }
 
-/** Settings for tests: API on, one engine thread, a budget large enough not to interfere. */
+/** Settings for tests: API on, one engine thread, budgets large enough not to interfere. */
 export function apiSettings(dbPath: string, overrides: SettingsOverrides = {}): Settings {
   return defaultSettings({
     ...overrides,
@@ -39,6 +40,7 @@ export function apiSettings(dbPath: string, overrides: SettingsOverrides = {}): 
     Database: { Path: dbPath, ...overrides.Database },
     Engine: { Threads: 1, ...overrides.Engine },
     Mcp: { Enabled: false, ...overrides.Mcp },
+    Server: { AuthFailuresPerIpPerMinute: 1_000_000, ...overrides.Server },
   });
 }
 
@@ -59,7 +61,7 @@ export function startApi(overrides: SettingsOverrides = {}, options: ApiOptions 
   const settings = apiSettings(fixture.dbPath, overrides);
   const gateway = createGateway(settings, { logger: options.logger ?? silentLogger(), ...options.gateway });
   const request = supertest.agent(gateway.app.callback());
-  let db: Database.Database | undefined;
+  let db: Db | undefined;
   let closed = false;
   return {
     request,

@@ -2,7 +2,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import Database from 'better-sqlite3';
+import Database from '../../engine/db/driver.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
@@ -36,6 +36,7 @@ export async function startMcpGateway(
     ...overrides,
     Api: { Enabled: true, RateLimitPerMinute: 1_000_000, ...overrides.Api },
     Mcp: { Enabled: true, RateLimitPerMinute: 1_000_000, ...overrides.Mcp },
+    Server: { AuthFailuresPerIpPerMinute: 1_000_000, ...overrides.Server },
     Database: { Path: fixture.dbPath },
     Engine: { Threads: 1 },
   });
