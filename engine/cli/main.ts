@@ -8,6 +8,7 @@ import { ArchiveOpenError } from '../db/open.js';
 import { StoreError } from '../store/errors.js';
 import { registerAccessLog } from './commands/access-log.js';
 import { registerAccounts } from './commands/accounts.js';
+import { registerBackup } from './commands/backup.js';
 import { registerDemo } from './commands/demo.js';
 import { registerImport } from './commands/import.js';
 import { registerKeys } from './commands/keys.js';
@@ -39,6 +40,7 @@ export function buildProgram(): Command {
   registerKeys(program);
   registerImport(program);
   registerAccessLog(program);
+  registerBackup(program);
   registerDemo(program);
   for (const cmd of program.commands) {
     cmd.exitOverride();
