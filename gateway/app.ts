@@ -1,7 +1,7 @@
 // The gateway: one Koa app serving /api/v1 and /mcp on one port.
 //
-// Request path: problems (error shape) → security headers → [/api: rate limit → auth → route]
-// or [/mcp: rate limit → MCP transport] → 404. Every data access becomes a typed job on the
+// Request path: problems (error shape) → [request metrics] → security headers → /healthz,
+// /readyz, /metrics → [/api: rate limit → auth → route] or [/mcp: rate limit → MCP transport] → 404. Every data access becomes a typed job on the
 // engine's worker pool; nothing here runs SQL.
 import Koa from 'koa';
 import type { Redis } from 'ioredis';
@@ -14,9 +14,13 @@ import { ArchiveService } from './archive-service.js';
 import { createLogger } from './logger.js';
 import { mcpEndpoint } from './mcp/endpoint.js';
 import { mount } from './mount.js';
+import { GatewayMetrics } from './ops/metrics.js';
+import { requestMetrics } from './ops/requests.js';
+import { opsRoutes } from './ops/routes.js';
 import { Problem, problems } from './problem.js';
 import { connectRedis, rateLimit, RateLimiter } from './rate-limit.js';
 import { webSurface } from './web/routes.js';
+import { LoginThrottle } from './web/throttle.js';
 
 export interface GatewayOptions {
   logger?: Logger;
@@ -32,6 +36,8 @@ export interface Gateway {
   engine: EnginePool;
   accessLog: AccessLogWriter;
   limiters: { api: RateLimiter; mcp: RateLimiter };
+  /** Present when Metrics:Enabled. */
+  metrics?: GatewayMetrics;
   /** Flushes the access log, then stops the pool and Redis. Idempotent. */
   close(): Promise<void>;
 }
@@ -53,6 +59,10 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
     api: new RateLimiter({ name: 'Api', pointsPerMinute: settings.Api.RateLimitPerMinute }, logger, redis),
     mcp: new RateLimiter({ name: 'Mcp', pointsPerMinute: settings.Mcp.RateLimitPerMinute }, logger, redis),
   };
+  const throttle = new LoginThrottle(settings, logger, redis);
+  const metrics = settings.Metrics.Enabled
+    ? new GatewayMetrics({ engine, accessLog, redis, limiters: [limiters.api, limiters.mcp, ...throttle.limiters] })
+    : undefined;
 
   const app = new Koa();
   app.proxy = settings.Server.TrustProxy;
@@ -63,10 +73,13 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
   );
 
   app.use(problems(logger));
+  if (metrics) app.use(requestMetrics(metrics));
   app.use(async (ctx, next) => {
     ctx.set('X-Content-Type-Options', 'nosniff');
     await next();
   });
+  // /healthz, /readyz, /metrics: before every rate limit and authentication, whatever is enabled.
+  app.use(opsRoutes(settings, { engine, logger, ...(redis ? { redis } : {}), ...(metrics ? { metrics } : {}) }));
 
   if (settings.Api.Enabled) {
     const router = apiRouter(settings, service);
@@ -95,7 +108,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
   }
   if (settings.Api.Enabled || settings.Mcp.Enabled) {
     // Sign-in, API Keys and /apidocs: cookie sessions on their own paths only, never /api or /mcp.
-    app.use(webSurface(app, settings, { engine, logger, ...(redis ? { redis } : {}) }));
+    app.use(webSurface(app, settings, { engine, logger, throttle, ...(redis ? { redis } : {}) }));
   }
   app.use(async (ctx) => {
     throw new Problem(404, `No resource at ${ctx.path}.`);
@@ -109,5 +122,5 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
       redis?.disconnect();
     })());
 
-  return { app, engine, accessLog, limiters, close };
+  return { app, engine, accessLog, limiters, close, ...(metrics ? { metrics } : {}) };
 }

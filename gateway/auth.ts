@@ -22,21 +22,47 @@ export function bearerToken(header: string | undefined): string | undefined {
   return header ? BEARER.exec(header)?.[1] : undefined;
 }
 
-function unauthorized(detail: string, tokenPresented: boolean): Problem {
-  return new Problem(401, detail, {
+/** Why a request was refused, as metrics count it (never the key or its prefix). */
+export type AuthFailureReason = 'missing' | 'malformed' | AuthFailure;
+export const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = [
+  'missing',
+  'malformed',
+  'unknown',
+  'expired',
+  'revoked',
+  'inactive',
+];
+
+/** A 401 that carries its reason, so the request metrics can count it without parsing text. */
+export class Unauthorized extends Problem {
+  constructor(
+    readonly reason: AuthFailureReason,
+    detail: string,
+    headers: Record<string, string>,
+  ) {
+    super(401, detail, headers);
+  }
+}
+
+function unauthorized(reason: AuthFailureReason, detail: string, tokenPresented: boolean): Unauthorized {
+  return new Unauthorized(reason, detail, {
     'WWW-Authenticate': tokenPresented ? 'Bearer error="invalid_token"' : 'Bearer',
   });
 }
 
 export async function authenticate(engine: EnginePool, header: string | undefined): Promise<Principal> {
-  if (!header) throw unauthorized('An API key is required: send Authorization: Bearer <key>.', false);
+  if (!header) throw unauthorized('missing', 'An API key is required: send Authorization: Bearer <key>.', false);
   const token = bearerToken(header);
-  if (!token) throw unauthorized('The Authorization header must be of the form Bearer <key>.', false);
+  if (!token) throw unauthorized('malformed', 'The Authorization header must be of the form Bearer <key>.', false);
   if (!KEY.test(token))
-    throw unauthorized('The API key is malformed: expected ma_ followed by 43 URL-safe base64 characters.', true);
+    throw unauthorized(
+      'malformed',
+      'The API key is malformed: expected ma_ followed by 43 URL-safe base64 characters.',
+      true,
+    );
   const hash = createHash('sha256').update(token, 'utf8').digest('hex');
   const result = await engine.run({ kind: 'authenticate', keyHash: hash, now: Date.now() });
-  if (!result.ok) throw unauthorized(REASONS[result.reason], true);
+  if (!result.ok) throw unauthorized(result.reason, REASONS[result.reason], true);
   return result.principal;
 }
 
