@@ -12,13 +12,19 @@ import { redisUrl, waitFor } from './helpers/redis.js';
 const withMetrics = (overrides: SettingsOverrides = {}) =>
   startApi({ ...overrides, Metrics: { Enabled: true, ...overrides.Metrics } });
 
-async function scrape(t: import('ava').ExecutionContext, api: ApiHarness): Promise<{ text: string; samples: Sample[] }> {
-  const res = await api.request.get('/metrics').buffer(true).parse((r, cb) => {
-    let s = '';
-    r.setEncoding('utf8');
-    r.on('data', (c: string) => (s += c));
-    r.on('end', () => cb(null, s));
-  });
+async function scrape(
+  t: import('ava').ExecutionContext,
+  api: ApiHarness,
+): Promise<{ text: string; samples: Sample[] }> {
+  const res = await api.request
+    .get('/metrics')
+    .buffer(true)
+    .parse((r, cb) => {
+      let s = '';
+      r.setEncoding('utf8');
+      r.on('data', (c: string) => (s += c));
+      r.on('end', () => cb(null, s));
+    });
   t.is(res.status, 200);
   t.regex(res.headers['content-type'] ?? '', /^text\/plain; version=0\.0\.4/);
   t.is(res.headers['cache-control'], 'no-store');
@@ -97,8 +103,14 @@ test('requests are counted by method, route template and status; pool counters m
   );
   const completed = (s: Sample[]) => sampleValue(s, 'mail_archive_pool_jobs_completed_total', { lane: 'interactive' })!;
   t.true(completed(samples) >= completed(before) + 4, 'each request ran at least its key check');
-  t.not(sampleValue(samples, 'mail_archive_pool_job_run_seconds', { lane: 'interactive', quantile: '0.99' }), undefined);
-  t.not(sampleValue(samples, 'mail_archive_pool_job_wait_seconds', { lane: 'interactive', quantile: '0.5' }), undefined);
+  t.not(
+    sampleValue(samples, 'mail_archive_pool_job_run_seconds', { lane: 'interactive', quantile: '0.99' }),
+    undefined,
+  );
+  t.not(
+    sampleValue(samples, 'mail_archive_pool_job_wait_seconds', { lane: 'interactive', quantile: '0.5' }),
+    undefined,
+  );
 });
 
 test('authentication failures are counted by reason', async (t) => {
@@ -154,8 +166,28 @@ test('the access-log backlog is visible while entries wait to be written', async
   t.is(sampleValue(samples, 'mail_archive_access_log_write_failures_total'), 0);
 });
 
+test('a failed access-log write is counted, and its entries stay in the backlog', async (t) => {
+  const api = startApi({ Metrics: { Enabled: true } }, { gateway: { accessLog: { intervalMs: 60_000 } } });
+  t.teardown(() => api.close());
+  t.is((await api.request.get('/api/v1/emails?q=budget').set(bearer(api.fixture.keys.admin))).status, 200);
+  // The table the writer inserts into is gone, so the batch fails and is kept for a retry.
+  api.db().exec('ALTER TABLE access_log RENAME TO access_log_elsewhere');
+  await api.gateway.accessLog.flush();
+  let { samples } = await scrape(t, api);
+  t.is(sampleValue(samples, 'mail_archive_access_log_write_failures_total'), 1);
+  t.is(sampleValue(samples, 'mail_archive_access_log_pending_entries'), 1);
+  api.db().exec('ALTER TABLE access_log_elsewhere RENAME TO access_log');
+  await api.gateway.accessLog.flush();
+  ({ samples } = await scrape(t, api));
+  t.is(sampleValue(samples, 'mail_archive_access_log_write_failures_total'), 1);
+  t.is(sampleValue(samples, 'mail_archive_access_log_pending_entries'), 0);
+});
+
 test('Metrics:AllowFrom refuses other peers with a 404, whatever X-Forwarded-For says', async (t) => {
-  const refused = withMetrics({ Metrics: { AllowFrom: ['10.0.0.0/8', '2001:db8::/32'] }, Server: { TrustProxy: true } });
+  const refused = withMetrics({
+    Metrics: { AllowFrom: ['10.0.0.0/8', '2001:db8::/32'] },
+    Server: { TrustProxy: true },
+  });
   t.teardown(() => refused.close());
   for (const forwarded of [undefined, '10.1.2.3']) {
     const req = refused.request.get('/metrics');
@@ -196,7 +228,12 @@ test('MCP tool calls are counted by tool name; unknown names are "other"', async
 });
 
 test('the known tool names are exactly the tools the MCP server offers', (t) => {
-  t.deepEqual([...TOOL_NAMES].sort(), mcpTools(defaultSettings().Mcp).map((tool) => tool.name).sort());
+  t.deepEqual(
+    [...TOOL_NAMES].sort(),
+    mcpTools(defaultSettings().Mcp)
+      .map((tool) => tool.name)
+      .sort(),
+  );
 });
 
 test('no label holds a key, a key prefix, a user name, a query or a raw path', async (t) => {
@@ -210,7 +247,10 @@ test('no label holds a key, a key prefix, a user name, a query or a raw path', a
   await api.request.get('/api/v1/accounts').set(bearer(keys.revoked));
   await api.request.get('/raw-path-segment-q7').set(bearer(keys.carol));
   await api.request.post('/login').type('form').send({ username: 'mallory-login-name', password: 'x' });
-  await api.request.post('/mcp').set(bearer(keys.alice)).send(toolsCall(1, 'search_emails', { q: secretWord }));
+  await api.request
+    .post('/mcp')
+    .set(bearer(keys.alice))
+    .send(toolsCall(1, 'search_emails', { q: secretWord }));
   const { text, samples } = await scrape(t, api);
   const forbidden = [
     ...Object.values(keys),

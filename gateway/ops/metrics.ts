@@ -147,7 +147,8 @@ export class GatewayMetrics {
             const stats = engine.stats(lane);
             if (stats.completed === 0) continue; // an empty histogram has no percentiles
             const summary = kind === 'run' ? stats.runTime : stats.waitTime;
-            for (const [quantile, key] of QUANTILES) this.set({ lane, quantile }, summary[key] / 1000);
+            for (const [quantile, key] of QUANTILES)
+              if (Number.isFinite(summary[key])) this.set({ lane, quantile }, summary[key] / 1000);
           }
         },
       });
@@ -210,5 +211,6 @@ export class GatewayMetrics {
  */
 function busyMs(engine: EnginePool, lane: (typeof LANE_NAMES)[number]): number {
   const stats = engine.stats(lane);
-  return stats.completed > 0 ? stats.runTime.mean * stats.completed : 0;
+  const busy = stats.runTime.mean * stats.completed;
+  return stats.completed > 0 && Number.isFinite(busy) ? busy : 0;
 }

@@ -9,14 +9,15 @@ export interface Sample {
 
 const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)(?: -?\d+)?$/;
 const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(?:,|$)/y;
-const COMMENT = /^# (?:HELP [a-zA-Z_:][a-zA-Z0-9_:]* .*|TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (?:counter|gauge|histogram|summary|untyped))$/;
+const COMMENT =
+  /^# (?:HELP [a-zA-Z_:][a-zA-Z0-9_:]* .*|TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (?:counter|gauge|histogram|summary|untyped))$/;
 
-function value(text: string): number {
-  if (text === '+Inf') return Infinity;
-  if (text === '-Inf') return -Infinity;
-  if (text === 'NaN') return NaN;
+/** As Prometheus reads it (Go's ParseFloat): NaN and Inf in any case; prom-client writes "Nan". */
+function value(text: string, line: string): number {
+  if (/^nan$/i.test(text)) return NaN;
+  if (/^[+-]?inf(inity)?$/i.test(text)) return text.startsWith('-') ? -Infinity : Infinity;
   const n = Number(text);
-  if (Number.isNaN(n)) throw new Error(`not a sample value: ${text}`);
+  if (text.trim() === '' || Number.isNaN(n)) throw new Error(`not a sample value: ${text} in ${line}`);
   return n;
 }
 
@@ -39,20 +40,14 @@ export function parsePrometheus(text: string): Sample[] {
       if (!l) throw new Error(`bad labels: ${line}`);
       labels[l[1]!] = l[2]!.replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
     }
-    samples.push({ name: m[1]!, labels, value: value(m[3]!) });
+    samples.push({ name: m[1]!, labels, value: value(m[3]!, line) });
   }
   return samples;
 }
 
 /** The value of the one sample with this name whose labels include `labels`, else undefined. */
-export function sampleValue(
-  samples: Sample[],
-  name: string,
-  labels: Record<string, string> = {},
-): number | undefined {
-  const found = samples.filter(
-    (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
-  );
+export function sampleValue(samples: Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
+  const found = samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
   if (found.length > 1) throw new Error(`${found.length} samples of ${name} match ${JSON.stringify(labels)}`);
   return found[0]?.value;
 }
