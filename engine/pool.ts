@@ -98,12 +98,7 @@ export class EnginePool {
 
   stats(lane: Lane): LaneStats {
     const pool = this.#lanes[lane];
-    const summary = (h: { mean: number; p50: number; p90: number; p99: number }) => ({
-      mean: h.mean,
-      p50: h.p50,
-      p90: h.p90,
-      p99: h.p99,
-    });
+    const summary = ({ mean, p50, p90, p99 }: LaneStats['runTime']) => ({ mean, p50, p90, p99 });
     return {
       threads: pool.threads.length,
       busyThreads: pool.threads.length - pool.idleThreads,

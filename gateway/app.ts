@@ -1,8 +1,8 @@
 // The gateway: one Koa app serving /api/v1 and /mcp on one port.
 //
 // Request path: problems (error shape) → [request metrics] → security headers → /healthz,
-// /readyz, /metrics → [/api: rate limit → auth → route] or [/mcp: rate limit → MCP transport] → 404. Every data access becomes a typed job on the
-// engine's worker pool; nothing here runs SQL.
+// /readyz, /metrics → [/api: rate limit → auth → route] or [/mcp: rate limit → MCP transport]
+// → 404. Every data access becomes a typed job on the engine's worker pool; nothing here runs SQL.
 import Koa from 'koa';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';

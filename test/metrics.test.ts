@@ -16,19 +16,11 @@ async function scrape(
   t: import('ava').ExecutionContext,
   api: ApiHarness,
 ): Promise<{ text: string; samples: Sample[] }> {
-  const res = await api.request
-    .get('/metrics')
-    .buffer(true)
-    .parse((r, cb) => {
-      let s = '';
-      r.setEncoding('utf8');
-      r.on('data', (c: string) => (s += c));
-      r.on('end', () => cb(null, s));
-    });
+  const res = await api.request.get('/metrics');
   t.is(res.status, 200);
   t.regex(res.headers['content-type'] ?? '', /^text\/plain; version=0\.0\.4/);
   t.is(res.headers['cache-control'], 'no-store');
-  const text = res.body as string;
+  const text = res.text;
   return { text, samples: parsePrometheus(text) };
 }
 
