@@ -33,6 +33,7 @@ export const handlers: Handlers = {
   listKeysFor: (db, job) => listKeysFor(db, job.actorId, job.now),
   createKeyFor: (db, job) => createKeyFor(db, job.actorId, job.name, job.expiresAt, job.now),
   revokeKeyAs: (db, job) => revokeKeyAs(db, job.actorId, job.keyId, job.now),
+  ping: (db) => ({ schemaVersion: db.pragma('user_version', { simple: true }) as number }),
   fault: () => {
     throw new Error('fault injection is disabled');
   },

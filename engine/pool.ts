@@ -21,7 +21,21 @@ export interface EnginePoolOptions {
   faultInjection?: boolean;
 }
 
-type Lane = 'interactive' | 'query';
+export const LANE_NAMES = ['interactive', 'query'] as const;
+export type Lane = (typeof LANE_NAMES)[number];
+
+/** One lane as metrics read it at scrape time; times are milliseconds. */
+export interface LaneStats {
+  threads: number;
+  busyThreads: number;
+  queueSize: number;
+  completed: number;
+  /** Since the lane started. */
+  durationMs: number;
+  /** Percentiles of run and queue-wait time over the lane's lifetime (Piscina's histograms). */
+  runTime: { mean: number; p50: number; p90: number; p99: number };
+  waitTime: { mean: number; p50: number; p90: number; p99: number };
+}
 
 /** Every job kind names its lane; a new kind that forgets to is a compile error. */
 const LANES: Record<JobKind, Lane> = {
@@ -40,10 +54,12 @@ const LANES: Record<JobKind, Lane> = {
   attachmentChunk: 'query',
   login: 'query', // scrypt: deliberately slow, so it stays off the interactive lane
   fault: 'query',
+  ping: 'interactive', // readiness sends it to every lane with ping(lane)
 };
 
 export class EnginePool {
   readonly #lanes: Record<Lane, Piscina>;
+  #closed = false;
 
   constructor(options: EnginePoolOptions) {
     // Create and migrate the file once, here, so the workers never race to do it.
@@ -70,7 +86,32 @@ export class EnginePool {
     return this.#lanes.query.threads.length;
   }
 
+  /** Runs the readiness job on one lane's own threads. */
+  ping(lane: Lane): Promise<JobResult<'ping'>> {
+    return this.#lanes[lane].run({ kind: 'ping' }) as Promise<JobResult<'ping'>>;
+  }
+
+  /** True once close() was called (Piscina itself would start new threads for a later run). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  stats(lane: Lane): LaneStats {
+    const pool = this.#lanes[lane];
+    const summary = ({ mean, p50, p90, p99 }: LaneStats['runTime']) => ({ mean, p50, p90, p99 });
+    return {
+      threads: pool.threads.length,
+      busyThreads: pool.threads.length - pool.idleThreads,
+      queueSize: pool.queueSize,
+      completed: pool.completed,
+      durationMs: pool.duration,
+      runTime: summary(pool.histogram.runTime),
+      waitTime: summary(pool.histogram.waitTime),
+    };
+  }
+
   async close(): Promise<void> {
+    this.#closed = true;
     await Promise.all([this.#lanes.interactive.close(), this.#lanes.query.close()]);
   }
 }

@@ -35,8 +35,9 @@ function portable(err: unknown): Error {
 
 export default function run<K extends JobKind>(job: Job<K>): JobResult<K> {
   if (job.kind === 'fault' && (workerData as WorkerData).faultInjection) {
-    const { mode } = job as Job<'fault'>;
-    if (mode === 'exit') process.exit(1); // ends this worker thread only
+    const fault = job as Job<'fault'>;
+    if (fault.mode === 'exit') process.exit(1); // ends this worker thread only
+    if (fault.mode === 'block') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, fault.ms);
     throw new Error('injected fault');
   }
   let result: JobResult<K>;

@@ -20,6 +20,7 @@ export class AccessLogWriter {
   #pending: AccessLogEntry[] = [];
   #timer: NodeJS.Timeout | undefined;
   #writing: Promise<void> = Promise.resolve();
+  #failedWrites = 0;
 
   constructor(engine: EnginePool, logger: Logger, options: AccessLogOptions = {}) {
     this.#engine = engine;
@@ -41,6 +42,11 @@ export class AccessLogWriter {
     return this.#pending.length;
   }
 
+  /** Batch writes that failed (their entries kept for a retry) since start; read by metrics. */
+  get failedWrites(): number {
+    return this.#failedWrites;
+  }
+
   /** Writes what is waiting now; resolves when that write (and any before it) is done. */
   flush(): Promise<void> {
     clearTimeout(this.#timer);
@@ -52,6 +58,7 @@ export class AccessLogWriter {
         try {
           await this.#engine.run({ kind: 'accessLog', entries: batch });
         } catch (err) {
+          this.#failedWrites++;
           this.#logger.error({ err, entries: batch.length }, 'access log write failed; will retry');
           this.#pending.unshift(...batch);
           if (!this.#timer) {

@@ -1,8 +1,9 @@
 // The gateway: one Koa app serving /api/v1 and /mcp on one port.
 //
-// Request path: problems (error shape) → security headers → [/api: admission (rate limit and
-// key check) → route] or [/mcp: admission → MCP transport] → 404. Every data access becomes a typed job on the
-// engine's worker pool; nothing here runs SQL.
+// Request path: problems (error shape) → [request metrics] → security headers → /healthz,
+// /readyz, /metrics → [/api: admission (key check, rate limit) → route] or [/mcp: admission →
+// MCP transport] → 404. Every data access becomes a typed job on the engine's worker pool;
+// nothing here runs SQL.
 import Koa from 'koa';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -15,9 +16,13 @@ import { ArchiveService } from './archive-service.js';
 import { createLogger } from './logger.js';
 import { mcpEndpoint } from './mcp/endpoint.js';
 import { mount } from './mount.js';
+import { GatewayMetrics } from './ops/metrics.js';
+import { requestMetrics } from './ops/requests.js';
+import { opsRoutes } from './ops/routes.js';
 import { Problem, problems } from './problem.js';
 import { connectRedis, RateLimiter } from './rate-limit.js';
 import { webSurface } from './web/routes.js';
+import { LoginThrottle } from './web/throttle.js';
 
 export interface GatewayOptions {
   logger?: Logger;
@@ -33,6 +38,8 @@ export interface Gateway {
   engine: EnginePool;
   accessLog: AccessLogWriter;
   limiters: { api: RateLimiter; mcp: RateLimiter; authFailures: RateLimiter };
+  /** Present when Metrics:Enabled. */
+  metrics?: GatewayMetrics;
   /** Flushes the access log, then stops the pool and Redis. Idempotent. */
   close(): Promise<void>;
 }
@@ -60,6 +67,15 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
       redis,
     ),
   };
+  const throttle = new LoginThrottle(settings, logger, redis);
+  const metrics = settings.Metrics.Enabled
+    ? new GatewayMetrics({
+        engine,
+        accessLog,
+        redis,
+        limiters: [limiters.api, limiters.mcp, limiters.authFailures, ...throttle.limiters],
+      })
+    : undefined;
 
   const app = new Koa();
   app.proxy = settings.Server.TrustProxy;
@@ -69,14 +85,22 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
     logger.error({ err, method: ctx?.method, path: ctx?.path }, 'response failed'),
   );
 
+  const router = settings.Api.Enabled ? apiRouter(settings, service) : undefined;
+  // Admission answers 401 and 429 before the router runs; label those by the route they asked for.
+  const routeOf = (path: string) => {
+    const template = router?.match(path, 'GET').path.at(-1)?.path;
+    return typeof template === 'string' ? template : undefined;
+  };
   app.use(problems(logger));
+  if (metrics) app.use(requestMetrics(metrics, routeOf));
   app.use(async (ctx, next) => {
     ctx.set('X-Content-Type-Options', 'nosniff');
     await next();
   });
+  // /healthz, /readyz, /metrics: before every rate limit and authentication, whatever is enabled.
+  app.use(opsRoutes(settings, { engine, logger, ...(redis ? { redis } : {}), ...(metrics ? { metrics } : {}) }));
 
-  if (settings.Api.Enabled) {
-    const router = apiRouter(settings, service);
+  if (router) {
     app.use(
       mount(
         '/api',
@@ -117,7 +141,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
   }
   if (settings.Api.Enabled || settings.Mcp.Enabled) {
     // Sign-in, API Keys and /apidocs: cookie sessions on their own paths only, never /api or /mcp.
-    app.use(webSurface(app, settings, { engine, logger, ...(redis ? { redis } : {}) }));
+    app.use(webSurface(app, settings, { engine, logger, throttle, ...(redis ? { redis } : {}) }));
   }
   app.use(async (ctx) => {
     throw new Problem(404, `No resource at ${ctx.path}.`);
@@ -131,5 +155,5 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
       redis?.disconnect();
     })());
 
-  return { app, engine, accessLog, limiters, close };
+  return { app, engine, accessLog, limiters, close, ...(metrics ? { metrics } : {}) };
 }

@@ -22,8 +22,30 @@ export function bearerToken(header: string | undefined): string | undefined {
   return header ? BEARER.exec(header)?.[1] : undefined;
 }
 
-function unauthorized(detail: string, tokenPresented: boolean): Problem {
-  return new Problem(401, detail, {
+/** Why a request was refused, as metrics count it (never the key or its prefix). */
+export type AuthFailureReason = 'missing' | 'malformed' | AuthFailure;
+export const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = [
+  'missing',
+  'malformed',
+  'unknown',
+  'expired',
+  'revoked',
+  'inactive',
+];
+
+/** A 401 that carries its reason, so the request metrics can count it without parsing text. */
+export class Unauthorized extends Problem {
+  constructor(
+    readonly reason: AuthFailureReason,
+    detail: string,
+    headers: Record<string, string>,
+  ) {
+    super(401, detail, headers);
+  }
+}
+
+function unauthorized(reason: AuthFailureReason, detail: string, tokenPresented: boolean): Unauthorized {
+  return new Unauthorized(reason, detail, {
     'WWW-Authenticate': tokenPresented ? 'Bearer error="invalid_token"' : 'Bearer',
   });
 }
@@ -33,17 +55,21 @@ function unauthorized(detail: string, tokenPresented: boolean): Problem {
  * without asking the engine.
  */
 export function missingKey(header: string | undefined): Problem {
-  if (!header) return unauthorized('An API key is required: send Authorization: Bearer <key>.', false);
-  return unauthorized('The Authorization header must be of the form Bearer <key>.', false);
+  if (!header) return unauthorized('missing', 'An API key is required: send Authorization: Bearer <key>.', false);
+  return unauthorized('malformed', 'The Authorization header must be of the form Bearer <key>.', false);
 }
 
 /** Resolves a bearer token to its key's principal, or rejects with the 401 that says why. */
 export async function verifyKey(engine: EnginePool, token: string): Promise<Principal> {
   if (!KEY.test(token))
-    throw unauthorized('The API key is malformed: expected ma_ followed by 43 URL-safe base64 characters.', true);
+    throw unauthorized(
+      'malformed',
+      'The API key is malformed: expected ma_ followed by 43 URL-safe base64 characters.',
+      true,
+    );
   const hash = createHash('sha256').update(token, 'utf8').digest('hex');
   const result = await engine.run({ kind: 'authenticate', keyHash: hash, now: Date.now() });
-  if (!result.ok) throw unauthorized(REASONS[result.reason], true);
+  if (!result.ok) throw unauthorized(result.reason, REASONS[result.reason], true);
   return result.principal;
 }
 

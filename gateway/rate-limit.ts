@@ -55,6 +55,7 @@ export class RateLimiter {
   readonly #cap: PartitionCap;
   readonly #logger: Logger;
   #usingFallback = false;
+  #rejected = 0;
   /** Until then, do not ask Redis: it just failed, and each attempt can cost a command timeout. */
   #skipRedisUntil = 0;
 
@@ -67,6 +68,15 @@ export class RateLimiter {
     this.#redis = redis
       ? new RateLimiterRedis({ ...common, storeClient: redis, rejectIfRedisNotReady: true })
       : undefined;
+  }
+
+  get policy(): RateLimitPolicy['name'] {
+    return this.#policy.name;
+  }
+
+  /** Requests refused with a 429 since start; metrics read it at scrape time. */
+  get rejected(): number {
+    return this.#rejected;
   }
 
   /** Partitions the in-memory store holds in the current window (for tests and metrics). */
@@ -136,6 +146,7 @@ export class RateLimiter {
   }
 
   #tooMany(res: RateLimiterRes): Problem {
+    this.#rejected++;
     const retryAfter = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
     return new Problem(
       429,

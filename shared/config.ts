@@ -6,12 +6,25 @@
 // not fit the schema stops start-up with a ConfigError whose message is one line naming the
 // setting, so the entry points can print it without a stack trace.
 import { readFileSync, existsSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 
 const MAX_THREADS = 64;
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.number().int().min(min).max(max);
+
+/** An IPv4 or IPv6 address, or a CIDR block (`10.0.0.0/8`, `fd00::/8`). */
+export function parseAddressBlock(value: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } | null {
+  const [address = '', prefixText, ...rest] = value.trim().split('/');
+  const version = isIP(address);
+  if (version === 0 || rest.length > 0) return null;
+  const bits = version === 4 ? 32 : 128;
+  if (prefixText !== undefined && !/^\d{1,3}$/.test(prefixText)) return null;
+  const prefix = prefixText === undefined ? bits : Number(prefixText);
+  if (prefix > bits) return null;
+  return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' };
+}
 
 const schema = z.strictObject({
   Api: z
@@ -59,6 +72,16 @@ const schema = z.strictObject({
     .strictObject({
       // A default is not validated, so it is clamped here to the range an explicit value must meet.
       Threads: int(1, MAX_THREADS).default(Math.min(MAX_THREADS, availableParallelism())),
+    })
+    .prefault({}),
+  Metrics: z
+    .strictObject({
+      // GET /metrics (Prometheus text format); when false the path is a 404 like any unknown one.
+      Enabled: z.boolean().default(false),
+      // Peer addresses (never X-Forwarded-For) that may scrape; anything else gets a 404.
+      AllowFrom: z
+        .array(z.string().refine((v) => parseAddressBlock(v) !== null, 'expected IP addresses or CIDR blocks'))
+        .default(['127.0.0.0/8', '::1']),
     })
     .prefault({}),
   Web: z

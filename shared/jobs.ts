@@ -133,10 +133,13 @@ export interface JobMap {
   /** Revokes a key the actor owns, or any key when the actor is an administrator. */
   revokeKeyAs: { args: { actorId: number; keyId: number; now: number }; result: WebKeyResult<KeyRow> };
   /**
-   * Fault injection for tests of failure handling: a worker throws or exits while serving it.
+   * Fault injection for tests of failure handling: a worker throws, exits, or blocks its thread
+   * for `ms` (a wedged lane) while serving it.
    * Refused unless the pool was created with `faultInjection: true`.
    */
-  fault: { args: { mode: 'throw' | 'exit' }; result: never };
+  fault: { args: { mode: 'throw' | 'exit' } | { mode: 'block'; ms: number }; result: never };
+  /** Readiness: the thread answers and its connection reads the archive (the schema version). */
+  ping: { args: Record<string, never>; result: { schemaVersion: number } };
 }
 
 export type JobKind = keyof JobMap;

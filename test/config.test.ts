@@ -275,3 +275,27 @@ test('the CLI stops with one line naming the bad setting, without a stack trace'
   t.true(lines[0]!.includes('Api:DefaultPageSize'), result.stderr);
   t.false(/^\s{4}at /m.test(result.stderr), 'no stack trace');
 });
+
+test('Metrics: off by default, loopback only, and AllowFrom binds like other lists', (t) => {
+  const cwd = workdir(t);
+  t.deepEqual(loadSettings({ env: {}, cwd }).Metrics, { Enabled: false, AllowFrom: ['127.0.0.0/8', '::1'] });
+  const s = loadSettings({
+    env: { Metrics__Enabled: 'true', Metrics__AllowFrom: '10.0.0.0/8, 192.0.2.7 ,fd00::/8' },
+    cwd,
+  });
+  t.true(s.Metrics.Enabled);
+  t.deepEqual(s.Metrics.AllowFrom, ['10.0.0.0/8', '192.0.2.7', 'fd00::/8']);
+  t.deepEqual(loadSettings({ env: { METRICS__ALLOWFROM__0: '::1' }, cwd }).Metrics.AllowFrom, ['::1']);
+  t.deepEqual(
+    loadSettings({ env: {}, cwd: workdir(t, { Metrics: { AllowFrom: ['203.0.113.0/24'] } }) }).Metrics.AllowFrom,
+    ['203.0.113.0/24'],
+  );
+});
+
+test('Metrics:AllowFrom accepts only addresses and CIDR blocks', (t) => {
+  const cwd = workdir(t);
+  for (const bad of ['localhost', '10.0.0.0/33', '::1/129', '10.0.0.0/8/1', '10.0.0/8', '10.0.0.0/x', '*']) {
+    configError(t, () => loadSettings({ env: { Metrics__AllowFrom: bad }, cwd }), 'Metrics:AllowFrom', bad);
+  }
+  configError(t, () => loadSettings({ env: { Metrics__Enabled: 'on' }, cwd }), 'Metrics:Enabled');
+});

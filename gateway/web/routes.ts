@@ -35,6 +35,8 @@ export interface WebDeps {
   engine: EnginePool;
   logger: Logger;
   redis?: Redis;
+  /** The sign-in throttle, when the gateway keeps it (for its rejection metrics). */
+  throttle?: LoginThrottle;
 }
 
 type WebContext = Context & { state: WebState };
@@ -61,7 +63,7 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
   const assets = new WebAssets();
   const swagger = docsEnabled ? new SwaggerAssets() : undefined;
   const docs = swagger ? buildApiDocs(settings, swagger, assets) : undefined;
-  const throttle = new LoginThrottle(settings, logger, deps.redis);
+  const throttle = deps.throttle ?? new LoginThrottle(settings, logger, deps.redis);
   const session = compose([
     sessionMiddleware(app, settings, sessionSecret(settings, logger)),
     loadUser(engine),

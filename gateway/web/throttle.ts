@@ -26,6 +26,11 @@ export class LoginThrottle {
     );
   }
 
+  /** Both policies, for the rate-limit metrics. */
+  get limiters(): RateLimiter[] {
+    return [this.#perUser, this.#perIp];
+  }
+
   /** Spends one attempt; resolves to null when allowed, else to the seconds to wait. */
   async attempt(ip: string, username: string): Promise<number | null> {
     try {

@@ -1,0 +1,121 @@
+// Readiness: can this process serve archive requests right now? (docs/metrics.md)
+//
+// Each check answers `{ status, ... }`; the answer's status is the worst of them. A check that
+// fails makes the process "unavailable" (503); one whose loss the service absorbs (Redis: rate
+// limits fall back to per-process counters) makes it "degraded" (still 200). A later store
+// (PostgreSQL: primary and replicas) adds its own entry under `checks` the same way.
+import type { Redis } from 'ioredis';
+import { performance } from 'node:perf_hooks';
+import { LANE_NAMES, type EnginePool, type Lane } from '../../engine/pool.js';
+
+/** A lane that has not answered a ping in this time is reported as wedged. */
+export const PING_TIMEOUT_MS = 2000;
+/** A ping answered this recently is reused, so a flood of probes costs the pool nothing more. */
+export const PING_REUSE_MS = 1000;
+
+export type LaneStatus = 'ok' | 'timeout' | 'error' | 'closed';
+export interface LaneCheck {
+  status: LaneStatus;
+  /** Round trip of the ping, when it answered. */
+  ms?: number;
+}
+export interface Readiness {
+  status: 'ok' | 'degraded' | 'unavailable';
+  checkedAt: string;
+  checks: {
+    pool: { status: 'ok' | 'unavailable'; lanes: Record<Lane, LaneCheck> };
+    redis: { status: 'ok' | 'down' | 'not configured' };
+  };
+}
+
+/** Pings one lane; concurrent checks share one ping, so a wedged lane never queues more than one. */
+class LaneProbe {
+  #inFlight: Promise<LaneCheck> | undefined;
+  #last: { at: number; check: LaneCheck } | undefined;
+
+  constructor(
+    private readonly engine: EnginePool,
+    private readonly lane: Lane,
+  ) {}
+
+  async check(): Promise<LaneCheck> {
+    if (this.engine.closed) return { status: 'closed' };
+    const now = performance.now();
+    if (this.#last && now - this.#last.at < PING_REUSE_MS) return this.#last.check;
+    this.#inFlight ??= this.#ping().finally(() => (this.#inFlight = undefined));
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<LaneCheck>((resolve) => {
+      timer = setTimeout(() => resolve({ status: 'timeout' }), PING_TIMEOUT_MS);
+    });
+    try {
+      return await Promise.race([this.#inFlight, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #ping(): Promise<LaneCheck> {
+    const started = performance.now();
+    let check: LaneCheck;
+    try {
+      await this.engine.ping(this.lane);
+      check = { status: 'ok', ms: Math.round((performance.now() - started) * 10) / 10 };
+    } catch {
+      check = { status: 'error' };
+    }
+    this.#last = { at: performance.now(), check };
+    return check;
+  }
+}
+
+type RedisStatus = Readiness['checks']['redis']['status'];
+
+export class ReadinessCheck {
+  readonly #probes: Record<Lane, LaneProbe>;
+  #redisInFlight: Promise<RedisStatus> | undefined;
+  #redisLast: { at: number; status: RedisStatus } | undefined;
+
+  constructor(
+    engine: EnginePool,
+    private readonly redis: Redis | undefined,
+  ) {
+    this.#probes = Object.fromEntries(LANE_NAMES.map((lane) => [lane, new LaneProbe(engine, lane)])) as Record<
+      Lane,
+      LaneProbe
+    >;
+  }
+
+  async run(): Promise<Readiness> {
+    const [lanes, redis] = await Promise.all([this.#lanes(), this.#redis()]);
+    const poolOk = Object.values(lanes).every((l) => l.status === 'ok');
+    return {
+      status: !poolOk ? 'unavailable' : redis === 'down' ? 'degraded' : 'ok',
+      checkedAt: new Date().toISOString(),
+      checks: { pool: { status: poolOk ? 'ok' : 'unavailable', lanes }, redis: { status: redis } },
+    };
+  }
+
+  async #lanes(): Promise<Record<Lane, LaneCheck>> {
+    const checks = await Promise.all(LANE_NAMES.map((lane) => this.#probes[lane].check()));
+    return Object.fromEntries(LANE_NAMES.map((lane, i) => [lane, checks[i]!])) as Record<Lane, LaneCheck>;
+  }
+
+  /** PING, bounded by the connection's command timeout; fails at once while disconnected. */
+  #redis(): Promise<RedisStatus> {
+    const redis = this.redis;
+    if (!redis) return Promise.resolve('not configured');
+    if (this.#redisLast && performance.now() - this.#redisLast.at < PING_REUSE_MS)
+      return Promise.resolve(this.#redisLast.status);
+    return (this.#redisInFlight ??= (async () => {
+      let status: RedisStatus;
+      try {
+        status = (await redis.ping()) === 'PONG' ? 'ok' : 'down';
+      } catch {
+        status = 'down';
+      }
+      this.#redisLast = { at: performance.now(), status };
+      this.#redisInFlight = undefined;
+      return status;
+    })());
+  }
+}

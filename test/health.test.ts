@@ -1,0 +1,108 @@
+// GET /healthz and /readyz (docs/metrics.md): no authentication, no archive data, never cached,
+// JSON, 200 or 503, served whether or not the API and MCP are enabled, never rate limited.
+import test from 'ava';
+import { PING_REUSE_MS } from '../gateway/ops/health.js';
+import { startApi, type ApiHarness } from './helpers/api.js';
+import { freePort, redisUrl, waitFor } from './helpers/redis.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function assertHealthHeaders(t: import('ava').ExecutionContext, res: { headers: Record<string, string> }) {
+  t.is(res.headers['cache-control'], 'no-store');
+  t.regex(res.headers['content-type'] ?? '', /^application\/json/);
+  t.is(res.headers['ratelimit-limit'], undefined, 'probes never spend a rate-limit budget');
+}
+
+async function readyOk(t: import('ava').ExecutionContext, api: ApiHarness, redis: string) {
+  const res = await api.request.get('/readyz');
+  t.is(res.status, 200);
+  assertHealthHeaders(t, res);
+  t.deepEqual(Object.keys(res.body).sort(), ['checkedAt', 'checks', 'status']);
+  t.is(res.body.status, 'ok');
+  t.regex(res.body.checkedAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  t.deepEqual(Object.keys(res.body.checks).sort(), ['pool', 'redis']);
+  t.is(res.body.checks.pool.status, 'ok');
+  for (const lane of ['interactive', 'query']) {
+    t.is(res.body.checks.pool.lanes[lane].status, 'ok', lane);
+    t.true(typeof res.body.checks.pool.lanes[lane].ms === 'number', lane);
+  }
+  t.deepEqual(res.body.checks.redis, { status: redis });
+}
+
+for (const enabled of [false, true]) {
+  test(`healthz and readyz answer with the API and MCP ${enabled ? 'enabled' : 'disabled'}`, async (t) => {
+    const api = startApi({ Api: { Enabled: enabled, RateLimitPerMinute: 1 }, Mcp: { Enabled: enabled } });
+    t.teardown(() => api.close());
+    const health = await api.request.get('/healthz');
+    t.is(health.status, 200);
+    assertHealthHeaders(t, health);
+    t.deepEqual(health.body, { status: 'ok' });
+    await readyOk(t, api, 'not configured');
+    // With a budget of one request a minute, probes still answer: they are not rate limited.
+    for (let i = 0; i < 3; i++) t.is((await api.request.get('/healthz')).status, 200);
+    t.is((await api.request.head('/readyz')).status, 200);
+    // The front ends themselves stay as configured.
+    t.is((await api.request.get('/api/v1/accounts')).status, enabled ? 401 : 404);
+  });
+}
+
+test('healthz and readyz accept only GET and HEAD', async (t) => {
+  const api = startApi();
+  t.teardown(() => api.close());
+  for (const path of ['/healthz', '/readyz']) {
+    const res = await api.request.post(path);
+    t.is(res.status, 405, path);
+    t.is(res.headers['content-type'], 'application/problem+json');
+    t.is(res.headers.allow, 'GET, HEAD');
+    t.is(res.headers['cache-control'], 'no-store');
+  }
+});
+
+test('readyz reports Redis as ok when it answers, and as down (degraded, still 200) when it does not', async (t) => {
+  const up = startApi({ Redis: { Url: redisUrl() } });
+  t.teardown(() => up.close());
+  // Until the connection is up the answer is "down"; it turns to "ok" once Redis answers.
+  await waitFor('Redis reported ok', async () => (await up.request.get('/readyz')).body.checks.redis.status === 'ok');
+  await readyOk(t, up, 'ok');
+
+  const down = startApi({ Redis: { Url: `redis://127.0.0.1:${await freePort()}` } });
+  t.teardown(() => down.close());
+  const res = await down.request.get('/readyz');
+  t.is(res.status, 200, 'rate limits fall back to per-process counters, so the process still serves');
+  t.is(res.body.status, 'degraded');
+  t.deepEqual(res.body.checks.redis, { status: 'down' });
+  t.is(res.body.checks.pool.status, 'ok');
+});
+
+test('readyz is 503 once the pool is closed', async (t) => {
+  const api = startApi();
+  t.teardown(() => api.close());
+  t.is((await api.request.get('/readyz')).status, 200);
+  await api.gateway.engine.close();
+  const res = await api.request.get('/readyz');
+  t.is(res.status, 503);
+  assertHealthHeaders(t, res);
+  t.is(res.body.status, 'unavailable');
+  t.deepEqual(res.body.checks.pool, {
+    status: 'unavailable',
+    lanes: { interactive: { status: 'closed' }, query: { status: 'closed' } },
+  });
+  t.is((await api.request.get('/healthz')).status, 200, 'the process itself is still alive');
+});
+
+test('readyz is 503 while a lane does not answer, and 200 again once it does', async (t) => {
+  const api = startApi({}, { gateway: { faultInjection: true } });
+  t.teardown(() => api.close());
+  // The only query thread is blocked for longer than the ping timeout.
+  const blocked = api.gateway.engine.run({ kind: 'fault', mode: 'block', ms: 3000 }).catch(() => undefined);
+  const res = await api.request.get('/readyz');
+  t.is(res.status, 503);
+  t.is(res.body.status, 'unavailable');
+  t.is(res.body.checks.pool.lanes.query.status, 'timeout');
+  t.is(res.body.checks.pool.lanes.interactive.status, 'ok', 'the interactive lane has threads of its own');
+  await blocked;
+  await sleep(PING_REUSE_MS + 50);
+  const again = await api.request.get('/readyz');
+  t.is(again.status, 200);
+  t.is(again.body.checks.pool.lanes.query.status, 'ok');
+});
