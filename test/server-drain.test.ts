@@ -181,7 +181,7 @@ test('SIGTERM under keep-alive load: requests on open connections are answered w
   const failed = outcomes.filter((o) => o.error !== undefined && o.error !== 'ECONNREFUSED');
   t.log(`${answered.length} answered, ${outcomes.length - answered.length - failed.length} refused after the drain`);
   t.deepEqual(failed, [], 'no request on an open connection failed');
-  t.true(answered.length > 100, 'the clients were busy');
+  t.true(answered.length > 20, 'the clients were busy');
   t.true(
     answered.every((o) => o.status === 200),
     'every answer is 200',
@@ -195,7 +195,7 @@ test('SIGTERM under keep-alive load: requests on open connections are answered w
 
   const rude = await impolite;
   t.is(rude.error, undefined, 'the connection ended without a reset');
-  t.true(rude.statuses.length > 10);
+  t.true(rude.statuses.length > 5);
   t.true(rude.statuses.every((s) => s === 200));
   t.is(rude.lastConnection, 'close');
 
