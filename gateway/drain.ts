@@ -73,10 +73,6 @@ export class ConnectionDrain {
     });
   }
 
-  get isDraining(): boolean {
-    return this.draining;
-  }
-
   /** Starts the drain; resolves once the last connection has closed. Idempotent. */
   start(): Promise<void> {
     if (this.closed) return this.closed;
