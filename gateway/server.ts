@@ -4,6 +4,7 @@ import { createServer } from 'node:http';
 import { ConfigError, loadSettings, type Settings } from '../shared/config.js';
 import { ArchiveOpenError } from '../engine/db/open.js';
 import { createGateway } from './app.js';
+import { ConnectionDrain } from './drain.js';
 import { createLogger } from './logger.js';
 
 function readSettings(): Settings {
@@ -31,8 +32,16 @@ try {
   throw err;
 }
 const { app, close } = gateway;
-const server = createServer(app.callback());
+const server = createServer();
 server.keepAliveTimeout = 65_000;
+/** How long requests in progress may take to finish after SIGTERM/SIGINT. */
+const DRAIN_MS = 6_000;
+/** Exit regardless after this long; below PM2's kill_timeout (12 s, ecosystem.config.cjs). */
+const FORCE_EXIT_MS = 11_000;
+// A keep-alive connection with no request in progress stays open this long into the drain, so
+// that a client about to reuse it is still answered (with `Connection: close`). Well below
+// DRAIN_MS, so that idle connections never hold up the exit, and below keepAliveTimeout.
+const drain = new ConnectionDrain(server, app.callback(), { idleGraceMs: 2_000, lingerMs: 2_000 });
 
 server.on('error', (err: NodeJS.ErrnoException) => {
   const reason = err.code === 'EADDRINUSE' ? 'the port is already in use' : err.message;
@@ -58,10 +67,6 @@ server.listen(settings.Server.Port, settings.Server.Host, () => {
   process.send?.('ready'); // PM2 wait_ready
 });
 
-/** How long requests in progress may take to finish after SIGTERM/SIGINT. */
-const DRAIN_MS = 6_000;
-/** Exit regardless after this long; below PM2's kill_timeout (12 s, ecosystem.config.cjs). */
-const FORCE_EXIT_MS = 11_000;
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
@@ -70,21 +75,23 @@ async function shutdown(signal: string): Promise<void> {
   const force = setTimeout(() => process.exit(1), FORCE_EXIT_MS).unref();
   // Stop accepting connections, then let the requests already in progress finish: they still
   // need the pool, and their access-log entries are only recorded as they complete. Closing
-  // the gateway first would fail them and lose their entries.
-  const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
-  // Keep-alive connections become idle once their response is sent; close them as they do.
-  const idle = setInterval(() => server.closeIdleConnections(), 100);
+  // the gateway first would fail them and lose their entries. Keep-alive connections end
+  // without resetting a request a client is sending (gateway/drain.ts).
+  const drained = drain.start();
   const patience = new Promise<void>((resolve) => setTimeout(resolve, DRAIN_MS).unref());
   await Promise.race([drained, patience]);
-  clearInterval(idle);
   // Whatever is still running after DRAIN_MS (a slow download) is cut off, so that the access
   // log is still flushed well before the forced exit.
-  server.closeAllConnections();
+  drain.destroyAll();
   await close();
   clearTimeout(force);
   logger.info('stopped');
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
+// PM2 stops a process (on reload too) with SIGINT, or with a 'shutdown' message when the app
+// sets shutdown_with_message (where signals are unavailable, as on Windows).
 process.on('SIGINT', () => void shutdown('SIGINT'));
+process.on('message', (message) => {
+  if (message === 'shutdown') void shutdown('shutdown message');
+});
