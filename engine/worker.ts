@@ -37,6 +37,12 @@ export default function run<K extends JobKind>(job: Job<K>): JobResult<K> {
   if (job.kind === 'fault' && (workerData as WorkerData).faultInjection) {
     const { mode } = job as Job<'fault'>;
     if (mode === 'exit') process.exit(1); // ends this worker thread only
+    if (mode === 'hold') {
+      const { release } = job as Job<'fault'>;
+      if (!release) throw new Error('hold needs a release flag');
+      Atomics.wait(release, 0, 0); // blocks this thread, as a long query would, until released
+      return null as JobResult<K>;
+    }
     throw new Error('injected fault');
   }
   let result: JobResult<K>;

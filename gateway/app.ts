@@ -7,7 +7,7 @@ import Koa from 'koa';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { EnginePool } from '../engine/pool.js';
-import type { Settings } from '../shared/config.js';
+import { engineQueues, type Settings } from '../shared/config.js';
 import { AccessLogWriter, type AccessLogOptions } from './access-log.js';
 import { apiRouter } from './api/router.js';
 import { ArchiveService } from './archive-service.js';
@@ -44,6 +44,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
     new EnginePool({
       dbPath: settings.Database.Path,
       threads: settings.Engine.Threads,
+      maxQueue: engineQueues(settings.Engine),
       faultInjection: options.faultInjection ?? false,
     });
   const accessLog = new AccessLogWriter(engine, logger, options.accessLog);

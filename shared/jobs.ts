@@ -133,10 +133,15 @@ export interface JobMap {
   /** Revokes a key the actor owns, or any key when the actor is an administrator. */
   revokeKeyAs: { args: { actorId: number; keyId: number; now: number }; result: WebKeyResult<KeyRow> };
   /**
-   * Fault injection for tests of failure handling: a worker throws or exits while serving it.
-   * Refused unless the pool was created with `faultInjection: true`.
+   * Fault injection for tests of failure handling: a worker throws or exits while serving it, or
+   * `hold`s its thread (as a long scan would) until another thread sets `release[0]` to 1 and
+   * notifies it. Runs on `lane` (default query). Refused unless the pool was created with
+   * `faultInjection: true`.
    */
-  fault: { args: { mode: 'throw' | 'exit' }; result: never };
+  fault: {
+    args: { mode: 'throw' | 'exit' | 'hold'; lane?: 'interactive' | 'query'; release?: Int32Array };
+    result: null;
+  };
 }
 
 export type JobKind = keyof JobMap;

@@ -1,6 +1,6 @@
 // REST API v1 (SPEC.md section 4): six GET routes, each a thin adapter over ArchiveService.
 import Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { Readable } from 'node:stream';
 import type { Settings } from '../../shared/config.js';
 import { parseInt32, parseSearchInput } from '../../shared/search-input.js';
@@ -20,18 +20,27 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
   // middleware layer matches every path, which made the gateway's "known path?" check (405 vs
   // 404) treat unknown paths such as /api/v1/nope as known and answer 405.
   const auth = requireApiKey(service.engine);
+  // Routes whose job runs on the query lane refuse at once when that lane is full, before the
+  // key check: a flood of searches then costs the interactive lane nothing, and cheap requests
+  // keep flowing (docs/decisions.md, "Overload").
+  const shed =
+    (kind: 'search' | 'folders' | 'stats'): Middleware =>
+    async (_ctx, next) => {
+      service.engine.admit(kind);
+      await next();
+    };
 
   router.get('/accounts', auth, async (ctx) => {
     ctx.body = await service.accounts(caller(ctx));
   });
 
-  router.get('/accounts/:id/folders', auth, async (ctx) => {
+  router.get('/accounts/:id/folders', shed('folders'), auth, async (ctx) => {
     const folders = await service.folders(caller(ctx), idParam(ctx, 'id'));
     if (!folders) throw new Problem(404, `Account ${ctx.params.id} does not exist.`);
     ctx.body = folders;
   });
 
-  router.get('/emails', auth, async (ctx) => {
+  router.get('/emails', shed('search'), auth, async (ctx) => {
     const params = ctx.query as Record<string, unknown>;
     const query = parseSearchInput(params, limits);
     ctx.body = await service.search(caller(ctx), query, params);
@@ -50,15 +59,14 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
     if (!settings.Api.AllowAttachmentDownloads) {
       throw new Problem(403, 'Attachment downloads are disabled on this server (Api:AllowAttachmentDownloads).');
     }
-    // HEAD reads no bytes, so it is not a download and is not logged as one.
-    const handle =
-      ctx.method === 'HEAD'
-        ? await service.findAttachment(caller(ctx), emailId, attachmentId)
-        : await service.attachment(caller(ctx), emailId, attachmentId);
+    const handle = await service.findAttachment(caller(ctx), emailId, attachmentId);
     if (!handle) throw new Problem(404, `Attachment ${attachmentId} of email ${emailId} does not exist.`);
-    // Start reading first: if the content cannot be read, the 500 problem must not carry the
-    // file's headers (Content-Disposition would make a browser save the error as the file).
+    // Start reading first: if the content cannot be read (or the engine is too busy to start),
+    // the 500 or 503 problem must not carry the file's headers (Content-Disposition would make a
+    // browser save the error as the file). Once the first chunk is read the rest is never refused.
     const body = ctx.method === 'HEAD' ? Readable.from([]) : await startedStream(service.content(handle));
+    // HEAD reads no bytes, so it is not a download and is not logged as one; nor is a refused GET.
+    if (ctx.method !== 'HEAD') service.recordDownload(caller(ctx), handle);
     // The bytes are untrusted: never sniffed, never rendered as an active document.
     ctx.set({
       'Content-Disposition': contentDisposition(handle.fileName),
@@ -72,7 +80,7 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
     ctx.length = handle.size;
   });
 
-  router.get('/stats', auth, async (ctx) => {
+  router.get('/stats', shed('stats'), auth, async (ctx) => {
     ctx.body = await service.stats(caller(ctx));
   });
 
