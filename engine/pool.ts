@@ -57,6 +57,8 @@ const laneOf = (job: Job): Lane => (job.kind === 'fault' ? (job.lane ?? 'query')
 function mayShed(job: Job): boolean {
   if (job.kind === 'accessLog') return false;
   if (job.kind === 'attachmentChunk') return job.seq === 0;
+  // A test's hold stands for work already admitted, so it fills a lane exactly whatever else runs.
+  if (job.kind === 'fault') return job.mode !== 'hold';
   return true;
 }
 

@@ -4,7 +4,7 @@ import test, { type ExecutionContext } from 'ava';
 import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, defaultSettings, loadSettings } from '../shared/config.js';
+import { ConfigError, defaultSettings, engineQueues, loadSettings } from '../shared/config.js';
 import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/fixture.js';
 
@@ -274,4 +274,22 @@ test('the CLI stops with one line naming the bad setting, without a stack trace'
   t.is(lines.length, 1, result.stderr);
   t.true(lines[0]!.includes('Api:DefaultPageSize'), result.stderr);
   t.false(/^\s{4}at /m.test(result.stderr), 'no stack trace');
+});
+
+test('engine queue bounds default to 8 per query thread and 256 interactive, and can be set per lane', (t) => {
+  const cwd = workdir(t);
+  t.deepEqual(engineQueues(loadSettings({ env: { Engine__Threads: '3' }, cwd }).Engine), {
+    query: 24,
+    interactive: 256,
+  });
+  const set = loadSettings({ env: { Engine__MaxQueue: '0', Engine__InteractiveMaxQueue: '1000' }, cwd }).Engine;
+  t.deepEqual(engineQueues(set), { query: 0, interactive: 1000 }, '0 is allowed: nothing waits');
+  const file = loadSettings({ env: {}, cwd: workdir(t, { engine: { maxqueue: 5 } }) }).Engine;
+  t.is(engineQueues(file).query, 5);
+  configError(t, () => loadSettings({ env: { Engine__MaxQueue: '-1' }, cwd }), 'Engine:MaxQueue', '-1');
+  configError(
+    t,
+    () => loadSettings({ env: { Engine__InteractiveMaxQueue: 'lots' }, cwd }),
+    'Engine:InteractiveMaxQueue',
+  );
 });
