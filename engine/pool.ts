@@ -71,17 +71,22 @@ export class EnginePool {
   constructor(options: EnginePoolOptions) {
     // Create and migrate the file once, here, so the workers never race to do it.
     openArchive(options.dbPath).close();
-    const workerData: WorkerData = { dbPath: options.dbPath, faultInjection: options.faultInjection ?? false };
-    const lane = (threads: number) =>
-      new Piscina({
+    const lane = (name: Lane, threads: number) => {
+      const workerData: WorkerData = {
+        dbPath: options.dbPath,
+        faultInjection: options.faultInjection ?? false,
+        lane: name,
+      };
+      return new Piscina({
         filename: new URL('./worker.js', import.meta.url).href,
         minThreads: threads,
         maxThreads: threads,
         idleTimeout: Number.POSITIVE_INFINITY,
         workerData,
       });
+    };
     const threads = { interactive: options.interactiveThreads ?? 1, query: options.threads };
-    this.#lanes = { interactive: lane(threads.interactive), query: lane(threads.query) };
+    this.#lanes = { interactive: lane('interactive', threads.interactive), query: lane('query', threads.query) };
     // The bound is ours, not Piscina's maxQueue, which would refuse the jobs that must never be.
     const bound = (l: Lane) => threads[l] + (options.maxQueue?.[l] ?? Number.POSITIVE_INFINITY);
     this.#capacity = { interactive: bound('interactive'), query: bound('query') };

@@ -1,6 +1,7 @@
 // Piscina worker entry. Each thread opens its own connection once and keeps its prepared
 // statements on it (db/statements.ts), so every query is compiled once per thread.
 import { Piscina } from 'piscina';
+import { setPriority } from 'node:os';
 import { workerData } from 'node:worker_threads';
 import type { Job, JobKind, JobResult } from '../shared/jobs.js';
 import { openArchive, type Db } from './db/open.js';
@@ -9,6 +10,22 @@ import { runJob } from './handlers.js';
 export interface WorkerData {
   dbPath: string;
   faultInjection?: boolean;
+  lane?: 'interactive' | 'query';
+}
+
+/**
+ * Query threads run at a lower CPU priority (nice 10), so when searches keep every core busy the
+ * event loop and the interactive thread are still scheduled at once: cheap requests keep their
+ * latency under a flood. Linux only, where a nice value belongs to one thread; elsewhere it
+ * would lower the whole process.
+ */
+const QUERY_NICE = 10;
+if ((workerData as WorkerData).lane === 'query' && process.platform === 'linux') {
+  try {
+    setPriority(QUERY_NICE);
+  } catch {
+    // Not permitted in this sandbox: run at normal priority.
+  }
 }
 
 let db: Db | undefined;
