@@ -234,7 +234,7 @@ async function main(): Promise<void> {
 
   const options = { dbPath, auth, mix, floodSeconds, multiple, connections };
   const bounded = await scenario(
-    `Bounded queue (default Engine:MaxQueue = 2 x ${THREADS} threads = ${2 * THREADS})`,
+    `Bounded queue (default Engine:MaxQueue = 8 x ${THREADS} threads = ${8 * THREADS})`,
     {},
     options,
   );

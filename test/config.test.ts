@@ -276,10 +276,10 @@ test('the CLI stops with one line naming the bad setting, without a stack trace'
   t.false(/^\s{4}at /m.test(result.stderr), 'no stack trace');
 });
 
-test('engine queue bounds default to 2 per query thread and 256 interactive, and can be set per lane', (t) => {
+test('engine queue bounds default to 8 per query thread and 256 interactive, and can be set per lane', (t) => {
   const cwd = workdir(t);
   t.deepEqual(engineQueues(loadSettings({ env: { Engine__Threads: '3' }, cwd }).Engine), {
-    query: 6,
+    query: 24,
     interactive: 256,
   });
   const set = loadSettings({ env: { Engine__MaxQueue: '0', Engine__InteractiveMaxQueue: '1000' }, cwd }).Engine;

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { defaultSettings, type Settings } from '../../shared/config.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
+import { TEST_QUEUE } from './api.js';
 import { createFixture, type Fixture } from './fixture.js';
 
 type Overrides = { [S in keyof Settings]?: Partial<Settings[S]> };
@@ -37,7 +38,7 @@ export async function startMcpGateway(
     Api: { Enabled: true, RateLimitPerMinute: 1_000_000, ...overrides.Api },
     Mcp: { Enabled: true, RateLimitPerMinute: 1_000_000, ...overrides.Mcp },
     Database: { Path: fixture.dbPath },
-    Engine: { Threads: 1 },
+    Engine: { Threads: 1, MaxQueue: TEST_QUEUE },
   });
   const gateway = createGateway(settings, { logger: options.logger ?? pino({ level: 'silent' }) });
   const server: Server = createServer(gateway.app.callback());
