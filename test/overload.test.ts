@@ -4,6 +4,7 @@
 // timing involved.
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import Database from 'better-sqlite3';
@@ -15,7 +16,7 @@ import { ArchiveService } from '../gateway/archive-service.js';
 import { createMcpServer } from '../gateway/mcp/server.js';
 import { mcpTools } from '../gateway/mcp/tools.js';
 import { bearer, capturingLogger, listen, startApi, type ApiHarness } from './helpers/api.js';
-import { postMcp, toolsCall } from './helpers/mcp.js';
+import { connectClient, postMcp, toolsCall } from './helpers/mcp.js';
 import { addWebUser, csrfOf, signIn } from './helpers/web.js';
 
 const test = anyTest as TestFn;
@@ -48,6 +49,8 @@ async function start(t: ExecutionContext): Promise<Overloaded> {
 function fill(engine: EnginePool, lane: Lane, jobs: number) {
   const flag = new Int32Array(new SharedArrayBuffer(4));
   const held = Array.from({ length: jobs }, () => engine.run({ kind: 'fault', mode: 'hold', lane, release: flag }));
+  // A test that fails before release() closes the pool under its holds: that is no second failure.
+  for (const job of held) job.catch(() => {});
   return {
     async release() {
       Atomics.store(flag, 0, 1);
@@ -163,6 +166,12 @@ test('MCP: a tools/call that needs the full query lane is refused as HTTP 503 pr
   t.is((body.result.structuredContent as { items: unknown[] }).items.length, 3);
   const list = await postMcp(`${url}/mcp`, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, auth);
   t.is(list.status, 200);
+  // The SDK's own client connects, and its call rejects with the HTTP status to back off on.
+  const client = await connectClient(`${url}/mcp`, harness.fixture.keys.admin);
+  t.teardown(() => client.close());
+  const refused = await t.throwsAsync(client.callTool({ name: 'search_emails', arguments: { q: 'budget' } }));
+  t.true(refused instanceof StreamableHTTPError);
+  t.is((refused as StreamableHTTPError).code, 503);
 
   await held.release();
   const after = await postMcp(`${url}/mcp`, toolsCall(4, 'search_emails', { q: 'budget' }), auth);
