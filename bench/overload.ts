@@ -72,6 +72,7 @@ interface Scenario {
   capacity: number;
   flood: { offered: number; achieved: number; statuses: Record<string, number>; errors: number; timeouts: number };
   during: ProbeResult;
+  searches: ProbeResult;
   recovery: { firstOk: number; normal: number };
 }
 
@@ -117,24 +118,27 @@ async function scenario(
     await new Promise((r) => setTimeout(r, 5_000));
     const baseline = await idle.stop();
 
-    // Capacity: enough connections to keep both query threads busy without filling the queue.
+    // Capacity: enough connections to keep every query thread busy without filling the queue.
     let capacity = options.capacity;
     if (capacity === undefined) {
       const run = await autocannon({
         url: server.url,
-        connections: THREADS * 2,
-        duration: 8,
+        connections: THREADS * 4,
+        duration: 10,
         headers: auth,
         requests: mix.map((path) => ({ path })),
       });
       const ok = run.statusCodeStats?.['200' as keyof typeof run.statusCodeStats]?.count ?? 0;
       if (ok !== run.requests.total) throw new Error(`capacity run: ${ok} of ${run.requests.total} answered 200`);
-      capacity = ok / 8;
+      capacity = ok / 10;
     }
 
     // The flood, with the steady client beside it.
     const offered = Math.round(options.multiple * capacity);
     const probe = startProbe(accounts, auth);
+    // And a well-behaved search user: one search at a time, what it gets and how long it waits.
+    let turn = 0;
+    const searcher = startProbe(() => server.url + recoverySet[turn++ % recoverySet.length]!, auth, 100);
     const flood = await autocannon({
       url: server.url,
       connections: options.connections,
@@ -145,6 +149,7 @@ async function scenario(
     });
     const floodEnded = performance.now();
     const during = await probe.stop();
+    const searches = await searcher.stop();
 
     // Recovery: searches one at a time until one answers 200 at its normal latency.
     let firstOk = Number.NaN;
@@ -176,6 +181,7 @@ async function scenario(
         timeouts: flood.timeouts,
       },
       during,
+      searches,
       recovery: { firstOk, normal: recovered },
     };
   } finally {
@@ -192,13 +198,16 @@ function report(s: Scenario, connections: number, floodSeconds: number): void {
   console.log('');
   console.log(`## ${s.name}`);
   console.log(`Capacity of the search mix: ${s.capacity.toFixed(1)} searches/s (all 200).`);
+  const ok = s.flood.statuses['200'] ?? 0;
   console.log(
     `Flood: ${connections} connections, ${s.flood.offered} req/s offered for ${floodSeconds} s, ${s.flood.achieved.toFixed(0)} req/s sent.`,
   );
   console.log(
     `  statuses: ${Object.entries(s.flood.statuses)
       .map(([code, n]) => `${code}: ${n}`)
-      .join(', ')}; connection errors ${s.flood.errors} (timeouts ${s.flood.timeouts}).`,
+      .join(
+        ', ',
+      )}; connection errors ${s.flood.errors} (timeouts ${s.flood.timeouts}); ${(ok / floodSeconds).toFixed(1)} searches/s answered 200.`,
   );
   if (other.length > 0) console.log(`  NOT ALLOWED: ${other.map(([code, n]) => `${code}: ${n}`).join(', ')}`);
   console.log('| GET /api/v1/accounts (steady client, every 10 ms) | answers | p50 | p99 |');
@@ -208,6 +217,14 @@ function report(s: Scenario, connections: number, floodSeconds: number): void {
   console.log(`| flood / baseline | | ${ratio(flood.p50, base.p50)} | ${ratio(flood.p99, base.p99)} |`);
   if (probeOther.length > 0)
     console.log(`  /accounts answers other than 200: ${probeOther.map(([c, n]) => `${c}: ${n}`).join(', ')}`);
+  const answered = (r: ProbeResult) =>
+    [...r.statuses]
+      .sort(([a], [b]) => String(a).localeCompare(String(b)))
+      .map(([code, n]) => `${code}: ${n}`)
+      .join(', ');
+  console.log(
+    `A steady search client during the flood (one at a time, every 100 ms): ${answered(s.searches)}; latency of its 200s p50 ${ms(percentile(s.searches.latencies, 50))}, p99 ${ms(percentile(s.searches.latencies, 99))}.`,
+  );
   console.log(
     `/accounts p99 during the flood: ${ms(flood.p99)} (target <= ${TARGETS.accountsP99} ms: ${flood.p99 <= TARGETS.accountsP99 ? 'met' : 'NOT met'}).`,
   );

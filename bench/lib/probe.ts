@@ -33,15 +33,16 @@ export function timedGet(
   });
 }
 
-/** GETs `url` every `intervalMs` (or as soon as the previous answer arrives, if later). */
-export function startProbe(url: string, headers: Record<string, string>, intervalMs = 10): Probe {
+/** GETs `url` (or the next URL it gives) every `intervalMs`, or as soon as the previous answer arrives, if later. */
+export function startProbe(url: string | (() => string), headers: Record<string, string>, intervalMs = 10): Probe {
+  const next = typeof url === 'string' ? () => url : url;
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const result: ProbeResult = { latencies: [], statuses: new Map() };
   let running = true;
   const loop = (async () => {
     while (running) {
       const started = performance.now();
-      const { status, ms } = await timedGet(url, headers, agent);
+      const { status, ms } = await timedGet(next(), headers, agent);
       result.statuses.set(status, (result.statuses.get(status) ?? 0) + 1);
       if (status === 200) result.latencies.push(ms);
       const rest = intervalMs - (performance.now() - started);
