@@ -81,9 +81,8 @@ export type Settings = z.infer<typeof schema>;
  * How many jobs may wait per engine lane, defaults filled in. Query lane: 8 per thread, so a
  * search admitted to a full queue waits for about eight others per thread: well under a second
  * for typical searches, a few seconds for the most expensive, not the minutes a flood would pile
- * up. The
- * interactive lane has one thread doing sub-millisecond point reads; 256 waiting is tens of
- * milliseconds, room for any burst of cheap requests while still bounding memory and waiting.
+ * up. The interactive lane has one thread doing sub-millisecond point reads; 256 waiting is tens
+ * of milliseconds, room for any burst of cheap requests while still bounding memory and waiting.
  */
 export function engineQueues(engine: Settings['Engine']): { query: number; interactive: number } {
   return { query: engine.MaxQueue ?? 8 * engine.Threads, interactive: engine.InteractiveMaxQueue ?? 256 };

@@ -3,7 +3,8 @@
 // Every request passes, in order: Cache-Control: no-store (set first, so errors carry it too) →
 // Origin check (403) → the Mcp rate limit (429, before auth so guessing keys spends budget) →
 // method (405; CORS preflights answered here) → API key (401) → JSON body (413, parse error) →
-// a tools/call the engine has no room for (503) → a fresh McpServer and transport that answer the one JSON-RPC message and are closed after it.
+// a tools/call the engine has no room for (503) → a fresh McpServer and transport that answer
+// the one JSON-RPC message and are closed after it.
 import type { Context, Middleware } from 'koa';
 import bodyParser from 'koa-bodyparser';
 import compose from 'koa-compose';
