@@ -15,6 +15,8 @@ import type { EnginePool, Lane } from '../engine/pool.js';
 import { ArchiveService } from '../gateway/archive-service.js';
 import { createMcpServer } from '../gateway/mcp/server.js';
 import { mcpTools } from '../gateway/mcp/tools.js';
+import { buildOpenApiDocument } from '../gateway/api/openapi.js';
+import { OpenApiConformance } from './helpers/openapi-conformance.js';
 import { bearer, capturingLogger, listen, startApi, type ApiHarness } from './helpers/api.js';
 import { connectClient, postMcp, toolsCall } from './helpers/mcp.js';
 import { addWebUser, csrfOf, signIn } from './helpers/web.js';
@@ -88,6 +90,9 @@ test('a full query lane answers searches 503 problem+json with Retry-After; chea
   t.is(search.headers['retry-after'], '1');
   t.like(search.body, { status: 503, title: 'Service Unavailable', instance: '/api/v1/emails' });
   t.regex(search.body.detail, /busy/);
+  const conformance = new OpenApiConformance(buildOpenApiDocument(harness.settings));
+  const observed = { template: '/api/v1/emails', status: 503, headers: search.headers, body: search.body };
+  t.deepEqual(conformance.problems(observed), [], 'the 503 is as the OpenAPI document declares it');
   for (const path of ['/api/v1/stats', `/api/v1/accounts/${fixture.accounts.work}/folders`]) {
     const res = await request.get(path).set(admin);
     t.is(res.status, 503, path);
