@@ -4,10 +4,17 @@
 // query lane (Engine:Threads threads); the key check every request starts with, and the other
 // point reads, go to a one-thread interactive lane. A burst of heavy searches then queues only
 // behind itself: `GET /accounts` or an MCP `tools/list` never waits for someone's full-text scan.
+//
+// Each lane holds at most its threads' worth of running jobs plus `maxQueue` waiting ones; a job
+// past that is refused at once with EngineOverloaded (docs/decisions.md, "Overload"), so a flood
+// is shed instead of making every request wait until clients time out.
 import { Piscina } from 'piscina';
 import type { Job, JobKind, JobResult } from '../shared/jobs.js';
 import { openArchive } from './db/open.js';
+import { EngineOverloaded, type Lane } from './overloaded.js';
 import type { WorkerData } from './worker.js';
+
+export type { Lane } from './overloaded.js';
 
 export interface EnginePoolOptions {
   dbPath: string;
@@ -15,14 +22,13 @@ export interface EnginePoolOptions {
   threads: number;
   /** Threads of the interactive lane; default 1. */
   interactiveThreads?: number;
-  /** Tasks that may wait for a free thread (per lane) before run() rejects; default: unbounded. */
-  maxQueue?: number;
-  /** Let `fault` jobs crash a worker (tests of failure handling only). */
+  /** Jobs that may wait for a free thread, per lane, before run() refuses more; default: unbounded. */
+  maxQueue?: Partial<Record<Lane, number>>;
+  /** Let `fault` jobs crash or hold a worker (tests of failure handling only). */
   faultInjection?: boolean;
 }
 
-export const LANE_NAMES = ['interactive', 'query'] as const;
-export type Lane = (typeof LANE_NAMES)[number];
+export const LANE_NAMES: readonly Lane[] = ['interactive', 'query'];
 
 /** One lane as metrics read it at scrape time; times are milliseconds. */
 export interface LaneStats {
@@ -30,6 +36,8 @@ export interface LaneStats {
   busyThreads: number;
   queueSize: number;
   completed: number;
+  /** Jobs refused because the lane was full (EngineOverloaded), since the lane started. */
+  refused: number;
   /** Since the lane started. */
   durationMs: number;
   /** Percentiles of run and queue-wait time over the lane's lifetime (Piscina's histograms). */
@@ -53,32 +61,79 @@ const LANES: Record<JobKind, Lane> = {
   stats: 'query',
   attachmentChunk: 'query',
   login: 'query', // scrypt: deliberately slow, so it stays off the interactive lane
-  fault: 'query',
+  fault: 'query', // unless the job names a lane
   ping: 'interactive', // readiness sends it to every lane with ping(lane)
 };
+
+const laneOf = (job: Job): Lane => (job.kind === 'fault' ? (job.lane ?? 'query') : LANES[job.kind]);
+
+/**
+ * Jobs that are never refused, whatever the queue: an access-log batch refused would be lost,
+ * and a chunk after the first belongs to a download whose headers are already sent, so refusing
+ * it would cut the file short. The first chunk is read before the headers and may be refused.
+ */
+function mayShed(job: Job): boolean {
+  if (job.kind === 'accessLog') return false;
+  if (job.kind === 'attachmentChunk') return job.seq === 0;
+  // A test's hold stands for work already admitted, so it fills a lane exactly whatever else runs.
+  if (job.kind === 'fault') return job.mode !== 'hold';
+  return true;
+}
 
 export class EnginePool {
   readonly #lanes: Record<Lane, Piscina>;
   #closed = false;
+  /** Running plus waiting jobs per lane, counted here so the bound is exact whatever Piscina's state. */
+  readonly #inFlight: Record<Lane, number> = { interactive: 0, query: 0 };
+  readonly #capacity: Record<Lane, number>;
+  readonly #refused: Record<Lane, number> = { interactive: 0, query: 0 };
 
   constructor(options: EnginePoolOptions) {
     // Create and migrate the file once, here, so the workers never race to do it.
     openArchive(options.dbPath).close();
-    const workerData: WorkerData = { dbPath: options.dbPath, faultInjection: options.faultInjection ?? false };
-    const lane = (threads: number) =>
-      new Piscina({
+    const lane = (name: Lane, threads: number) => {
+      const workerData: WorkerData = {
+        dbPath: options.dbPath,
+        faultInjection: options.faultInjection ?? false,
+        lane: name,
+      };
+      return new Piscina({
         filename: new URL('./worker.js', import.meta.url).href,
         minThreads: threads,
         maxThreads: threads,
         idleTimeout: Number.POSITIVE_INFINITY,
         workerData,
-        ...(options.maxQueue !== undefined ? { maxQueue: options.maxQueue } : {}),
       });
-    this.#lanes = { interactive: lane(options.interactiveThreads ?? 1), query: lane(options.threads) };
+    };
+    const threads = { interactive: options.interactiveThreads ?? 1, query: options.threads };
+    this.#lanes = { interactive: lane('interactive', threads.interactive), query: lane('query', threads.query) };
+    // The bound is ours, not Piscina's maxQueue, which would refuse the jobs that must never be.
+    const bound = (l: Lane) => threads[l] + (options.maxQueue?.[l] ?? Number.POSITIVE_INFINITY);
+    this.#capacity = { interactive: bound('interactive'), query: bound('query') };
   }
 
+  /** Rejects with EngineOverloaded, without starting the job, when its lane is full. */
   run<K extends JobKind>(job: Job<K>): Promise<JobResult<K>> {
-    return this.#lanes[LANES[job.kind]].run(job) as Promise<JobResult<K>>;
+    const lane = laneOf(job as Job);
+    if (mayShed(job as Job) && this.#inFlight[lane] >= this.#capacity[lane]) {
+      this.#refused[lane]++;
+      return Promise.reject(new EngineOverloaded(lane));
+    }
+    this.#inFlight[lane]++;
+    return (this.#lanes[lane].run(job) as Promise<JobResult<K>>).finally(() => this.#inFlight[lane]--);
+  }
+
+  /**
+   * Throws EngineOverloaded when a job of this kind would be refused now, so a front end can
+   * shed a request before spending work on it (its key check). The job itself may still be
+   * refused later, when the lane fills in between.
+   */
+  admit(kind: JobKind): void {
+    const lane = LANES[kind];
+    if (this.#inFlight[lane] >= this.#capacity[lane]) {
+      this.#refused[lane]++;
+      throw new EngineOverloaded(lane);
+    }
   }
 
   /** Threads of the query lane. */
@@ -104,6 +159,7 @@ export class EnginePool {
       busyThreads: pool.threads.length - pool.idleThreads,
       queueSize: pool.queueSize,
       completed: pool.completed,
+      refused: this.#refused[lane],
       durationMs: pool.duration,
       runTime: summary(pool.histogram.runTime),
       waitTime: summary(pool.histogram.waitTime),

@@ -1,6 +1,7 @@
 // Piscina worker entry. Each thread opens its own connection once and keeps its prepared
 // statements on it (db/statements.ts), so every query is compiled once per thread.
 import { Piscina } from 'piscina';
+import { setPriority } from 'node:os';
 import { workerData } from 'node:worker_threads';
 import type { Job, JobKind, JobResult } from '../shared/jobs.js';
 import { openArchive, type Db } from './db/open.js';
@@ -9,6 +10,22 @@ import { runJob } from './handlers.js';
 export interface WorkerData {
   dbPath: string;
   faultInjection?: boolean;
+  lane?: 'interactive' | 'query';
+}
+
+/**
+ * Query threads run at a lower CPU priority (nice 10), so when searches keep every core busy the
+ * event loop and the interactive thread are still scheduled at once: cheap requests keep their
+ * latency under a flood. Linux only, where a nice value belongs to one thread; elsewhere it
+ * would lower the whole process.
+ */
+const QUERY_NICE = 10;
+if ((workerData as WorkerData).lane === 'query' && process.platform === 'linux') {
+  try {
+    setPriority(QUERY_NICE);
+  } catch {
+    // Not permitted in this sandbox: run at normal priority.
+  }
 }
 
 let db: Db | undefined;
@@ -37,7 +54,11 @@ export default function run<K extends JobKind>(job: Job<K>): JobResult<K> {
   if (job.kind === 'fault' && (workerData as WorkerData).faultInjection) {
     const fault = job as Job<'fault'>;
     if (fault.mode === 'exit') process.exit(1); // ends this worker thread only
-    if (fault.mode === 'block') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, fault.ms);
+    if (fault.mode === 'hold') {
+      // Blocks this thread, as a long query would, until released (or for `ms` at most).
+      Atomics.wait(fault.release ?? new Int32Array(new SharedArrayBuffer(4)), 0, 0, fault.ms);
+      return null as JobResult<K>;
+    }
     throw new Error('injected fault');
   }
   let result: JobResult<K>;

@@ -8,10 +8,10 @@ import Koa from 'koa';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { EnginePool } from '../engine/pool.js';
-import type { Settings } from '../shared/config.js';
+import { engineQueues, type Settings } from '../shared/config.js';
 import { AccessLogWriter, type AccessLogOptions } from './access-log.js';
 import { admission } from './admission.js';
-import { apiRouter } from './api/router.js';
+import { apiRouter, shedWhenFull } from './api/router.js';
 import { ArchiveService } from './archive-service.js';
 import { createLogger } from './logger.js';
 import { mcpEndpoint } from './mcp/endpoint.js';
@@ -52,6 +52,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
     new EnginePool({
       dbPath: settings.Database.Path,
       threads: settings.Engine.Threads,
+      maxQueue: engineQueues(settings.Engine),
       faultInjection: options.faultInjection ?? false,
     });
   const accessLog = new AccessLogWriter(engine, logger, options.accessLog);
@@ -105,6 +106,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
       mount(
         '/api',
         admission(limiters.api, limiters.authFailures, engine) as Koa.Middleware,
+        shedWhenFull(router, engine),
         router.routes() as unknown as Koa.Middleware,
         async (ctx) => {
           // Reached only when no route answered: a known path with another method is 405.

@@ -41,14 +41,7 @@ export class ArchiveService {
     return email;
   }
 
-  /** Resolves a visible attachment and logs the download; null when it is missing or hidden. */
-  async attachment(caller: Caller, emailId: number, attachmentId: number) {
-    const handle = await this.findAttachment(caller, emailId, attachmentId);
-    if (handle) this.recordDownload(caller, handle);
-    return handle;
-  }
-
-  /** Resolves a visible attachment without logging, for a front end that may still refuse it (MCP's size limit). */
+  /** Resolves a visible attachment without logging: a front end may still refuse it (size limit, busy engine). */
   findAttachment(caller: Caller, emailId: number, attachmentId: number) {
     return this.engine.run({ kind: 'attachment', principal: caller.principal, emailId, attachmentId });
   }
@@ -58,7 +51,10 @@ export class ArchiveService {
     this.#log(caller, 'Download', { emailId: handle.emailId, accountId: handle.accountId });
   }
 
-  /** The attachment's bytes, one stored chunk at a time, so memory stays flat for any size. */
+  /**
+   * The attachment's bytes, one stored chunk at a time, so memory stays flat for any size. Only
+   * the first chunk may be refused by a busy engine; the pool admits the rest once it has started.
+   */
   async *content(handle: AttachmentHandle): AsyncGenerator<Buffer> {
     for (let seq = 0; seq < handle.chunkCount; seq++) {
       const chunk = await this.engine.run({ kind: 'attachmentChunk', contentId: handle.contentId, seq });

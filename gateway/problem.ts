@@ -1,6 +1,7 @@
 // RFC 9457 problem details: the one error shape of every HTTP answer this service gives.
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
+import { EngineOverloaded } from '../engine/overloaded.js';
 import { InvalidInput } from '../shared/search-input.js';
 
 // Title and the `type` URI for each status: the RFC section that defines it, as ASP.NET does.
@@ -71,6 +72,11 @@ export function problems(logger: Logger): Middleware {
         sendProblem(ctx, err.status, err.detail, err.headers);
         return;
       }
+      if (err instanceof EngineOverloaded) {
+        // Expected under a flood, and one line per refused request would flood the log too.
+        sendProblem(ctx, 503, overloadedDetail(err), { 'Retry-After': String(err.retryAfterSeconds) });
+        return;
+      }
       if (err instanceof InvalidInput) {
         sendProblem(ctx, 400, err.message);
         return;
@@ -86,6 +92,13 @@ export function problems(logger: Logger): Middleware {
       sendProblem(ctx, 500, 'The server could not complete the request. The error has been logged.');
     }
   };
+}
+
+/** Said the same way by every front end that refuses work because the engine is full. */
+export function overloadedDetail(err: EngineOverloaded): string {
+  const work = err.lane === 'query' ? 'searches and other long reads' : 'requests';
+  const s = err.retryAfterSeconds === 1 ? '' : 's';
+  return `The server is busy with more ${work} than it can queue; try again in ${err.retryAfterSeconds} second${s}.`;
 }
 
 function defaultDetail(status: number, ctx: Context): string {

@@ -12,6 +12,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 
 const MAX_THREADS = 64;
+const MAX_QUEUE = 100_000;
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.number().int().min(min).max(max);
 
 /** An IPv4 or IPv6 address, or a CIDR block (`10.0.0.0/8`, `fd00::/8`). */
@@ -72,6 +73,9 @@ const schema = z.strictObject({
     .strictObject({
       // A default is not validated, so it is clamped here to the range an explicit value must meet.
       Threads: int(1, MAX_THREADS).default(Math.min(MAX_THREADS, availableParallelism())),
+      // Jobs that may wait for a thread before more are refused (503); unset: see engineQueues().
+      MaxQueue: int(0, MAX_QUEUE).optional(),
+      InteractiveMaxQueue: int(0, MAX_QUEUE).optional(),
     })
     .prefault({}),
   Metrics: z
@@ -98,6 +102,17 @@ const schema = z.strictObject({
 });
 
 export type Settings = z.infer<typeof schema>;
+
+/**
+ * How many jobs may wait per engine lane, defaults filled in. Query lane: 8 per thread, so a
+ * search admitted to a full queue waits for about eight others per thread: well under a second
+ * for typical searches, a few seconds for the most expensive, not the minutes a flood would pile
+ * up. The interactive lane has one thread doing sub-millisecond point reads; 256 waiting is tens
+ * of milliseconds, room for any burst of cheap requests while still bounding memory and waiting.
+ */
+export function engineQueues(engine: Settings['Engine']): { query: number; interactive: number } {
+  return { query: engine.MaxQueue ?? 8 * engine.Threads, interactive: engine.InteractiveMaxQueue ?? 256 };
+}
 type Raw = Record<string, Record<string, unknown>>;
 
 export class ConfigError extends Error {

@@ -133,11 +133,15 @@ export interface JobMap {
   /** Revokes a key the actor owns, or any key when the actor is an administrator. */
   revokeKeyAs: { args: { actorId: number; keyId: number; now: number }; result: WebKeyResult<KeyRow> };
   /**
-   * Fault injection for tests of failure handling: a worker throws, exits, or blocks its thread
-   * for `ms` (a wedged lane) while serving it.
+   * Fault injection for tests of failure handling: a worker throws or exits while serving it, or
+   * `hold`s its thread (as a long scan would, or a wedged lane) until another thread sets
+   * `release[0]` to 1 and notifies it, or for `ms` at most. Runs on `lane` (default query).
    * Refused unless the pool was created with `faultInjection: true`.
    */
-  fault: { args: { mode: 'throw' | 'exit' } | { mode: 'block'; ms: number }; result: never };
+  fault: {
+    args: { mode: 'throw' | 'exit' | 'hold'; lane?: 'interactive' | 'query'; release?: Int32Array; ms?: number };
+    result: null;
+  };
   /** Readiness: the thread answers and its connection reads the archive (the schema version). */
   ping: { args: Record<string, never>; result: { schemaVersion: number } };
 }

@@ -4,7 +4,7 @@ import test, { type ExecutionContext } from 'ava';
 import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, defaultSettings, loadSettings } from '../shared/config.js';
+import { ConfigError, defaultSettings, engineQueues, loadSettings } from '../shared/config.js';
 import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/fixture.js';
 
@@ -298,4 +298,22 @@ test('Metrics:AllowFrom accepts only addresses and CIDR blocks', (t) => {
     configError(t, () => loadSettings({ env: { Metrics__AllowFrom: bad }, cwd }), 'Metrics:AllowFrom', bad);
   }
   configError(t, () => loadSettings({ env: { Metrics__Enabled: 'on' }, cwd }), 'Metrics:Enabled');
+});
+
+test('engine queue bounds default to 8 per query thread and 256 interactive, and can be set per lane', (t) => {
+  const cwd = workdir(t);
+  t.deepEqual(engineQueues(loadSettings({ env: { Engine__Threads: '3' }, cwd }).Engine), {
+    query: 24,
+    interactive: 256,
+  });
+  const set = loadSettings({ env: { Engine__MaxQueue: '0', Engine__InteractiveMaxQueue: '1000' }, cwd }).Engine;
+  t.deepEqual(engineQueues(set), { query: 0, interactive: 1000 }, '0 is allowed: nothing waits');
+  const file = loadSettings({ env: {}, cwd: workdir(t, { engine: { maxqueue: 5 } }) }).Engine;
+  t.is(engineQueues(file).query, 5);
+  configError(t, () => loadSettings({ env: { Engine__MaxQueue: '-1' }, cwd }), 'Engine:MaxQueue', '-1');
+  configError(
+    t,
+    () => loadSettings({ env: { Engine__InteractiveMaxQueue: 'lots' }, cwd }),
+    'Engine:InteractiveMaxQueue',
+  );
 });

@@ -94,7 +94,7 @@ test('readyz is 503 while a lane does not answer, and 200 again once it does', a
   const api = startApi({}, { gateway: { faultInjection: true } });
   t.teardown(() => api.close());
   // The only query thread is blocked for longer than the ping timeout.
-  const blocked = api.gateway.engine.run({ kind: 'fault', mode: 'block', ms: 3000 }).catch(() => undefined);
+  const blocked = api.gateway.engine.run({ kind: 'fault', mode: 'hold', ms: 3000 }).catch(() => undefined);
   const res = await api.request.get('/readyz');
   t.is(res.status, 503);
   t.is(res.body.status, 'unavailable');
@@ -105,4 +105,21 @@ test('readyz is 503 while a lane does not answer, and 200 again once it does', a
   const again = await api.request.get('/readyz');
   t.is(again.status, 200);
   t.is(again.body.checks.pool.lanes.query.status, 'ok');
+});
+
+test('readyz stays 200 (degraded, lane busy) while a lane is saturated but finishing jobs', async (t) => {
+  const api = startApi({}, { gateway: { faultInjection: true } });
+  t.teardown(() => api.close());
+  // Ten 300 ms jobs ahead of the ping on the only query thread: it waits about 3 s, past the
+  // ping timeout, while the lane completes a job every 300 ms. Saturated, not wedged.
+  const queued = Array.from({ length: 10 }, () =>
+    api.gateway.engine.run({ kind: 'fault', mode: 'hold', ms: 300 }).catch(() => undefined),
+  );
+  const res = await api.request.get('/readyz');
+  t.is(res.status, 200);
+  t.is(res.body.status, 'degraded');
+  t.is(res.body.checks.pool.status, 'busy');
+  t.is(res.body.checks.pool.lanes.query.status, 'busy');
+  t.is(res.body.checks.pool.lanes.interactive.status, 'ok');
+  await Promise.all(queued);
 });

@@ -54,33 +54,38 @@ const OPERATIONS: Record<string, { operationId: string; tag: string; params: str
     operationId: 'listAccounts',
     tag: 'Accounts',
     params: [],
-    statuses: ['200', '401', '429', '500'],
+    statuses: ['200', '401', '429', '500', '503'],
   },
   '/api/v1/accounts/{id}/folders': {
     operationId: 'listFolders',
     tag: 'Accounts',
     params: ['id'],
-    statuses: ['200', '400', '401', '404', '429', '500'],
+    statuses: ['200', '400', '401', '404', '429', '500', '503'],
   },
   '/api/v1/emails': {
     operationId: 'searchEmails',
     tag: 'Emails',
     params: ['q', 'from', 'to', 'accountId', 'folder', 'direction', 'page', 'pageSize', 'sortBy', 'sortOrder'],
-    statuses: ['200', '400', '401', '429', '500'],
+    statuses: ['200', '400', '401', '429', '500', '503'],
   },
   '/api/v1/emails/{id}': {
     operationId: 'getEmail',
     tag: 'Emails',
     params: ['id'],
-    statuses: ['200', '400', '401', '404', '429', '500'],
+    statuses: ['200', '400', '401', '404', '429', '500', '503'],
   },
   '/api/v1/emails/{id}/attachments/{attachmentId}': {
     operationId: 'downloadAttachment',
     tag: 'Emails',
     params: ['id', 'attachmentId'],
-    statuses: ['200', '400', '401', '403', '404', '429', '500'],
+    statuses: ['200', '400', '401', '403', '404', '429', '500', '503'],
   },
-  '/api/v1/stats': { operationId: 'getStats', tag: 'Stats', params: [], statuses: ['200', '401', '429', '500'] },
+  '/api/v1/stats': {
+    operationId: 'getStats',
+    tag: 'Stats',
+    params: [],
+    statuses: ['200', '401', '429', '500', '503'],
+  },
 };
 
 async function listen(gateway: Gateway): Promise<Live> {
@@ -369,14 +374,17 @@ test('success responses: the DTOs as application/json, the attachment bytes with
   t.truthy(download.headers?.['Content-Length']);
 });
 
-test('401 carries WWW-Authenticate; 429 carries Retry-After and the RateLimit-* headers', (t) => {
+test('401 carries WWW-Authenticate; 429 and 503 carry Retry-After and the RateLimit-* headers', (t) => {
   const { doc, conformance } = t.context;
   for (const path of Object.keys(OPERATIONS)) {
     const unauthorized = conformance.declared(path, 401)!;
     t.truthy(unauthorized.headers?.['WWW-Authenticate'], path);
     const tooMany = conformance.declared(path, 429)!;
-    for (const h of ['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
+    const busy = conformance.declared(path, 503)!;
+    for (const h of ['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']) {
       t.truthy(tooMany.headers?.[h], `${path} ${h}`);
+      t.truthy(busy.headers?.[h], `${path} 503 ${h}`);
+    }
   }
   t.like(doc.components.headers['Retry-After'], { schema: { type: 'integer' } });
   t.like(doc.components.headers['WWW-Authenticate'], { schema: { type: 'string' } });

@@ -180,6 +180,7 @@ const COMMON = {
   '401': { $ref: '#/components/responses/Unauthorized' },
   '429': { $ref: '#/components/responses/TooManyRequests' },
   '500': { $ref: '#/components/responses/InternalServerError' },
+  '503': { $ref: '#/components/responses/ServiceUnavailable' },
 };
 
 /** Responses in status order, as readers of the document expect them. */
@@ -446,6 +447,12 @@ function build(settings: Settings): OpenApiDocument {
         InternalServerError: problem(
           'An unexpected error. The body says nothing about the internals; the error is logged on the server.',
         ),
+        ServiceUnavailable: problem(
+          'The server is overloaded: it already holds as much work as it may queue (Engine:MaxQueue), so the request was refused without being started. Retry after Retry-After seconds.',
+          {
+            'Retry-After': headerRef('Retry-After'),
+          },
+        ),
       },
       headers: {
         'WWW-Authenticate': {
@@ -453,7 +460,8 @@ function build(settings: Settings): OpenApiDocument {
           schema: { type: 'string' },
         },
         'Retry-After': {
-          description: 'Seconds until the rate-limit window resets.',
+          description:
+            'Seconds to wait before retrying: until the rate-limit window resets (429), or for the server to drain its queue (503).',
           schema: { type: 'integer', format: 'int32' },
         },
         'RateLimit-Limit': {

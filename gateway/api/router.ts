@@ -1,6 +1,7 @@
 // REST API v1 (SPEC.md section 4): six GET routes, each a thin adapter over ArchiveService.
 import Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
+import type { EnginePool } from '../../engine/pool.js';
 import { Readable } from 'node:stream';
 import type { Settings } from '../../shared/config.js';
 import { parseInt32, parseSearchInput } from '../../shared/search-input.js';
@@ -51,15 +52,14 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
     if (!settings.Api.AllowAttachmentDownloads) {
       throw new Problem(403, 'Attachment downloads are disabled on this server (Api:AllowAttachmentDownloads).');
     }
-    // HEAD reads no bytes, so it is not a download and is not logged as one.
-    const handle =
-      ctx.method === 'HEAD'
-        ? await service.findAttachment(caller(ctx), emailId, attachmentId)
-        : await service.attachment(caller(ctx), emailId, attachmentId);
+    const handle = await service.findAttachment(caller(ctx), emailId, attachmentId);
     if (!handle) throw new Problem(404, `Attachment ${attachmentId} of email ${emailId} does not exist.`);
-    // Start reading first: if the content cannot be read, the 500 problem must not carry the
-    // file's headers (Content-Disposition would make a browser save the error as the file).
+    // Start reading first: if the content cannot be read (or the engine is too busy to start),
+    // the 500 or 503 problem must not carry the file's headers (Content-Disposition would make a
+    // browser save the error as the file). Once the first chunk is read the rest is never refused.
     const body = ctx.method === 'HEAD' ? Readable.from([]) : await startedStream(service.content(handle));
+    // HEAD reads no bytes, so it is not a download and is not logged as one; nor is a refused GET.
+    if (ctx.method !== 'HEAD') service.recordDownload(caller(ctx), handle);
     // The bytes are untrusted: never sniffed, never rendered as an active document.
     ctx.set({
       'Content-Disposition': contentDisposition(handle.fileName),
@@ -103,4 +103,26 @@ async function startedStream(chunks: AsyncGenerator<Buffer>): Promise<Readable> 
     yield* chunks;
   }
   return Readable.from(rest(), { objectMode: false });
+}
+
+/** The query-lane job of each route that runs one: what a full query lane refuses. */
+const QUERY_LANE_ROUTES: Record<string, 'search' | 'folders' | 'stats'> = {
+  '/api/v1/emails': 'search',
+  '/api/v1/accounts/:id/folders': 'folders',
+  '/api/v1/stats': 'stats',
+};
+
+/**
+ * Runs right after admission (so the answer still carries its RateLimit headers, and a bad key
+ * is still a 401): a request for a route whose job runs on the query lane is refused at once
+ * (503, EngineOverloaded) while that lane is full, before its parameters are parsed or its job
+ * queued. Cheap requests keep flowing (docs/decisions.md, ADR 10).
+ */
+export function shedWhenFull(router: Router<AuthState>, engine: EnginePool): Middleware {
+  return async (ctx, next) => {
+    const template = router.match(ctx.path, ctx.method).pathAndMethod.at(-1)?.path;
+    const kind = typeof template === 'string' ? QUERY_LANE_ROUTES[template] : undefined;
+    if (kind) engine.admit(kind);
+    await next();
+  };
 }

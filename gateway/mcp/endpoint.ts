@@ -2,8 +2,9 @@
 //
 // Every request passes, in order: Cache-Control: no-store (set first, so errors carry it too) →
 // Origin check (403) → admission: the key check (401) and the Mcp rate limit (429) →
-// method (405; CORS preflights answered here) → a key is required (401) → JSON body (413, parse error) →
-// a fresh McpServer and transport that answer the one JSON-RPC message and are closed after it.
+// method (405; CORS preflights answered here) → a key is required (401) → JSON body (413, parse
+// error) → a tools/call the engine has no room for (503) → a fresh McpServer and transport that
+// answer the one JSON-RPC message and are closed after it.
 import type { Context, Middleware } from 'koa';
 import bodyParser from 'koa-bodyparser';
 import compose from 'koa-compose';
@@ -16,7 +17,7 @@ import { callerOf } from '../client.js';
 import { Problem } from '../problem.js';
 import { answerPreflight, isPreflight, originGuard } from './origin.js';
 import { createMcpServer } from './server.js';
-import { mcpTools } from './tools.js';
+import { mcpTools, type McpTool } from './tools.js';
 
 const PATH = '/mcp';
 
@@ -58,6 +59,7 @@ export function mcpEndpoint(
         'Batches are not supported: send one JSON-RPC message per HTTP request.',
       );
     }
+    refuseWhenBusy(ctx.request.body, tools, service);
     const server = createMcpServer(tools, { service, caller: callerOf(ctx, principal, 'mcp'), logger });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     ctx.res.on('close', () => {
@@ -89,6 +91,18 @@ export function mcpEndpoint(
     gate,
     serve,
   ]);
+}
+
+/**
+ * A tools/call whose tool needs a full engine lane is refused here, as HTTP 503 problem+json
+ * with Retry-After (what HTTP clients and proxies back off from), before the transport starts
+ * answering; see docs/mcp.md. Every other message (initialize, tools/list, cheap tools) goes on.
+ */
+function refuseWhenBusy(body: unknown, tools: readonly McpTool[], service: ArchiveService): void {
+  const message = body as { method?: unknown; params?: { name?: unknown } } | null;
+  if (message?.method !== 'tools/call') return;
+  const heavyJob = tools.find((t) => t.name === message.params?.name)?.heavyJob;
+  if (heavyJob) service.engine.admit(heavyJob);
 }
 
 /**

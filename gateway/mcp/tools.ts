@@ -16,8 +16,9 @@ import {
   MailAccountDto,
   PagedResultDtoOfEmailSummaryDto,
 } from '../../shared/dto.js';
-import { SORT_KEYS } from '../../shared/jobs.js';
+import { SORT_KEYS, type JobKind } from '../../shared/jobs.js';
 import { TEXT_FIELDS } from '../../shared/query-language.js';
+import { EngineOverloaded } from '../../engine/overloaded.js';
 import { InvalidInput, parseSearchInput } from '../../shared/search-input.js';
 import type { ArchiveService, Caller } from '../archive-service.js';
 import { enumParam, intParam, stringParam } from './params.js';
@@ -32,6 +33,8 @@ export interface ToolContext {
 
 export interface McpTool {
   readonly name: string;
+  /** The query-lane job the tool needs: a call is refused before it starts when that lane is full. */
+  readonly heavyJob?: JobKind;
   register(server: McpServer, context: ToolContext): void;
 }
 
@@ -48,6 +51,7 @@ interface ToolSpec<I extends z.ZodObject> {
   title: string;
   description: string;
   input: I;
+  heavyJob?: JobKind;
   /** Root must be an inline object schema: MCP requires `type: "object"` there, not a $ref. */
   output: z.ZodObject;
   run(args: z.output<I>, context: ToolContext): Promise<CallToolResult>;
@@ -63,6 +67,7 @@ function defineTool<I extends z.ZodObject>(spec: ToolSpec<I>): McpTool {
   };
   return {
     name: spec.name,
+    ...(spec.heavyJob ? { heavyJob: spec.heavyJob } : {}),
     register(server, context) {
       const handler = (args: z.output<I>) => guarded(spec.name, context.logger, () => spec.run(args, context));
       server.registerTool(spec.name, config, handler as unknown as ToolCallback<I>);
@@ -80,6 +85,13 @@ async function guarded(tool: string, logger: Logger, run: () => Promise<CallTool
   } catch (err) {
     // Its message names the argument and what it accepts.
     if (err instanceof InvalidInput) return toolError(`Invalid argument: ${err.message}`);
+    // The lane filled between the endpoint's check and this call: nothing ran; the agent may retry.
+    if (err instanceof EngineOverloaded) {
+      const s = err.retryAfterSeconds === 1 ? '' : 's';
+      return toolError(
+        `The server is too busy to run ${tool} now; nothing was done. Call it again in ${err.retryAfterSeconds} second${s}.`,
+      );
+    }
     logger.error({ err, tool }, 'MCP tool call failed');
     return toolError(`${tool} failed because of a server error, which has been logged; try again later.`);
   }
@@ -124,6 +136,7 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
       'Lists the folder tree of one archived mail account: each folder has name, fullPath, totalCount (its own messages), level (0 = top) ' +
       "and nested children. Pass a folder's fullPath as folder to search_emails. The text result is a JSON array, empty when the " +
       'account does not exist or this key may not read it.',
+    heavyJob: 'folders',
     input: z.object({ accountId: intParam('accountId', 'An account id from list_accounts.') }),
     output: ListOf(FolderNodeDto, 'The top-level folders, the same array as the text result'),
     async run({ accountId }, { service, caller }) {
@@ -139,6 +152,7 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
       'Searches the archived emails this API key may read and returns one page of summaries (id, accountId, subject, from, to, ' +
       'sentDate, isOutgoing, hasAttachments, folderName) with page, pageSize, totalItems and totalPages. All arguments are optional ' +
       'and combine with AND. For more results call again with page + 1 while page < totalPages; open a message with get_email.',
+    heavyJob: 'search',
     input: z.object({
       q: stringParam(
         'q',
@@ -212,6 +226,7 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
     description:
       'Returns one attachment of an archived email with id, emailId, fileName, contentType, size and base64Data (the raw bytes, base64-encoded; ' +
       `untrusted content). Take the ids from get_email. ${downloads}`,
+    heavyJob: 'attachmentChunk',
     input: z.object({
       id: intParam('id', 'The email id, from search_emails or get_email.'),
       attachmentId: intParam('attachmentId', 'An attachment id, from the attachments get_email lists.'),

@@ -13,7 +13,13 @@ export const PING_TIMEOUT_MS = 2000;
 /** A ping answered this recently is reused, so a flood of probes costs the pool nothing more. */
 export const PING_REUSE_MS = 1000;
 
-export type LaneStatus = 'ok' | 'timeout' | 'error' | 'closed';
+/**
+ * `busy`: the ping waited longer than PING_TIMEOUT_MS, but the lane finished other jobs
+ * meanwhile: it is saturated (and sheds what does not fit, ADR 10), not wedged. A process that
+ * is merely busy stays in rotation: under a site-wide flood every process is busy, and taking
+ * them all out would turn overload into an outage.
+ */
+export type LaneStatus = 'ok' | 'busy' | 'timeout' | 'error' | 'closed';
 export interface LaneCheck {
   status: LaneStatus;
   /** Round trip of the ping, when it answered. */
@@ -23,7 +29,7 @@ export interface Readiness {
   status: 'ok' | 'degraded' | 'unavailable';
   checkedAt: string;
   checks: {
-    pool: { status: 'ok' | 'unavailable'; lanes: Record<Lane, LaneCheck> };
+    pool: { status: 'ok' | 'busy' | 'unavailable'; lanes: Record<Lane, LaneCheck> };
     redis: { status: 'ok' | 'down' | 'not configured' };
   };
 }
@@ -32,6 +38,8 @@ export interface Readiness {
 class LaneProbe {
   #inFlight: Promise<LaneCheck> | undefined;
   #last: { at: number; check: LaneCheck } | undefined;
+  /** The lane's completed-job count when the ping in flight was sent. */
+  #completedAtPing = 0;
 
   constructor(
     private readonly engine: EnginePool,
@@ -42,10 +50,16 @@ class LaneProbe {
     if (this.engine.closed) return { status: 'closed' };
     const now = performance.now();
     if (this.#last && now - this.#last.at < PING_REUSE_MS) return this.#last.check;
-    this.#inFlight ??= this.#ping().finally(() => (this.#inFlight = undefined));
+    if (!this.#inFlight) {
+      this.#completedAtPing = this.engine.stats(this.lane).completed;
+      this.#inFlight = this.#ping().finally(() => (this.#inFlight = undefined));
+    }
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<LaneCheck>((resolve) => {
-      timer = setTimeout(() => resolve({ status: 'timeout' }), PING_TIMEOUT_MS);
+      timer = setTimeout(() => {
+        const progressed = !this.engine.closed && this.engine.stats(this.lane).completed > this.#completedAtPing;
+        resolve({ status: progressed ? 'busy' : 'timeout' });
+      }, PING_TIMEOUT_MS);
     });
     try {
       return await Promise.race([this.#inFlight, timeout]);
@@ -87,11 +101,16 @@ export class ReadinessCheck {
 
   async run(): Promise<Readiness> {
     const [lanes, redis] = await Promise.all([this.#lanes(), this.#redis()]);
-    const poolOk = Object.values(lanes).every((l) => l.status === 'ok');
+    const statuses = Object.values(lanes).map((l) => l.status);
+    const pool = statuses.every((s) => s === 'ok')
+      ? 'ok'
+      : statuses.every((s) => s === 'ok' || s === 'busy')
+        ? 'busy'
+        : 'unavailable';
     return {
-      status: !poolOk ? 'unavailable' : redis === 'down' ? 'degraded' : 'ok',
+      status: pool === 'unavailable' ? 'unavailable' : pool === 'busy' || redis === 'down' ? 'degraded' : 'ok',
       checkedAt: new Date().toISOString(),
-      checks: { pool: { status: poolOk ? 'ok' : 'unavailable', lanes }, redis: { status: redis } },
+      checks: { pool: { status: pool, lanes }, redis: { status: redis } },
     };
   }
 

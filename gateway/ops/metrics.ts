@@ -114,6 +114,13 @@ export class GatewayMetrics {
       collect: perLane((lane) => engine.stats(lane).completed),
     });
     new Counter({
+      name: 'mail_archive_pool_jobs_refused_total',
+      help: 'Jobs per lane refused because the lane was full (answered 503 with Retry-After).',
+      labelNames: ['lane'],
+      registers,
+      collect: perLane((lane) => engine.stats(lane).refused),
+    });
+    new Counter({
       name: 'mail_archive_pool_busy_seconds_total',
       help: 'Thread time per lane spent running jobs; rate() divided by the threads is the utilisation.',
       labelNames: ['lane'],

@@ -9,6 +9,7 @@ import type { Context, Middleware, Next } from 'koa';
 import bodyParser from 'koa-bodyparser';
 import compose from 'koa-compose';
 import type { Logger } from 'pino';
+import { EngineOverloaded } from '../../engine/overloaded.js';
 import type { EnginePool } from '../../engine/pool.js';
 import type { Settings } from '../../shared/config.js';
 import type { KeyRow, WebUser } from '../../shared/jobs.js';
@@ -310,6 +311,12 @@ function webErrors(logger: Logger, chromeOf: (ctx: Context) => Chrome): Middlewa
       let message = 'The server could not complete the request. The error has been logged.';
       if (err instanceof WebError) {
         ({ status, title, message } = err);
+      } else if (err instanceof EngineOverloaded) {
+        // Not logged: expected under a flood. Nothing ran, so the same form can simply be sent again.
+        status = 503;
+        title = 'Server busy';
+        message = `The server is too busy to do this now; nothing was changed. Try again in a few seconds.`;
+        ctx.set('Retry-After', String(err.retryAfterSeconds));
       } else if (err instanceof CsrfError) {
         status = 403;
         title = 'Form expired';

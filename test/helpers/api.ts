@@ -10,6 +10,9 @@ import { defaultSettings, type LoadOptions, type Settings } from '../../shared/c
 import { createGateway, type Gateway, type GatewayOptions } from '../../gateway/app.js';
 import { createFixture, type Fixture } from './fixture.js';
 
+/** An engine queue no test's burst fills, as the rate limits are budgets no test spends. */
+export const TEST_QUEUE = 10_000;
+
 export type SettingsOverrides = NonNullable<LoadOptions['overrides']>;
 
 export interface ApiOptions {
@@ -32,13 +35,16 @@ export interface ApiHarness {
   close(): Promise<void>;
 }
 
-/** Settings for tests: API on, one engine thread, budgets large enough not to interfere. */
+/**
+ * Settings for tests: API on, one engine thread, budgets and an engine queue large enough not to
+ * interfere (tests fire bursts at that one thread; test/overload.test.ts covers the bound).
+ */
 export function apiSettings(dbPath: string, overrides: SettingsOverrides = {}): Settings {
   return defaultSettings({
     ...overrides,
     Api: { Enabled: true, RateLimitPerMinute: 1_000_000, ...overrides.Api },
     Database: { Path: dbPath, ...overrides.Database },
-    Engine: { Threads: 1, ...overrides.Engine },
+    Engine: { Threads: 1, MaxQueue: TEST_QUEUE, ...overrides.Engine },
     Mcp: { Enabled: false, ...overrides.Mcp },
     Server: { AuthFailuresPerIpPerMinute: 1_000_000, ...overrides.Server },
   });
