@@ -3,7 +3,7 @@
 // attachment downloads and MCP calls. Prints RSS, heap and event-loop delay over time, error
 // counts, and the access-log rows written against the requests that must be logged.
 //
-//   npm run bench:soak [-- --minutes 10 --messages 100000 --load 0.8 --warmup 2]
+//   npm run bench:soak [-- --minutes 10 --messages 200000 --load 0.8 --warmup 2]
 //
 // Targets (issue 9): 0 errors, RSS drift under 10% after warm-up, every logged request present
 // in the access log.
@@ -154,16 +154,20 @@ const f1 = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : 'n/a');
 
 async function main(): Promise<void> {
   const minutes = arg('--minutes', 10);
-  const messages = arg('--messages', 100_000);
+  const messages = arg('--messages', 200_000);
   const loadShare = arg('--load', 0.8);
   const warmupMinutes = Math.min(arg('--warmup', 2), minutes / 2);
   const probeSeconds = arg('--probe', 20);
   const dbPath = ensureCorpus({ messages });
 
   const db = openArchive(dbPath);
-  const key = createKey(db, { username: 'admin', name: `soak ${new Date().toISOString()}` }).key;
+  // One key for the capacity probe and another for the soak, so that the soak's access-log rows
+  // are counted by their key prefix, whatever the probe's last batch does.
+  const probeKey = createKey(db, { username: 'admin', name: `soak probe ${new Date().toISOString()}` }).key;
+  const soakKey = createKey(db, { username: 'admin', name: `soak ${new Date().toISOString()}` });
   const mix = streams(db, messages);
-  const countRows = () => db.prepare('SELECT count(*) FROM access_log').pluck().get() as number;
+  const countRows = () =>
+    db.prepare('SELECT count(*) FROM access_log WHERE key_prefix = ?').pluck().get(soakKey.prefix) as number;
 
   const server = await startServer({
     Api__Enabled: 'true',
@@ -173,13 +177,12 @@ async function main(): Promise<void> {
     Engine__Threads: '2',
     Api__RateLimitPerMinute: '1000000000',
     Mcp__RateLimitPerMinute: '1000000000',
-    LOG_LEVEL: 'warn',
   });
   let stopped = false;
   try {
     console.log(`Corpus: ${messages.toLocaleString('en')} messages (${dbPath}); server pid ${server.process.pid}.`);
     // Capacity: every stream at once, unthrottled; each stream's share of it is what it reached.
-    const probe = await Promise.all(mix.map((s) => runStream(server.url, key, s, probeSeconds)));
+    const probe = await Promise.all(mix.map((s) => runStream(server.url, probeKey, s, probeSeconds)));
     const capacity = probe.reduce((a, r) => a + r.rps, 0);
     console.log(
       `Capacity (${probeSeconds} s, unthrottled): ${capacity.toFixed(0)} req/s (${mix.map((s, i) => `${s.name} ${probe[i]!.rps.toFixed(0)}`).join(', ')}).`,
@@ -189,7 +192,6 @@ async function main(): Promise<void> {
       `Soak: ${minutes} min at ${(loadShare * 100).toFixed(0)}% = ${rates.reduce((a, b) => a + b, 0).toFixed(0)} req/s; warm-up ${warmupMinutes} min.`,
     );
 
-    const rowsBefore = countRows();
     const started = Date.now();
     const samples: Sample[] = [];
     const sampler = setInterval(() => {
@@ -203,14 +205,19 @@ async function main(): Promise<void> {
         (err: Error) => console.log(`  sample failed: ${err.message}`),
       );
     }, 15_000);
-    const results = await Promise.all(mix.map((s, i) => runStream(server.url, key, s, minutes * 60, rates[i])));
+    const results = await Promise.all(mix.map((s, i) => runStream(server.url, soakKey.key, s, minutes * 60, rates[i])));
     clearInterval(sampler);
 
     // A clean stop flushes the access log; only then are the rows all there to count.
     await server.stop();
     stopped = true;
-    const rows = countRows() - rowsBefore;
+    const rows = countRows();
     const logged = results.reduce((a, r, i) => a + (mix[i]!.logged ? r.ok : 0), 0);
+    // When the load stops, autocannon drops the requests still in flight (at most one per
+    // connection): the server answers and logs them, but they are not counted as answered.
+    const inFlightAtStop = mix.reduce((a, s) => a + s.connections, 0);
+    const missing = Math.max(0, logged - rows);
+    const extra = rows - logged;
 
     console.log('\nstream      req/s   requests      2xx   non-2xx   errors  timeouts   p99');
     results.forEach((r, i) =>
@@ -220,19 +227,24 @@ async function main(): Promise<void> {
     );
     const errors = results.reduce((a, r) => a + r.non2xx + r.errors + r.timeouts, 0);
     const afterWarmup = samples.filter((s) => s.t >= warmupMinutes * 60);
-    const base = afterWarmup[0]?.rssMb ?? Number.NaN;
+    // RSS moves by tens of MB between samples as the heap and SQLite's page cache breathe, so
+    // drift compares minute means: the first minute after warm-up against the last minute.
+    const firstMinute = afterWarmup.filter((s) => s.t < warmupMinutes * 60 + 60).map((s) => s.rssMb);
+    const base = mean(firstMinute);
     const lastMinute = afterWarmup.filter((s) => s.t >= minutes * 60 - 60).map((s) => s.rssMb);
     const drift = (mean(lastMinute) - base) / base;
     const peak = Math.max(...afterWarmup.map((s) => s.rssMb));
     console.log(`\nErrors (non-2xx, connection errors, timeouts): ${errors} (target 0).`);
     console.log(
-      `RSS after warm-up ${f1(base)} MB, mean of the last minute ${f1(mean(lastMinute))} MB, peak ${f1(peak)} MB: drift ${(drift * 100).toFixed(1)}% (target < ${TARGETS.rssDrift * 100}%); ratio ${(mean(lastMinute) / base).toFixed(3)}x.`,
+      `RSS mean of the first minute after warm-up ${f1(base)} MB, of the last minute ${f1(mean(lastMinute))} MB, peak ${f1(peak)} MB: drift ${(drift * 100).toFixed(1)}% (target < ${TARGETS.rssDrift * 100}%); ratio ${(mean(lastMinute) / base).toFixed(3)}x.`,
     );
     console.log(
       `Heap used: ${f1(Math.min(...afterWarmup.map((s) => s.heapMb)))}–${f1(Math.max(...afterWarmup.map((s) => s.heapMb)))} MB after warm-up. Event-loop delay p99: mean ${f1(mean(afterWarmup.map((s) => s.loopP99Ms)))} ms, worst ${f1(Math.max(...afterWarmup.map((s) => s.loopP99Ms)))} ms.`,
     );
-    console.log(`Access log: ${rows} rows written for ${logged} logged requests answered 2xx (target: equal).`);
-    const pass = errors === 0 && drift < TARGETS.rssDrift && rows === logged;
+    console.log(
+      `Access log: ${rows} rows for ${logged} logged requests answered 2xx: ${missing} missing (target 0), ${Math.max(0, extra)} more (requests in flight when the load stopped; at most ${inFlightAtStop}).`,
+    );
+    const pass = errors === 0 && drift < TARGETS.rssDrift && missing === 0 && extra <= inFlightAtStop;
     console.log(pass ? 'All soak targets met.' : 'Soak targets missed.');
     if (!pass) process.exitCode = 1;
   } finally {

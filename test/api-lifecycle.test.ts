@@ -2,16 +2,15 @@
 // process that flushes every access-log entry when it is stopped (SPEC.md section 2, access log).
 import anyTest, { type TestFn } from 'ava';
 import Database from '../engine/db/driver.js';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { openArchive } from '../engine/db/open.js';
 import { ArchiveWriter } from '../engine/store/writer.js';
 import type { EmailSummaryDto } from '../shared/dto.js';
 import { bearer, startApi, type ApiHarness } from './helpers/api.js';
-import { createFixture, email, type Fixture } from './helpers/fixture.js';
+import { createFixture, email } from './helpers/fixture.js';
 import { waitFor } from './helpers/redis.js';
+import { startServerProcess } from './helpers/server-process.js';
 
 const test = anyTest as TestFn<{ faulty: ApiHarness }>;
 
@@ -106,62 +105,6 @@ test('without faultInjection the fault job is refused and no worker dies', async
 // ---------------------------------------------------------------------------------------------
 // The real server process: SIGTERM flushes the access log
 
-const SERVER = fileURLToPath(new URL('../gateway/server.js', import.meta.url));
-
-interface RunningServer {
-  child: ChildProcess;
-  port: number;
-  url: string;
-  lines: Array<Record<string, unknown>>;
-  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-async function startServer(f: Fixture, extraEnv: Record<string, string> = {}): Promise<RunningServer> {
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    Api__Enabled: 'true',
-    Database__Path: f.dbPath,
-    Server__Host: '127.0.0.1',
-    Server__Port: '0',
-    Engine__Threads: '1',
-    LOG_LEVEL: 'info',
-    ...extraEnv,
-  };
-  // cwd is the fixture directory so that no appsettings.json of the repository is read.
-  const child = spawn(process.execPath, [SERVER], { cwd: f.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const lines: Array<Record<string, unknown>> = [];
-  let stderr = '';
-  let buffer = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
-    buffer += chunk.toString('utf8');
-    let nl: number;
-    while ((nl = buffer.indexOf('\n')) !== -1) {
-      const line = buffer.slice(0, nl);
-      buffer = buffer.slice(nl + 1);
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        lines.push({ raw: line });
-      }
-    }
-  });
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  await waitFor(
-    'the server to listen',
-    () => {
-      if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${stderr}`);
-      return lines.some((l) => typeof l.port === 'number' && /listening/.test(String(l.msg)));
-    },
-    15_000,
-  );
-  const port = lines.find((l) => typeof l.port === 'number')!.port as number;
-  return { child, port, url: `http://127.0.0.1:${port}`, lines, exit };
-}
-
 interface LogRow {
   id: number;
   user_id: number;
@@ -187,7 +130,7 @@ function readAccessLog(dbPath: string): LogRow[] {
 test('SIGTERM right after Search, Open and Download flushes every access-log entry, attributed to the key owner', async (t) => {
   const f = createFixture();
   t.teardown(f.cleanup);
-  const server = await startServer(f);
+  const server = await startServerProcess(f);
   t.teardown(() => {
     if (server.child.exitCode === null) server.child.kill('SIGKILL');
   });
@@ -308,7 +251,7 @@ test('SIGTERM right after Search, Open and Download flushes every access-log ent
 test('SIGTERM while a request is being received: the request is still answered and logged before exit', async (t) => {
   const f = createFixture();
   t.teardown(f.cleanup);
-  const server = await startServer(f);
+  const server = await startServerProcess(f);
   t.teardown(() => {
     if (server.child.exitCode === null) server.child.kill('SIGKILL');
   });
@@ -360,7 +303,7 @@ test('SIGTERM during a download the client stalls: the server cuts it after the 
   );
   const attachmentId = db.prepare('SELECT id FROM attachments WHERE email_id = ?').pluck().get(emailId) as number;
   db.close();
-  const server = await startServer(f);
+  const server = await startServerProcess(f);
   t.teardown(() => {
     if (server.child.exitCode === null) server.child.kill('SIGKILL');
   });
