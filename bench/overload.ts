@@ -6,8 +6,8 @@
 // by status (only 200, 429 and 503 are acceptable), and after the flood stops the time until
 // searches answer 200 at their normal latency again is measured.
 //
-// The same flood then runs against the same server with an unbounded queue (Engine:MaxQueue
-// very large), the behaviour before queues were bounded, as the comparison.
+// The same flood then runs against the same server with an unbounded queue (Engine:MaxQueue and
+// Engine:MaxQueueWaitMs very large), the behaviour before queues were bounded, as the comparison.
 //
 //   npm run bench:overload [-- --messages 200000 --flood 10 --multiple 5 --connections 200 --unbounded 1]
 import autocannon from 'autocannon';
@@ -251,7 +251,7 @@ async function main(): Promise<void> {
 
   const options = { dbPath, auth, mix, floodSeconds, multiple, connections };
   const bounded = await scenario(
-    `Bounded queue (default Engine:MaxQueue = 8 x ${THREADS} threads = ${8 * THREADS})`,
+    `Bounded queue (defaults: Engine:MaxQueueWaitMs = 500, Engine:MaxQueue = 64 x ${THREADS} threads = ${64 * THREADS})`,
     {},
     options,
   );
@@ -259,8 +259,8 @@ async function main(): Promise<void> {
   if (unbounded) {
     // Same offered load as the bounded run, so the two differ only in the bound.
     const before = await scenario(
-      'Unbounded queue (Engine:MaxQueue = 100000), the same flood',
-      { Engine__MaxQueue: '100000' },
+      'Unbounded queue (Engine:MaxQueue = 100000, Engine:MaxQueueWaitMs = 60000), the same flood',
+      { Engine__MaxQueue: '100000', Engine__MaxQueueWaitMs: '60000' },
       { ...options, capacity: bounded.capacity },
     );
     report(before, connections, floodSeconds);

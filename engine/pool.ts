@@ -5,9 +5,10 @@
 // point reads, go to a one-thread interactive lane. A burst of heavy searches then queues only
 // behind itself: `GET /accounts` or an MCP `tools/list` never waits for someone's full-text scan.
 //
-// Each lane holds at most its threads' worth of running jobs plus `maxQueue` waiting ones; a job
-// past that is refused at once with EngineOverloaded (docs/decisions.md, "Overload"), so a flood
-// is shed instead of making every request wait until clients time out.
+// Each lane holds at most its threads' worth of running jobs plus `maxQueue` waiting ones, and
+// takes no job that would have to wait while the longest-waiting one has already waited
+// `maxQueueWaitMs`; a job past either is refused at once with EngineOverloaded (docs/decisions.md,
+// ADR 10), so a flood is shed instead of making every request wait until clients time out.
 import { Piscina } from 'piscina';
 import type { Job, JobKind, JobResult } from '../shared/jobs.js';
 import { openArchive } from './db/open.js';
@@ -24,6 +25,11 @@ export interface EnginePoolOptions {
   interactiveThreads?: number;
   /** Jobs that may wait for a free thread, per lane, before run() refuses more; default: unbounded. */
   maxQueue?: Partial<Record<Lane, number>>;
+  /**
+   * Refuse a job that would have to wait while the longest-waiting job of its lane has already
+   * waited this long (milliseconds); default: no such limit.
+   */
+  maxQueueWaitMs?: number;
   /** Let `fault` jobs crash or hold a worker (tests of failure handling only). */
   faultInjection?: boolean;
 }
@@ -83,9 +89,16 @@ function mayShed(job: Job): boolean {
 export class EnginePool {
   readonly #lanes: Record<Lane, Piscina>;
   #closed = false;
-  /** Running plus waiting jobs per lane, counted here so the bound is exact whatever Piscina's state. */
-  readonly #inFlight: Record<Lane, number> = { interactive: 0, query: 0 };
+  /**
+   * Running plus waiting jobs per lane, by when they were submitted (a Map keeps insertion
+   * order): counted here so the bound is exact whatever Piscina's state, and timed so that the
+   * queue's delay can be read.
+   */
+  readonly #inFlight: Record<Lane, Map<number, number>> = { interactive: new Map(), query: new Map() };
+  #nextJob = 0;
+  readonly #threads: Record<Lane, number>;
   readonly #capacity: Record<Lane, number>;
+  readonly #maxWaitMs: number;
   readonly #refused: Record<Lane, number> = { interactive: 0, query: 0 };
 
   constructor(options: EnginePoolOptions) {
@@ -106,6 +119,8 @@ export class EnginePool {
       });
     };
     const threads = { interactive: options.interactiveThreads ?? 1, query: options.threads };
+    this.#threads = threads;
+    this.#maxWaitMs = options.maxQueueWaitMs ?? Number.POSITIVE_INFINITY;
     this.#lanes = { interactive: lane('interactive', threads.interactive), query: lane('query', threads.query) };
     // The bound is ours, not Piscina's maxQueue, which would refuse the jobs that must never be.
     const bound = (l: Lane) => threads[l] + (options.maxQueue?.[l] ?? Number.POSITIVE_INFINITY);
@@ -115,25 +130,48 @@ export class EnginePool {
   /** Rejects with EngineOverloaded, without starting the job, when its lane is full. */
   run<K extends JobKind>(job: Job<K>): Promise<JobResult<K>> {
     const lane = laneOf(job as Job);
-    if (mayShed(job as Job) && this.#inFlight[lane] >= this.#capacity[lane]) {
+    if (mayShed(job as Job) && this.#full(lane)) {
       this.#refused[lane]++;
       return Promise.reject(new EngineOverloaded(lane));
     }
-    this.#inFlight[lane]++;
-    return (this.#lanes[lane].run(job) as Promise<JobResult<K>>).finally(() => this.#inFlight[lane]--);
+    const id = this.#nextJob++;
+    const inFlight = this.#inFlight[lane];
+    inFlight.set(id, performance.now());
+    return (this.#lanes[lane].run(job) as Promise<JobResult<K>>).finally(() => inFlight.delete(id));
   }
 
   /**
    * Throws EngineOverloaded when a job of this kind would be refused now, so a front end can
-   * shed a request before spending work on it (its key check). The job itself may still be
-   * refused later, when the lane fills in between.
+   * shed a request before spending more work on it. The job itself may still be refused later,
+   * when the lane fills in between.
    */
   admit(kind: JobKind): void {
     const lane = LANES[kind];
-    if (this.#inFlight[lane] >= this.#capacity[lane]) {
+    if (this.#full(lane)) {
       this.#refused[lane]++;
       throw new EngineOverloaded(lane);
     }
+  }
+
+  /**
+   * A new job would not start soon: the lane holds its threads plus its whole queue, or the job
+   * would have to wait while the longest-waiting one has already waited maxQueueWaitMs. A count
+   * alone cannot tell a queue of sub-millisecond reads from one of multi-second scans; the wait
+   * can, so a burst of cheap searches is queued while a flood of costly ones is shed.
+   */
+  #full(lane: Lane): boolean {
+    const inFlight = this.#inFlight[lane];
+    if (inFlight.size >= this.#capacity[lane]) return true;
+    const threads = this.#threads[lane];
+    if (inFlight.size < threads || !Number.isFinite(this.#maxWaitMs)) return false;
+    // Piscina starts jobs in the order they came, so (nearly always) the first `threads` in
+    // flight are running and the next one is the longest waiting.
+    let seen = 0;
+    for (const submitted of inFlight.values()) {
+      if (seen++ < threads) continue;
+      return performance.now() - submitted > this.#maxWaitMs;
+    }
+    return false;
   }
 
   /** Threads of the query lane. */

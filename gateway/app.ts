@@ -53,6 +53,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
       dbPath: settings.Database.Path,
       threads: settings.Engine.Threads,
       maxQueue: engineQueues(settings.Engine),
+      maxQueueWaitMs: settings.Engine.MaxQueueWaitMs,
       faultInjection: options.faultInjection ?? false,
     });
   const accessLog = new AccessLogWriter(engine, logger, options.accessLog);

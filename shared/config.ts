@@ -76,6 +76,8 @@ const schema = z.strictObject({
       // Jobs that may wait for a thread before more are refused (503); unset: see engineQueues().
       MaxQueue: int(0, MAX_QUEUE).optional(),
       InteractiveMaxQueue: int(0, MAX_QUEUE).optional(),
+      // A job that would wait is refused while the longest-waiting one has waited this long.
+      MaxQueueWaitMs: int(1, 60_000).default(500),
     })
     .prefault({}),
   Metrics: z
@@ -104,14 +106,14 @@ const schema = z.strictObject({
 export type Settings = z.infer<typeof schema>;
 
 /**
- * How many jobs may wait per engine lane, defaults filled in. Query lane: 8 per thread, so a
- * search admitted to a full queue waits for about eight others per thread: well under a second
- * for typical searches, a few seconds for the most expensive, not the minutes a flood would pile
- * up. The interactive lane has one thread doing sub-millisecond point reads; 256 waiting is tens
- * of milliseconds, room for any burst of cheap requests while still bounding memory and waiting.
+ * How many jobs may wait per engine lane, defaults filled in. The wait (Engine:MaxQueueWaitMs) is
+ * what sheds a flood of costly searches; the count is the backstop for a burst that arrives
+ * faster than any wait can be observed, and bounds memory. Query lane: 64 per thread, room for
+ * a burst of cheap searches from many clients at once. The interactive lane has one thread doing
+ * sub-millisecond point reads; 256 waiting is tens of milliseconds.
  */
 export function engineQueues(engine: Settings['Engine']): { query: number; interactive: number } {
-  return { query: engine.MaxQueue ?? 8 * engine.Threads, interactive: engine.InteractiveMaxQueue ?? 256 };
+  return { query: engine.MaxQueue ?? 64 * engine.Threads, interactive: engine.InteractiveMaxQueue ?? 256 };
 }
 type Raw = Record<string, Record<string, unknown>>;
 

@@ -300,12 +300,13 @@ test('Metrics:AllowFrom accepts only addresses and CIDR blocks', (t) => {
   configError(t, () => loadSettings({ env: { Metrics__Enabled: 'on' }, cwd }), 'Metrics:Enabled');
 });
 
-test('engine queue bounds default to 8 per query thread and 256 interactive, and can be set per lane', (t) => {
+test('engine queue bounds default to 64 per query thread, 256 interactive and a 500 ms wait, and can be set', (t) => {
   const cwd = workdir(t);
-  t.deepEqual(engineQueues(loadSettings({ env: { Engine__Threads: '3' }, cwd }).Engine), {
-    query: 24,
-    interactive: 256,
-  });
+  const defaults = loadSettings({ env: { Engine__Threads: '3' }, cwd }).Engine;
+  t.deepEqual(engineQueues(defaults), { query: 192, interactive: 256 });
+  t.is(defaults.MaxQueueWaitMs, 500);
+  t.is(loadSettings({ env: { Engine__MaxQueueWaitMs: '2000' }, cwd }).Engine.MaxQueueWaitMs, 2000);
+  configError(t, () => loadSettings({ env: { Engine__MaxQueueWaitMs: '0' }, cwd }), 'Engine:MaxQueueWaitMs', '0');
   const set = loadSettings({ env: { Engine__MaxQueue: '0', Engine__InteractiveMaxQueue: '1000' }, cwd }).Engine;
   t.deepEqual(engineQueues(set), { query: 0, interactive: 1000 }, '0 is allowed: nothing waits');
   const file = loadSettings({ env: {}, cwd: workdir(t, { engine: { maxqueue: 5 } }) }).Engine;

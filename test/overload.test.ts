@@ -7,15 +7,18 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import Database from 'better-sqlite3';
+import Database from '../engine/db/driver.js';
 import request from 'supertest';
 import { createHash } from 'node:crypto';
 import { get as httpGet, type IncomingMessage } from 'node:http';
-import type { EnginePool, Lane } from '../engine/pool.js';
+import { EngineOverloaded } from '../engine/overloaded.js';
+import { EnginePool, type Lane } from '../engine/pool.js';
 import { ArchiveService } from '../gateway/archive-service.js';
 import { createMcpServer } from '../gateway/mcp/server.js';
 import { mcpTools } from '../gateway/mcp/tools.js';
 import { buildOpenApiDocument } from '../gateway/api/openapi.js';
+import type { Principal } from '../shared/jobs.js';
+import { createFixture } from './helpers/fixture.js';
 import { OpenApiConformance } from './helpers/openapi-conformance.js';
 import { bearer, capturingLogger, listen, startApi, type ApiHarness } from './helpers/api.js';
 import { connectClient, postMcp, toolsCall } from './helpers/mcp.js';
@@ -313,4 +316,36 @@ test('web: sign-in while the query lane is full, and a page while the interactiv
   t.regex(keys.headers['content-type'] ?? '', /^text\/html/);
   t.regex(keys.text, /too busy/);
   t.is((await agent.get('/keys')).status, 200);
+});
+
+const ADMIN: Principal = { userId: 1, username: 'admin', isAdmin: true, keyId: 1, keyPrefix: 'ma_test0000' };
+
+test('a job that would wait is refused once the longest-waiting job has waited Engine:MaxQueueWaitMs, whatever the count', async (t) => {
+  const fixture = createFixture();
+  const engine = new EnginePool({
+    dbPath: fixture.dbPath,
+    threads: 1,
+    maxQueue: { query: 100 },
+    maxQueueWaitMs: 100,
+    faultInjection: true,
+  });
+  t.teardown(async () => {
+    await engine.close();
+    fixture.cleanup();
+  });
+  // One job running and one waiting behind it, far below the count bound of 100.
+  const held = fill(engine, 'query', 2);
+  t.notThrows(() => engine.admit('search'), 'the waiting job has not waited long yet');
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  const refused = t.throws(() => engine.admit('search'));
+  t.true(refused instanceof EngineOverloaded);
+  await t.throwsAsync(engine.run({ kind: 'stats', principal: ADMIN }), { instanceOf: EngineOverloaded });
+  t.is(engine.stats('query').refused, 2);
+  // A later chunk of a download under way is never refused: it waits its turn.
+  const chunk = engine.run({ kind: 'attachmentChunk', contentId: 999_999, seq: 1 });
+  await held.release();
+  t.is(await chunk, null);
+  // Nothing waits any more: admitted again at once.
+  t.notThrows(() => engine.admit('search'));
+  await t.notThrowsAsync(engine.run({ kind: 'stats', principal: ADMIN }));
 });

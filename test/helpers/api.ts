@@ -12,6 +12,8 @@ import { createFixture, type Fixture } from './fixture.js';
 
 /** An engine queue no test's burst fills, as the rate limits are budgets no test spends. */
 export const TEST_QUEUE = 10_000;
+/** Nor does a slow machine make one wait long enough to be shed by time. */
+export const TEST_QUEUE_WAIT_MS = 60_000;
 
 export type SettingsOverrides = NonNullable<LoadOptions['overrides']>;
 
@@ -44,7 +46,7 @@ export function apiSettings(dbPath: string, overrides: SettingsOverrides = {}): 
     ...overrides,
     Api: { Enabled: true, RateLimitPerMinute: 1_000_000, ...overrides.Api },
     Database: { Path: dbPath, ...overrides.Database },
-    Engine: { Threads: 1, MaxQueue: TEST_QUEUE, ...overrides.Engine },
+    Engine: { Threads: 1, MaxQueue: TEST_QUEUE, MaxQueueWaitMs: TEST_QUEUE_WAIT_MS, ...overrides.Engine },
     Mcp: { Enabled: false, ...overrides.Mcp },
     Server: { AuthFailuresPerIpPerMinute: 1_000_000, ...overrides.Server },
   });

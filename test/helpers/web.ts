@@ -9,7 +9,7 @@ import { addUser, hashPassword, setPasswordHash } from '../../engine/store/users
 import { createGateway, type Gateway } from '../../gateway/app.js';
 import { createLogger } from '../../gateway/logger.js';
 import { defaultSettings, type LoadOptions, type Settings } from '../../shared/config.js';
-import { TEST_QUEUE } from './api.js';
+import { TEST_QUEUE, TEST_QUEUE_WAIT_MS } from './api.js';
 import { createFixture, type Fixture } from './fixture.js';
 
 /** Passwords of the fixture's users; dave is inactive, carol has none. */
@@ -46,7 +46,7 @@ export async function startWeb(options: StartWebOptions = {}): Promise<WebFixtur
     Api: { Enabled: true, ...overrides.Api },
     Mcp: { Enabled: true, ...overrides.Mcp },
     Database: { Path: fixture.dbPath },
-    Engine: { Threads: 1, MaxQueue: TEST_QUEUE },
+    Engine: { Threads: 1, MaxQueue: TEST_QUEUE, MaxQueueWaitMs: TEST_QUEUE_WAIT_MS },
   });
   const gateway = createGateway(settings, { logger: options.logger ?? createLogger({ level: 'silent' }) });
   const server = createServer(gateway.app.callback());
