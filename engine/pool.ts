@@ -86,6 +86,9 @@ function mayShed(job: Job): boolean {
   return true;
 }
 
+/** Waiting jobs per thread that are always accepted, however long the longest has waited. */
+export const SHORT_QUEUE_PER_THREAD = 8;
+
 export class EnginePool {
   readonly #lanes: Record<Lane, Piscina>;
   #closed = false;
@@ -154,18 +157,20 @@ export class EnginePool {
   }
 
   /**
-   * A new job would not start soon: the lane holds its threads plus its whole queue, or the job
-   * would have to wait while the longest-waiting one has already waited maxQueueWaitMs. A count
-   * alone cannot tell a queue of sub-millisecond reads from one of multi-second scans; the wait
-   * can, so a burst of cheap searches is queued while a flood of costly ones is shed.
+   * A new job would not start soon: the lane holds its threads plus its whole queue, or the
+   * queue is longer than SHORT_QUEUE_PER_THREAD per thread and its longest-waiting job has
+   * already waited maxQueueWaitMs. A count alone cannot tell a queue of sub-millisecond reads
+   * from one of multi-second scans; the wait can, so a burst of cheap searches is queued while a
+   * flood of costly ones is shed. A short queue is always accepted: a few clients running costly
+   * searches back to back can only queue that many, so they are served, slowly, not refused.
    */
   #full(lane: Lane): boolean {
     const inFlight = this.#inFlight[lane];
     if (inFlight.size >= this.#capacity[lane]) return true;
     const threads = this.#threads[lane];
-    if (inFlight.size < threads || !Number.isFinite(this.#maxWaitMs)) return false;
-    // Piscina starts jobs in the order they came, so (nearly always) the first `threads` in
-    // flight are running and the next one is the longest waiting.
+    if (inFlight.size < threads * (1 + SHORT_QUEUE_PER_THREAD) || !Number.isFinite(this.#maxWaitMs)) return false;
+    // Piscina starts jobs in about the order they came, so the first `threads` in flight are
+    // (nearly always) running and the next one has waited longest: close enough to shed by.
     let seen = 0;
     for (const submitted of inFlight.values()) {
       if (seen++ < threads) continue;
