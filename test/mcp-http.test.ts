@@ -265,7 +265,7 @@ test('without a key the MCP budget is per client IP, and Origin refusals come be
   t.is((await postMcp(g.url, toolsCall(1, 'list_accounts'))).status, 401);
   t.is((await postMcp(g.url, toolsCall(1, 'list_accounts'))).status, 401);
   const third = await postMcp(g.url, toolsCall(1, 'list_accounts'));
-  t.is(third.status, 429, 'rate limit runs before authentication');
+  t.is(third.status, 429, 'without a key, the IP budget is spent before the 401');
   t.truthy(third.headers.get('retry-after'));
   // A key is its own partition, apart from the anonymous IP budget.
   t.is((await postMcp(g.url, toolsCall(1, 'list_accounts'), bearer(g.fixture.keys.admin))).status, 200);
