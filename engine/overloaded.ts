@@ -2,7 +2,9 @@
 // may queue. Callers answer it as a temporary condition (HTTP 503 with Retry-After), never as a
 // failure of the job itself: nothing ran, nothing changed.
 
-export type Lane = 'interactive' | 'query';
+import type { Lane } from '../shared/jobs.js';
+
+export type { Lane };
 
 /** What a client is told to wait. Queues are sized to drain in well under this. */
 export const RETRY_AFTER_SECONDS = 1;

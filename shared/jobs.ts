@@ -42,6 +42,9 @@ export interface SearchQuery {
   sortOrder: SortOrder;
 }
 
+/** The engine's two worker lanes (engine/pool.ts): point reads and key checks, and scans. */
+export type Lane = 'interactive' | 'query';
+
 export type AuthFailure = 'unknown' | 'expired' | 'revoked' | 'inactive';
 export type AuthResult = { ok: true; principal: Principal } | { ok: false; reason: AuthFailure };
 
@@ -139,7 +142,7 @@ export interface JobMap {
    * Refused unless the pool was created with `faultInjection: true`.
    */
   fault: {
-    args: { mode: 'throw' | 'exit' | 'hold'; lane?: 'interactive' | 'query'; release?: Int32Array; ms?: number };
+    args: { mode: 'throw' | 'exit' | 'hold'; lane?: Lane; release?: Int32Array; ms?: number };
     result: null;
   };
   /** Readiness: the thread answers and its connection reads the archive (the schema version). */

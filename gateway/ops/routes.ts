@@ -19,7 +19,9 @@ export interface OpsDeps {
   metrics?: GatewayMetrics;
 }
 
-function getOnly(ctx: Context): void {
+/** Never cached, GET and HEAD only (405 otherwise). */
+function probe(ctx: Context): void {
+  ctx.set('Cache-Control', 'no-store');
   if (ctx.method !== 'GET' && ctx.method !== 'HEAD')
     throw new Problem(405, `${ctx.method} is not allowed on ${ctx.path}.`, { Allow: 'GET, HEAD' });
 }
@@ -32,13 +34,11 @@ export function opsRoutes(settings: Settings, deps: OpsDeps): Middleware {
   return async (ctx, next) => {
     switch (ctx.path) {
       case '/healthz':
-        ctx.set('Cache-Control', 'no-store');
-        getOnly(ctx);
+        probe(ctx);
         ctx.body = { status: 'ok' };
         return;
       case '/readyz': {
-        ctx.set('Cache-Control', 'no-store');
-        getOnly(ctx);
+        probe(ctx);
         const result = await readiness.run();
         ctx.status = result.status === 'unavailable' ? 503 : 200;
         ctx.body = result;
@@ -52,8 +52,7 @@ export function opsRoutes(settings: Settings, deps: OpsDeps): Middleware {
           logger.debug({ peer: ctx.req.socket.remoteAddress }, 'metrics scrape refused (Metrics:AllowFrom)');
           return next(); // the same 404 as a disabled endpoint: nothing tells it exists
         }
-        ctx.set('Cache-Control', 'no-store');
-        getOnly(ctx);
+        probe(ctx);
         ctx.set('Content-Type', metrics.contentType);
         ctx.body = await metrics.text();
         return;
