@@ -11,6 +11,7 @@
 // ADR 10), so a flood is shed instead of making every request wait until clients time out.
 import { Piscina } from 'piscina';
 import type { Job, JobKind, JobResult } from '../shared/jobs.js';
+import { storeKind } from './archive.js';
 import { openArchive } from './db/open.js';
 import { EngineOverloaded, type Lane } from './overloaded.js';
 import type { WorkerData } from './worker.js';
@@ -18,7 +19,11 @@ import type { WorkerData } from './worker.js';
 export type { Lane } from './overloaded.js';
 
 export interface EnginePoolOptions {
+  /** Database:Path: a SQLite file or a postgres:// URL. */
   dbPath: string;
+  /** Database:TimeZone and Database:ReadReplicas, for a PostgreSQL archive. */
+  timeZone?: string;
+  readReplicas?: readonly string[];
   /** Threads of the query lane. */
   threads: number;
   /** Threads of the interactive lane; default 1. */
@@ -105,11 +110,14 @@ export class EnginePool {
   readonly #refused: Record<Lane, number> = { interactive: 0, query: 0 };
 
   constructor(options: EnginePoolOptions) {
-    // Create and migrate the file once, here, so the workers never race to do it.
-    openArchive(options.dbPath).close();
+    // Create and migrate a SQLite file once, here, so the workers never race to do it. A
+    // PostgreSQL archive is checked by prepareArchive() (engine/archive.ts) before the pool starts.
+    if (storeKind(options.dbPath) === 'sqlite') openArchive(options.dbPath).close();
     const lane = (name: Lane, threads: number) => {
       const workerData: WorkerData = {
         dbPath: options.dbPath,
+        ...(options.timeZone !== undefined ? { timeZone: options.timeZone } : {}),
+        ...(options.readReplicas !== undefined ? { readReplicas: options.readReplicas } : {}),
         faultInjection: options.faultInjection ?? false,
         lane: name,
       };

@@ -4,11 +4,13 @@ import { Piscina } from 'piscina';
 import { setPriority } from 'node:os';
 import { workerData } from 'node:worker_threads';
 import type { Job, JobKind, JobResult } from '../shared/jobs.js';
-import { openArchive, type Db } from './db/open.js';
-import { runJob } from './handlers.js';
+import { openStore, type ArchiveStore } from './archive.js';
 
 export interface WorkerData {
+  /** Database:Path: a SQLite file or a postgres:// URL (engine/archive.ts chooses the store). */
   dbPath: string;
+  timeZone?: string;
+  readReplicas?: readonly string[];
   faultInjection?: boolean;
   lane?: 'interactive' | 'query';
 }
@@ -28,11 +30,14 @@ if ((workerData as WorkerData).lane === 'query' && process.platform === 'linux')
   }
 }
 
-let db: Db | undefined;
+let store: Promise<ArchiveStore> | undefined;
 
-function connection(): Db {
-  db ??= openArchive((workerData as WorkerData).dbPath);
-  return db;
+function connection(): Promise<ArchiveStore> {
+  const data = workerData as WorkerData;
+  store ??= openStore({ path: data.dbPath, timeZone: data.timeZone, readReplicas: data.readReplicas });
+  // A store that failed to open is tried again by the next job, not kept as a failure.
+  store.catch(() => (store = undefined));
+  return store;
 }
 
 /**
@@ -50,7 +55,7 @@ function portable(err: unknown): Error {
   return out;
 }
 
-export default function run<K extends JobKind>(job: Job<K>): JobResult<K> {
+export default async function run<K extends JobKind>(job: Job<K>): Promise<JobResult<K>> {
   if (job.kind === 'fault' && (workerData as WorkerData).faultInjection) {
     const fault = job as Job<'fault'>;
     if (fault.mode === 'exit') process.exit(1); // ends this worker thread only
@@ -63,12 +68,12 @@ export default function run<K extends JobKind>(job: Job<K>): JobResult<K> {
   }
   let result: JobResult<K>;
   try {
-    result = runJob(connection(), job);
+    result = await (await connection()).run(job);
   } catch (err) {
     throw portable(err);
   }
   // Attachment chunks move to the gateway thread instead of being copied (flat memory on big
-  // downloads). better-sqlite3 gives each blob its own ArrayBuffer, so moving it is safe.
+  // downloads). Both stores give each chunk its own ArrayBuffer, so moving it is safe.
   if (
     job.kind === 'attachmentChunk' &&
     result instanceof Uint8Array &&

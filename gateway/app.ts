@@ -51,6 +51,8 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
     options.engine ??
     new EnginePool({
       dbPath: settings.Database.Path,
+      timeZone: settings.Database.TimeZone,
+      readReplicas: settings.Database.ReadReplicas,
       threads: settings.Engine.Threads,
       maxQueue: engineQueues(settings.Engine),
       maxQueueWaitMs: settings.Engine.MaxQueueWaitMs,

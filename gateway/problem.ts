@@ -2,6 +2,7 @@
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { EngineOverloaded } from '../engine/overloaded.js';
+import { isArchiveUnavailable } from '../engine/unavailable.js';
 import { InvalidInput } from '../shared/search-input.js';
 
 // Title and the `type` URI for each status: the RFC section that defines it, as ASP.NET does.
@@ -77,6 +78,12 @@ export function problems(logger: Logger): Middleware {
         sendProblem(ctx, 503, overloadedDetail(err), { 'Retry-After': String(err.retryAfterSeconds) });
         return;
       }
+      if (isArchiveUnavailable(err)) {
+        // The database is restarting or out of reach: temporary, and answered at once.
+        logger.warn({ method: ctx.method, path: ctx.path }, 'archive database unavailable');
+        sendProblem(ctx, 503, UNAVAILABLE_DETAIL, { 'Retry-After': String(UNAVAILABLE_RETRY_SECONDS) });
+        return;
+      }
       if (err instanceof InvalidInput) {
         sendProblem(ctx, 400, err.message);
         return;
@@ -93,6 +100,9 @@ export function problems(logger: Logger): Middleware {
     }
   };
 }
+
+export const UNAVAILABLE_DETAIL = 'The archive database cannot be reached right now; try again in a few seconds.';
+export const UNAVAILABLE_RETRY_SECONDS = 5;
 
 /** Said the same way by every front end that refuses work because the engine is full. */
 export function overloadedDetail(err: EngineOverloaded): string {

@@ -2,6 +2,7 @@
 // Under PM2 cluster mode every worker process runs this file and shares the port.
 import { createServer } from 'node:http';
 import { ConfigError, loadSettings, type Settings } from '../shared/config.js';
+import { prepareArchive } from '../engine/archive.js';
 import { ArchiveOpenError } from '../engine/db/open.js';
 import { createGateway } from './app.js';
 import { ConnectionDrain } from './drain.js';
@@ -23,6 +24,9 @@ const settings = readSettings();
 const logger = createLogger();
 let gateway;
 try {
+  // A PostgreSQL archive is checked here, once: reachable, the known schema version, our own
+  // schema migrated. A failure is one sentence naming the setting, before anything listens.
+  await prepareArchive({ path: settings.Database.Path, timeZone: settings.Database.TimeZone }, { createIfEmpty: false });
   gateway = createGateway(settings, { logger });
 } catch (err) {
   if (err instanceof ArchiveOpenError) {

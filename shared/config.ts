@@ -16,6 +16,20 @@ const MAX_QUEUE = 100_000;
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.number().int().min(min).max(max);
 
 /** An IPv4 or IPv6 address, or a CIDR block (`10.0.0.0/8`, `fd00::/8`). */
+/** `Database:Path` names a PostgreSQL database when it is a postgres:// or postgresql:// URL. */
+export function isPostgresUrl(value: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(value.trim());
+}
+
+export function isIanaZone(value: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: value });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function parseAddressBlock(value: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } | null {
   const [address = '', prefixText, ...rest] = value.trim().split('/');
   const version = isIP(address);
@@ -51,7 +65,19 @@ const schema = z.strictObject({
     .prefault({}),
   Database: z
     .strictObject({
+      // A file path (SQLite, the embedded default) or a postgres:// URL (a Mail Archiver database).
       Path: z.string().min(1).default('./data/archive.db'),
+      // PostgreSQL only: the IANA zone Mail Archiver shows dates in (its TimeZone:DisplayTimeZoneId);
+      // its SentDate column holds wall-clock time in that zone (docs/compat.md, "Timestamps").
+      TimeZone: z
+        .string()
+        .min(1)
+        .refine(isIanaZone, 'expected an IANA time zone name such as UTC or Europe/Berlin')
+        .default('UTC'),
+      // PostgreSQL only: streaming replicas that serve reads (docs/postgres.md).
+      ReadReplicas: z
+        .array(z.string().refine(isPostgresUrl, 'expected a postgres:// or postgresql:// URL'))
+        .default([]),
     })
     .prefault({}),
   Server: z

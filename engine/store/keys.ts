@@ -24,7 +24,7 @@ export function hashKey(key: string): string {
 
 export type { KeyRow, KeyStatus };
 
-interface RawKey {
+export interface RawKey {
   id: number;
   user_id: number;
   username: string;
@@ -37,7 +37,7 @@ interface RawKey {
   revoked_at: number | null;
 }
 
-function statusOf(
+export function statusOf(
   r: { revoked_at: number | null; expires_at: number | null; is_active: number },
   now: number,
 ): KeyStatus {
@@ -47,7 +47,7 @@ function statusOf(
   return 'active';
 }
 
-const toRow = (r: RawKey, now: number): KeyRow => ({
+export const toRow = (r: RawKey, now: number): KeyRow => ({
   id: r.id,
   userId: r.user_id,
   username: r.username,

@@ -1,6 +1,7 @@
 // Users of the archive: who they are, whether they may still read, and which accounts they see.
 import { randomBytes, scrypt as scryptCb, scryptSync, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import type { Db } from '../db/open.js';
+import { isMailArchiverHash, verifyMailArchiverPasswordSync } from '../passwords.js';
 import { prepared } from '../db/statements.js';
 import { iso } from '../time.js';
 import { EMAIL_ADDRESS } from './accounts.js';
@@ -38,6 +39,8 @@ export async function verifyPassword(password: string, stored: string | null): P
 
 /** The same check, blocking: for worker threads, where a job is synchronous anyway. */
 export function verifyPasswordSync(password: string, stored: string | null): boolean {
+  // A PostgreSQL archive holds Mail Archiver's format (engine/passwords.ts).
+  if (stored !== null && isMailArchiverHash(stored)) return verifyMailArchiverPasswordSync(password, stored);
   const parsed = parseStoredHash(stored);
   if (!parsed) return false;
   return timingSafeEqual(parsed.expected, scryptSync(password, parsed.salt, parsed.expected.length, parsed.options));

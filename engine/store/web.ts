@@ -10,14 +10,14 @@ import { createKey, getKey, listKeys, revokeKey, type KeyRow } from './keys.js';
 import { findUser, getUser, passwordHashOf, verifyPasswordSync, type UserRow } from './users.js';
 
 /** Fingerprint of the stored password hash: changing the password changes it. */
-function stampOf(passwordHash: string): string {
+export function stampOf(passwordHash: string): string {
   return createHash('sha256').update(passwordHash, 'utf8').digest('base64url').slice(0, 16);
 }
 
 // A hash nobody's password matches, with the cost of a real one, so an unknown user, a user
 // without a password and a wrong password all take the same time to refuse.
 let decoy: string | undefined;
-function decoyHash(): string {
+export function decoyHash(): string {
   decoy ??= ['scrypt', 32768, 8, 1, randomBytes(16).toString('base64'), randomBytes(32).toString('base64')].join('$');
   return decoy;
 }
@@ -49,8 +49,8 @@ function activeActor(db: Db, actorId: number): UserRow | null {
   return user && user.isActive ? user : null;
 }
 
-const forbidden = { ok: false, reason: 'forbidden', message: 'Your account is not active.' } as const;
-const notFound = { ok: false, reason: 'not-found', message: 'There is no such API key.' } as const;
+export const forbidden = { ok: false, reason: 'forbidden', message: 'Your account is not active.' } as const;
+export const notFound = { ok: false, reason: 'not-found', message: 'There is no such API key.' } as const;
 
 export function listKeysFor(
   db: Db,

@@ -19,6 +19,7 @@ import {
 import { SORT_KEYS, type JobKind } from '../../shared/jobs.js';
 import { TEXT_FIELDS } from '../../shared/query-language.js';
 import { EngineOverloaded } from '../../engine/overloaded.js';
+import { isArchiveUnavailable } from '../../engine/unavailable.js';
 import { InvalidInput, parseSearchInput } from '../../shared/search-input.js';
 import type { ArchiveService, Caller } from '../archive-service.js';
 import { enumParam, intParam, stringParam } from './params.js';
@@ -91,6 +92,10 @@ async function guarded(tool: string, logger: Logger, run: () => Promise<CallTool
       return toolError(
         `The server is too busy to run ${tool} now; nothing was done. Call it again in ${err.retryAfterSeconds} second${s}.`,
       );
+    }
+    if (isArchiveUnavailable(err)) {
+      logger.warn({ tool }, 'archive database unavailable');
+      return toolError(`${tool} could not reach the archive database; nothing was done. Call it again in a few seconds.`);
     }
     logger.error({ err, tool }, 'MCP tool call failed');
     return toolError(`${tool} failed because of a server error, which has been logged; try again later.`);

@@ -10,6 +10,7 @@ import bodyParser from 'koa-bodyparser';
 import compose from 'koa-compose';
 import type { Logger } from 'pino';
 import { EngineOverloaded } from '../../engine/overloaded.js';
+import { isArchiveUnavailable } from '../../engine/unavailable.js';
 import type { EnginePool } from '../../engine/pool.js';
 import type { Settings } from '../../shared/config.js';
 import type { KeyRow, WebUser } from '../../shared/jobs.js';
@@ -317,6 +318,11 @@ function webErrors(logger: Logger, chromeOf: (ctx: Context) => Chrome): Middlewa
         title = 'Server busy';
         message = `The server is too busy to do this now; nothing was changed. Try again in a few seconds.`;
         ctx.set('Retry-After', String(err.retryAfterSeconds));
+      } else if (isArchiveUnavailable(err)) {
+        status = 503;
+        title = 'Archive unavailable';
+        message = 'The archive database cannot be reached right now; nothing was changed. Try again in a few seconds.';
+        ctx.set('Retry-After', '5');
       } else if (err instanceof CsrfError) {
         status = 403;
         title = 'Form expired';

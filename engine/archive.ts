@@ -1,0 +1,89 @@
+// The engine's one store contract. A job goes in, its typed result comes out; behind it sits one
+// implementation per store, chosen once, here, from Database:Path: a file path is the embedded
+// SQLite archive (engine/store/, engine/handlers.ts), a postgres:// URL a Mail Archiver
+// PostgreSQL database (engine/pg/). Nothing above this file knows which one it talks to.
+import { isPostgresUrl } from '../shared/config.js';
+import type { Job, JobKind, JobResult } from '../shared/jobs.js';
+import { openArchive, ArchiveOpenError } from './db/open.js';
+import { runJob } from './handlers.js';
+import { describeConnectError } from './pg/connect.js';
+
+export { isPostgresUrl };
+
+export interface ArchiveConfig {
+  /** Database:Path: a SQLite file or a postgres:// URL. */
+  path: string;
+  /** Database:TimeZone (PostgreSQL only). */
+  timeZone?: string;
+  /** Database:ReadReplicas (PostgreSQL only). */
+  readReplicas?: readonly string[];
+}
+
+export interface ArchiveStore {
+  readonly kind: 'sqlite' | 'postgres';
+  run<K extends JobKind>(job: Job<K>): JobResult<K> | Promise<JobResult<K>>;
+  close(): Promise<void>;
+}
+
+export const storeKind = (path: string): ArchiveStore['kind'] => (isPostgresUrl(path) ? 'postgres' : 'sqlite');
+
+/** Opens the store a worker thread keeps for its lifetime. */
+export async function openStore(config: ArchiveConfig): Promise<ArchiveStore> {
+  if (storeKind(config.path) === 'postgres') {
+    const { PgStore } = await import('./pg/store.js');
+    return new PgStore({
+      url: config.path,
+      timeZone: config.timeZone ?? 'UTC',
+      readReplicas: config.readReplicas ?? [],
+    });
+  }
+  const db = openArchive(config.path);
+  return {
+    kind: 'sqlite',
+    run: (job) => runJob(db, job),
+    close: async () => {
+      db.close();
+    },
+  };
+}
+
+/**
+ * Run once per process before any worker opens the store: creates or migrates a SQLite file;
+ * on PostgreSQL, checks that the server answers and that Mail Archiver's schema is the known
+ * version, and migrates the service's own schema (with `createIfEmpty`, an empty database first
+ * gets Mail Archiver's whole schema). Failures are ArchiveOpenError: one sentence naming the
+ * setting, never a password.
+ */
+export async function prepareArchive(config: ArchiveConfig, options: { createIfEmpty?: boolean } = {}): Promise<void> {
+  if (storeKind(config.path) === 'sqlite') {
+    openArchive(config.path).close();
+    return;
+  }
+  const pg = (await import('pg')).default;
+  const { prepareSchema } = await import('./pg/schema.js');
+  const client = new pg.Client({ connectionString: config.path, connectionTimeoutMillis: 5_000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+  } catch (err) {
+    throw new ArchiveOpenError(describeConnectError(config.path, 'Database:Path', err));
+  }
+  try {
+    await prepareSchema(client, describeWhere(config.path), options);
+  } catch (err) {
+    if (err instanceof ArchiveOpenError) throw err;
+    throw new ArchiveOpenError(describeConnectError(config.path, 'Database:Path', err));
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** host:port/database of a URL, without credentials. */
+export function describeWhere(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname || 'localhost'}${u.port ? `:${u.port}` : ''}${u.pathname}`;
+  } catch {
+    return 'the database named by Database:Path';
+  }
+}

@@ -1,0 +1,390 @@
+// One async function per job kind, over Mail Archiver's PostgreSQL schema. The same jobs, DTO
+// mappers, body fallback, folder tree and key rules as the SQLite store (engine/handlers.ts);
+// only the SQL differs. Every read applies the visibility rule of SPEC.md section 5.6.
+import type { AccessType, AttachmentDto, EmailDetailDto, MailAccountDto } from '../../shared/dto.js';
+import type { AccessLogEntry, AuthResult, Job, JobKind, JobResult, KeyRow, WebUser } from '../../shared/jobs.js';
+import { resolveBody } from '../body.js';
+import { buildFolderTree } from '../store/folders.js';
+import {
+  generateKey,
+  hashKey,
+  KEY_PREFIX_LENGTH,
+  LAST_USED_INTERVAL_MS,
+  MAX_KEY_NAME_LENGTH,
+  statusOf,
+  toRow,
+  type RawKey,
+} from '../store/keys.js';
+import { toSummary, type RawSummary } from '../store/summary.js';
+import { ATTACHMENT_CHUNK_BYTES } from '../store/writer.js';
+import { verifyPasswordSync } from '../store/users.js';
+import { decoyHash, forbidden, notFound, stampOf } from '../store/web.js';
+import { iso } from '../time.js';
+import { summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './columns.js';
+import { searchEmails } from './search.js';
+import { sql } from './sql.js';
+import type { PgContext } from './store.js';
+
+type PgHandlers = { [K in JobKind]: (ctx: PgContext, job: Job<K>) => Promise<JobResult<K>> };
+type Viewer = { isAdmin: boolean; userId: number };
+
+/** Mail Archiver's AccessLogType codes (docs/compat.md): the position in its enum. */
+export const ACCESS_TYPE_CODES: Record<AccessType, number> = { Search: 2, Open: 3, Download: 4 };
+const ACCESS_TYPES = Object.fromEntries(Object.entries(ACCESS_TYPE_CODES).map(([k, v]) => [v, k])) as Record<
+  number,
+  AccessType
+>;
+export const accessTypeOf = (code: number): AccessType | null => ACCESS_TYPES[code] ?? null;
+
+/** Upstream's SearchParameters text: `q=…; from=…; …` in its order, only what was given, cut to 255. */
+const SEARCH_PARAM_ORDER = ['q', 'from', 'to', 'accountId', 'folder', 'direction', 'page', 'pageSize', 'sortBy', 'sortOrder'];
+export function searchParametersText(params: Record<string, unknown>): string {
+  const keys = [
+    ...SEARCH_PARAM_ORDER.filter((k) => k in params),
+    ...Object.keys(params).filter((k) => !SEARCH_PARAM_ORDER.includes(k)),
+  ];
+  return keys
+    .filter((k) => params[k] !== undefined && params[k] !== null && params[k] !== '')
+    .map((k) => `${k}=${String(params[k])}`)
+    .join('; ')
+    .slice(0, 255);
+}
+
+const KEY_COLUMNS = sql`k."Id" AS id, k."UserId" AS user_id, u."Username" AS username, u."IsActive"::int AS is_active,
+  k."Name" AS name, k."KeyPrefix" AS key_prefix, ${utcMs('k."CreatedAt"')} AS created_at,
+  ${utcMs('k."LastUsedAt"')} AS last_used_at, ${utcMs('k."ExpiresAt"')} AS expires_at,
+  ${utcMs('k."RevokedAt"')} AS revoked_at`;
+
+async function authenticate(ctx: PgContext, keyHash: string, now: number): Promise<AuthResult> {
+  // The primary, never a replica: a key revoked a moment ago must be refused now.
+  const rows = await ctx.primary<RawKey & { is_admin: number }>(
+    sql`SELECT ${KEY_COLUMNS}, u."IsAdmin"::int AS is_admin
+          FROM ${T.keys} k JOIN ${T.users} u ON u."Id" = k."UserId" WHERE k."KeyHash" = ${keyHash}`,
+  );
+  const row = rows[0];
+  if (!row) return { ok: false, reason: 'unknown' };
+  const status = statusOf(row, now);
+  if (status === 'revoked') return { ok: false, reason: 'revoked' };
+  if (status === 'expired') return { ok: false, reason: 'expired' };
+  if (status === 'owner inactive') return { ok: false, reason: 'inactive' };
+  if (row.last_used_at === null || now - row.last_used_at >= LAST_USED_INTERVAL_MS) {
+    // Mail Archiver's rule: refresh only when unset or more than five minutes old.
+    await ctx.primary(
+      sql`UPDATE ${T.keys} SET "LastUsedAt" = ${utcTimestamp(now)}
+           WHERE "Id" = ${row.id} AND ("LastUsedAt" IS NULL OR "LastUsedAt" <= ${utcTimestamp(now - LAST_USED_INTERVAL_MS)})`,
+    );
+  }
+  return {
+    ok: true,
+    principal: {
+      userId: row.user_id,
+      username: row.username,
+      isAdmin: row.is_admin === 1,
+      keyId: row.id,
+      keyPrefix: row.key_prefix,
+    },
+  };
+}
+
+interface RawAccount {
+  id: number;
+  name: string;
+  email_address: string;
+  provider: string | null;
+  is_enabled: boolean;
+  last_sync: number | null;
+}
+
+/** Mail Archiver's "never synced" is 1970-01-01; the DTO says null. */
+export const toAccountDto = (r: RawAccount): MailAccountDto => ({
+  id: r.id,
+  name: r.name,
+  emailAddress: r.email_address,
+  provider: r.provider ?? 'IMAP',
+  isEnabled: r.is_enabled,
+  lastSync: r.last_sync === null || r.last_sync <= 0 ? null : iso(r.last_sync),
+});
+
+export const ACCOUNT_COLUMNS = sql`a."Id" AS id, a."Name" AS name, a."EmailAddress" AS email_address,
+  a."Provider" AS provider, a."IsEnabled" AS is_enabled, ${utcMs('a."LastSync"')} AS last_sync`;
+
+async function accounts(ctx: PgContext, viewer: Viewer): Promise<MailAccountDto[]> {
+  const rows = await ctx.read<RawAccount>(
+    sql`SELECT ${ACCOUNT_COLUMNS} FROM ${T.accounts} a WHERE ${visibleAccounts(viewer, 'a."Id"')} ORDER BY a."Id"`,
+  );
+  return rows.map(toAccountDto);
+}
+
+async function folders(ctx: PgContext, viewer: Viewer, accountId: number) {
+  const visible = await ctx.read(
+    sql`SELECT 1 FROM ${T.accounts} a WHERE a."Id" = ${accountId} AND ${visibleAccounts(viewer, 'a."Id"')}`,
+  );
+  if (visible.length === 0) return null;
+  const counts = await ctx.read<{ folder: string; count: number }>(
+    sql`SELECT "FolderName" AS folder, count(*) AS count FROM ${T.emails}
+         WHERE "MailAccountId" = ${accountId} GROUP BY "FolderName"`,
+  );
+  return buildFolderTree(counts);
+}
+
+interface RawDetail extends RawSummary {
+  cc_addr: string;
+  bcc_addr: string;
+  received_date: number;
+  message_id: string;
+  text_body: string | null;
+  html_body: string | null;
+  text_untruncated: string | null;
+  html_untruncated: string | null;
+  text_original: Buffer | null;
+  html_original: Buffer | null;
+}
+
+async function detail(ctx: PgContext, viewer: Viewer, id: number): Promise<EmailDetailDto | null> {
+  // Mail Archiver stores '' for "no body"; an empty legacy untruncated body does not count.
+  const rows = await ctx.read<RawDetail>(
+    sql`SELECT ${summaryColumns(ctx.zone)}, e."Cc" AS cc_addr, e."Bcc" AS bcc_addr,
+               ${utcMs('e."ReceivedDate"')} AS received_date, e."MessageId" AS message_id,
+               NULLIF(e."Body", '') AS text_body, NULLIF(e."HtmlBody", '') AS html_body,
+               NULLIF(e."BodyUntruncatedText", '') AS text_untruncated,
+               NULLIF(e."BodyUntruncatedHtml", '') AS html_untruncated,
+               e."OriginalBodyText" AS text_original, e."OriginalBodyHtml" AS html_original
+          FROM ${T.emails} e WHERE e."Id" = ${id} AND ${visibleAccounts(viewer, 'e."MailAccountId"')}`,
+  );
+  const row = rows[0];
+  if (!row) return null;
+  const attachments = await ctx.read<AttachmentDto>(
+    sql`SELECT "Id" AS id, "FileName" AS "fileName", "ContentType" AS "contentType", "Size" AS size
+          FROM ${T.attachments} WHERE "ArchivedEmailId" = ${id} ORDER BY "Id"`,
+  );
+  return {
+    ...toSummary(row),
+    cc: row.cc_addr,
+    bcc: row.bcc_addr,
+    receivedDate: iso(row.received_date),
+    messageId: row.message_id,
+    textBody: resolveBody(row.text_original, row.text_untruncated, row.text_body),
+    htmlBody: resolveBody(row.html_original, row.html_untruncated, row.html_body),
+    attachments,
+  };
+}
+
+/**
+ * Where an attachment's bytes live, as one number: an AttachmentContents id (positive), the
+ * legacy EmailAttachments.Content of that attachment (its id, negated), or nowhere (0: empty).
+ */
+async function attachment(ctx: PgContext, viewer: Viewer, emailId: number, attachmentId: number) {
+  const rows = await ctx.read<{
+    id: number;
+    emailId: number;
+    accountId: number;
+    fileName: string;
+    contentType: string;
+    size: number;
+    contentId: number;
+  }>(
+    sql`SELECT a."Id" AS id, a."ArchivedEmailId" AS "emailId", e."MailAccountId" AS "accountId",
+               a."FileName" AS "fileName", a."ContentType" AS "contentType",
+               COALESCE(octet_length(c."Content"), octet_length(a."Content"), 0)::bigint AS size,
+               CASE WHEN c."Id" IS NOT NULL THEN c."Id" WHEN a."Content" IS NOT NULL THEN -a."Id" ELSE 0 END AS "contentId"
+          FROM ${T.attachments} a
+          JOIN ${T.emails} e ON e."Id" = a."ArchivedEmailId"
+          LEFT JOIN ${T.contents} c ON c."Id" = a."AttachmentContentId"
+         WHERE a."Id" = ${attachmentId} AND a."ArchivedEmailId" = ${emailId}
+           AND ${visibleAccounts(viewer, 'e."MailAccountId"')}`,
+  );
+  const row = rows[0];
+  if (!row) return null;
+  return { ...row, chunkCount: Math.max(1, Math.ceil(row.size / ATTACHMENT_CHUNK_BYTES)) };
+}
+
+/** One chunk of the bytes: PostgreSQL cuts it out (substring of bytea), so only it travels. */
+async function attachmentChunk(ctx: PgContext, contentId: number, seq: number): Promise<Uint8Array | null> {
+  if (contentId === 0) return seq === 0 ? new Uint8Array(0) : null;
+  const from = seq * ATTACHMENT_CHUNK_BYTES + 1;
+  const rows = await ctx.read<{ data: Buffer | null }>(
+    contentId > 0
+      ? sql`SELECT substring("Content" FROM ${from}::int FOR ${ATTACHMENT_CHUNK_BYTES}::int) AS data
+              FROM ${T.contents} WHERE "Id" = ${contentId}`
+      : sql`SELECT substring("Content" FROM ${from}::int FOR ${ATTACHMENT_CHUNK_BYTES}::int) AS data
+              FROM ${T.attachments} WHERE "Id" = ${-contentId}`,
+  );
+  const data = rows[0]?.data;
+  if (!data || (data.length === 0 && seq > 0)) return null;
+  // A buffer of its own, so the worker can move it to the gateway thread instead of copying.
+  return data.byteLength === data.buffer.byteLength ? data : new Uint8Array(data);
+}
+
+async function stats(ctx: PgContext, viewer: Viewer) {
+  const rows = await ctx.read<{ emails: number; accounts: number; attachments: number; bytes: number }>(
+    sql`SELECT (SELECT count(*) FROM ${T.emails} e WHERE ${visibleAccounts(viewer, 'e."MailAccountId"')}) AS emails,
+               (SELECT count(*) FROM ${T.accounts} a WHERE ${visibleAccounts(viewer, 'a."Id"')}) AS accounts,
+               (SELECT count(*) FROM ${T.attachments} t JOIN ${T.emails} e ON e."Id" = t."ArchivedEmailId"
+                 WHERE ${visibleAccounts(viewer, 'e."MailAccountId"')}) AS attachments,
+               pg_database_size(current_database()) AS bytes`,
+  );
+  const r = rows[0]!;
+  return {
+    emails: r.emails,
+    accounts: r.accounts,
+    attachments: r.attachments,
+    databaseSizeInMB: viewer.isAdmin ? (r.bytes / (1024 * 1024)).toFixed(2) : '',
+  };
+}
+
+/**
+ * Into Mail Archiver's AccessLogs, one row per read, with its type codes and the columns it
+ * fills (so its own audit page lists these reads); what it has no column for (key prefix,
+ * client address, front end) goes to our access_log_details, keyed by the AccessLogs id.
+ */
+async function writeAccessLog(ctx: PgContext, entries: readonly AccessLogEntry[]): Promise<{ written: number }> {
+  if (entries.length === 0) return { written: 0 };
+  await ctx.transaction(async (query) => {
+    for (const e of entries) {
+      const isOpen = e.type === 'Open' && e.emailId !== undefined;
+      const inserted = await query<{ id: number }>(
+        sql`INSERT INTO ${T.accessLogs} ("Username", "Type", "Timestamp", "EmailId", "EmailSubject", "EmailFrom", "SearchParameters")
+            VALUES ((SELECT "Username" FROM ${T.users} WHERE "Id" = ${e.userId}), ${ACCESS_TYPE_CODES[e.type]},
+                    ${utcTimestamp(e.at)}, ${e.emailId ?? null},
+                    ${isOpen ? sql`(SELECT left("Subject", 255) FROM ${T.emails} WHERE "Id" = ${e.emailId})` : null},
+                    ${isOpen ? sql`(SELECT left("From", 255) FROM ${T.emails} WHERE "Id" = ${e.emailId})` : null},
+                    ${e.type === 'Search' && e.searchParams ? searchParametersText(e.searchParams) : null})
+            RETURNING "Id" AS id`,
+      );
+      await query(
+        sql`INSERT INTO mail_archive_gateway.access_log_details (access_log_id, user_id, key_prefix, client_ip, source, search_params)
+            VALUES (${inserted[0]!.id}, ${e.userId}, ${e.keyPrefix}, ${e.clientIp}, ${e.source},
+                    ${e.searchParams ? JSON.stringify(e.searchParams) : null}::jsonb)`,
+      );
+    }
+  });
+  return { written: entries.length };
+}
+
+interface RawUser {
+  id: number;
+  username: string;
+  is_admin: boolean;
+  is_active: boolean;
+  password_hash: string | null;
+}
+
+async function userById(ctx: PgContext, id: number): Promise<RawUser | null> {
+  const rows = await ctx.primary<RawUser>(
+    sql`SELECT "Id" AS id, "Username" AS username, "IsAdmin" AS is_admin, "IsActive" AS is_active,
+               "PasswordHash" AS password_hash FROM ${T.users} WHERE "Id" = ${id}`,
+  );
+  return rows[0] ?? null;
+}
+
+const webUser = (u: RawUser, stored: string): WebUser => ({
+  id: u.id,
+  username: u.username,
+  isAdmin: u.is_admin,
+  stamp: stampOf(stored),
+});
+
+/** Mail Archiver compares user names lower-cased; so does sign-in here. */
+async function login(ctx: PgContext, username: string, password: string): Promise<WebUser | null> {
+  const name = username.trim();
+  const rows = name
+    ? await ctx.primary<RawUser>(
+        sql`SELECT "Id" AS id, "Username" AS username, "IsAdmin" AS is_admin, "IsActive" AS is_active,
+                   "PasswordHash" AS password_hash FROM ${T.users} WHERE lower("Username") = lower(${name})`,
+      )
+    : [];
+  const user = rows.length === 1 ? rows[0]! : null;
+  const stored = user?.password_hash ?? null;
+  const matches = verifyPasswordSync(password, stored ?? decoyHash());
+  if (!matches || !user || !stored || !user.is_active) return null;
+  return webUser(user, stored);
+}
+
+async function sessionUser(ctx: PgContext, userId: number, stamp: string): Promise<WebUser | null> {
+  const user = await userById(ctx, userId);
+  const stored = user?.password_hash ?? null;
+  if (!user || !stored || !user.is_active || stampOf(stored) !== stamp) return null;
+  return webUser(user, stored);
+}
+
+async function keysWhere(ctx: PgContext, where: ReturnType<typeof sql>, now: number): Promise<KeyRow[]> {
+  const rows = await ctx.primary<RawKey>(
+    sql`SELECT ${KEY_COLUMNS} FROM ${T.keys} k JOIN ${T.users} u ON u."Id" = k."UserId" WHERE ${where}
+         ORDER BY u."Username", k."Id"`,
+  );
+  return rows.map((r) => toRow(r, now));
+}
+
+/** Creates a key the way Mail Archiver does (prefix length, hash, UTC CreatedAt); shared with the CLI. */
+export async function insertKey(
+  ctx: PgContext,
+  userId: number,
+  name: string,
+  expiresAt: number | null,
+  now: number,
+): Promise<{ id: number; key: string; prefix: string }> {
+  const key = generateKey();
+  const prefix = key.slice(0, KEY_PREFIX_LENGTH);
+  const rows = await ctx.primary<{ id: number }>(
+    sql`INSERT INTO ${T.keys} ("UserId", "Name", "KeyPrefix", "KeyHash", "CreatedAt", "ExpiresAt")
+        VALUES (${userId}, ${name}, ${prefix}, ${hashKey(key)}, ${utcTimestamp(now)},
+                ${expiresAt === null ? null : utcTimestamp(expiresAt)})
+        RETURNING "Id" AS id`,
+  );
+  return { id: rows[0]!.id, key, prefix };
+}
+
+export const pgHandlers: PgHandlers = {
+  authenticate: (ctx, job) => authenticate(ctx, job.keyHash, job.now),
+  accounts: (ctx, job) => accounts(ctx, job.principal),
+  folders: (ctx, job) => folders(ctx, job.principal, job.accountId),
+  search: (ctx, job) => searchEmails(ctx, job.principal, job.query),
+  detail: (ctx, job) => detail(ctx, job.principal, job.id),
+  attachment: (ctx, job) => attachment(ctx, job.principal, job.emailId, job.attachmentId),
+  attachmentChunk: (ctx, job) => attachmentChunk(ctx, job.contentId, job.seq),
+  stats: (ctx, job) => stats(ctx, job.principal),
+  accessLog: (ctx, job) => writeAccessLog(ctx, job.entries),
+  login: (ctx, job) => login(ctx, job.username, job.password),
+  sessionUser: (ctx, job) => sessionUser(ctx, job.userId, job.stamp),
+  listKeysFor: async (ctx, job) => {
+    const actor = await userById(ctx, job.actorId);
+    if (!actor || !actor.is_active) return forbidden;
+    if (!actor.is_admin) return { ok: true, value: { own: await keysWhere(ctx, sql`k."UserId" = ${actor.id}`, job.now), others: null } };
+    const all = await keysWhere(ctx, sql`true`, job.now);
+    return {
+      ok: true,
+      value: { own: all.filter((k) => k.userId === actor.id), others: all.filter((k) => k.userId !== actor.id) },
+    };
+  },
+  createKeyFor: async (ctx, job) => {
+    const actor = await userById(ctx, job.actorId);
+    if (!actor || !actor.is_active) return forbidden;
+    const name = job.name.trim();
+    if (!name) return { ok: false, reason: 'invalid', message: 'A key needs a name.' };
+    if (name.length > MAX_KEY_NAME_LENGTH)
+      return { ok: false, reason: 'invalid', message: `A key name is at most ${MAX_KEY_NAME_LENGTH} characters.` };
+    const created = await insertKey(ctx, actor.id, name, job.expiresAt, job.now);
+    const [row] = await keysWhere(ctx, sql`k."Id" = ${created.id}`, job.now);
+    return { ok: true, value: { key: created.key, row: row! } };
+  },
+  revokeKeyAs: async (ctx, job) => {
+    const actor = await userById(ctx, job.actorId);
+    if (!actor || !actor.is_active) return forbidden;
+    const [key] = await keysWhere(ctx, sql`k."Id" = ${job.keyId}`, job.now);
+    if (!key || (!actor.is_admin && key.userId !== actor.id)) return notFound;
+    await ctx.primary(
+      sql`UPDATE ${T.keys} SET "RevokedAt" = ${utcTimestamp(job.now)} WHERE "Id" = ${job.keyId} AND "RevokedAt" IS NULL`,
+    );
+    const [row] = await keysWhere(ctx, sql`k."Id" = ${job.keyId}`, job.now);
+    return { ok: true, value: row! };
+  },
+  ping: async (ctx) => {
+    const rows = await ctx.read<{ version: number }>(
+      sql`SELECT version FROM mail_archive_gateway.schema_version WHERE id = 1`,
+    );
+    return { schemaVersion: rows[0]?.version ?? 0 };
+  },
+  fault: () => {
+    throw new Error('fault injection is disabled');
+  },
+};

@@ -1,0 +1,28 @@
+// The service's own schema in a PostgreSQL archive, `mail_archive_gateway`: what it needs beyond
+// Mail Archiver's tables, which it never alters. Versioned like the SQLite archive's migrations
+// (engine/db/migrations.ts): append, never edit one that has shipped.
+
+export interface OwnMigration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const ourMigrations: OwnMigration[] = [
+  {
+    version: 1,
+    name: 'access-log details Mail Archiver has no columns for',
+    sql: /* sql */ `
+      -- One row per AccessLogs row this service writes: which key, from where, through which
+      -- front end. Mail Archiver's own audit page ignores it; our access-log command shows it.
+      CREATE TABLE mail_archive_gateway.access_log_details (
+        access_log_id integer PRIMARY KEY,
+        user_id       integer NOT NULL,
+        key_prefix    text,
+        client_ip     text,
+        source        text,
+        search_params jsonb
+      );
+    `,
+  },
+];

@@ -1,0 +1,46 @@
+// SQL text with its parameters, built by a tagged template: `sql\`... WHERE "Id" = ${id}\``.
+// Values become $1, $2, ... in order; a nested Sql fragment is spliced in with its own values
+// renumbered. User input therefore never reaches the SQL text, whatever the query's shape.
+
+export class Sql {
+  constructor(
+    readonly parts: readonly string[],
+    readonly values: readonly unknown[],
+  ) {}
+
+  /** The text and values pg's query() takes. */
+  toQuery(): { text: string; values: unknown[] } {
+    let text = this.parts[0]!;
+    for (let i = 0; i < this.values.length; i++) text += `$${i + 1}${this.parts[i + 1]!}`;
+    return { text, values: [...this.values] };
+  }
+}
+
+export function sql(strings: TemplateStringsArray, ...args: unknown[]): Sql {
+  const parts: string[] = [strings[0]!];
+  const values: unknown[] = [];
+  args.forEach((arg, i) => {
+    const next = strings[i + 1]!;
+    if (arg instanceof Sql) {
+      parts[parts.length - 1] += arg.parts[0]!;
+      arg.values.forEach((v, j) => {
+        values.push(v);
+        parts.push(arg.parts[j + 1]!);
+      });
+      parts[parts.length - 1] += next;
+    } else {
+      values.push(arg);
+      parts.push(next);
+    }
+  });
+  return new Sql(parts, values);
+}
+
+/** Trusted SQL text (identifiers, keywords chosen by code, never by input). */
+export const raw = (text: string): Sql => new Sql([text], []);
+
+/** Fragments joined by a separator (` AND `, `, `); empty gives `empty`. */
+export function join(fragments: readonly Sql[], separator: string, empty = ''): Sql {
+  if (fragments.length === 0) return raw(empty);
+  return fragments.reduce((acc, f) => sql`${acc}${raw(separator)}${f}`);
+}
