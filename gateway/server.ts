@@ -26,7 +26,10 @@ let gateway;
 try {
   // A PostgreSQL archive is checked here, once: reachable, the known schema version, our own
   // schema migrated. A failure is one sentence naming the setting, before anything listens.
-  await prepareArchive({ path: settings.Database.Path, timeZone: settings.Database.TimeZone }, { createIfEmpty: false });
+  await prepareArchive(
+    { path: settings.Database.Path, timeZone: settings.Database.TimeZone },
+    { createIfEmpty: false },
+  );
   gateway = createGateway(settings, { logger });
 } catch (err) {
   if (err instanceof ArchiveOpenError) {

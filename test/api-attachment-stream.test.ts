@@ -42,7 +42,7 @@ test('a 200 MB attachment streams intact with bounded memory', async (t) => {
   const big = JSON.parse(stdout) as { emailId: number; attachmentId: number; sha256: string; size: number };
   t.is(big.size, SIZE);
 
-  const api = startApi({}, { useFixture: f });
+  const api = await startApi({}, { useFixture: f });
   const server = await listen(api.gateway);
   t.teardown(async () => {
     await server.close();

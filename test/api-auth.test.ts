@@ -9,8 +9,8 @@ import { PASSWORDS, sessionCookies, signIn, startWeb } from './helpers/web.js';
 
 const test = anyTest as TestFn<{ api: ApiHarness }>;
 
-test.before((t) => {
-  t.context = { api: startApi() };
+test.before(async (t) => {
+  t.context = { api: await startApi() };
 });
 test.after.always(async (t) => {
   await t.context.api?.close();

@@ -3,6 +3,7 @@
 // pool and a real SQLite archive.
 import anyTest, { type TestFn } from 'ava';
 import { openArchive } from '../engine/db/open.js';
+import { changeArchive } from './helpers/store.js';
 import { addAccount } from '../engine/store/accounts.js';
 import { ArchiveWriter } from '../engine/store/writer.js';
 import type {
@@ -203,13 +204,13 @@ function addExtraMail(dbPath: string): Extra {
   }
 }
 
-test.before((t) => {
+test.before(async (t) => {
   const f = createFixture();
   const x = addExtraMail(f.dbPath);
   // Page sizes differ from the defaults so that honouring the settings is visible.
-  const api = startApi({ Api: { DefaultPageSize: 3, MaxPageSize: 5 } }, { useFixture: f });
+  const api = await startApi({ Api: { DefaultPageSize: 3, MaxPageSize: 5 } }, { useFixture: f });
   // Same archive, default page settings.
-  const small = startApi({}, { useFixture: f });
+  const small = await startApi({}, { useFixture: f });
   t.context = { api, small, f, x };
 });
 
@@ -270,11 +271,18 @@ test('GET /accounts lists the visible accounts with every MailAccountDto field a
 
 test('GET /accounts shows lastSync as UTC ISO 8601 ending in Z', async (t) => {
   const { api, f } = t.context;
-  const db = api.db();
-  db.prepare('UPDATE mail_accounts SET last_sync = ? WHERE id = ?').run(
-    T('2024-04-01T10:20:30.456Z'),
-    f.accounts.shared,
-  );
+  await changeArchive(api.settings.Database.Path, {
+    sqlite: (db) =>
+      db
+        .prepare('UPDATE mail_accounts SET last_sync = ? WHERE id = ?')
+        .run(T('2024-04-01T10:20:30.456Z'), f.accounts.shared),
+    // Mail Archiver keeps LastSync as naive UTC.
+    postgres: (client) =>
+      client.query('UPDATE mail_archiver."MailAccounts" SET "LastSync" = $1 WHERE "Id" = $2', [
+        '2024-04-01 10:20:30.456',
+        f.accounts.shared,
+      ]),
+  });
   const res = await api.request.get('/api/v1/accounts').set(bearer(f.keys.alice));
   t.is(res.status, 200);
   const shared = (res.body as MailAccountDto[]).find((a) => a.id === f.accounts.shared)!;
@@ -915,7 +923,7 @@ test('attachment download: 404 for a missing attachment, an invisible message, o
 
 test('attachment download is 403 problem+json when Api:AllowAttachmentDownloads is false; metadata stays', async (t) => {
   const { f } = t.context;
-  const off = startApi({ Api: { AllowAttachmentDownloads: false } }, { useFixture: f });
+  const off = await startApi({ Api: { AllowAttachmentDownloads: false } }, { useFixture: f });
   t.teardown(() => off.close());
   const path = `/api/v1/emails/${f.emails.budget}/attachments/${f.attachments['budget:notes.txt']}`;
   const res = await off.request.get(path).set(bearer(f.keys.admin));

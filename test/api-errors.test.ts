@@ -19,9 +19,9 @@ const test = anyTest as TestFn<{
   cleanupBroken: () => void;
 }>;
 
-test.before((t) => {
-  const api = startApi();
-  const off = startApi({ Api: { Enabled: false } });
+test.before(async (t) => {
+  const api = await startApi();
+  const off = await startApi({ Api: { Enabled: false } });
 
   // An archive damaged on purpose, to provoke genuine server-side failures.
   const brokenFixture = createFixture();
@@ -52,7 +52,7 @@ test.before((t) => {
   db.exec('DROP TABLE email_bodies');
   db.close();
   const { logger, lines } = capturingLogger();
-  const broken = startApi({}, { useFixture: brokenFixture, logger });
+  const broken = await startApi({}, { useFixture: brokenFixture, logger });
   // The broken harness does not own its fixture (useFixture): it is removed in after.always.
   t.context = {
     api,
@@ -184,7 +184,7 @@ test('HEAD works on every endpoint: same status and headers as GET, no body', as
 });
 
 test('HEAD on a message or an attachment is not logged as an Open or a Download; GET is', async (t) => {
-  const api = startApi();
+  const api = await startApi();
   t.teardown(() => api.close());
   const f = api.fixture;
   const detail = `/api/v1/emails/${f.emails.invoice}`;
@@ -217,7 +217,10 @@ test('Api:Enabled=false: every /api/* path is 404 for every method, even with a 
 });
 
 test('Api:Enabled=false with Mcp:Enabled=true: /api/* and the API documentation stay 404, never a login redirect', async (t) => {
-  const mcpOnly = startApi({ Api: { Enabled: false }, Mcp: { Enabled: true } }, { useFixture: t.context.off.fixture });
+  const mcpOnly = await startApi(
+    { Api: { Enabled: false }, Mcp: { Enabled: true } },
+    { useFixture: t.context.off.fixture },
+  );
   t.teardown(() => mcpOnly.close());
   const f = mcpOnly.fixture;
   for (const path of [...paths(mcpOnly), '/api', '/api/v1/nope', '/apidocs', '/apidocs/spec/v1.json']) {

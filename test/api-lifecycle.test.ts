@@ -14,8 +14,8 @@ import { startServerProcess } from './helpers/server-process.js';
 
 const test = anyTest as TestFn<{ faulty: ApiHarness }>;
 
-test.before((t) => {
-  t.context = { faulty: startApi({ Engine: { Threads: 1 } }, { gateway: { faultInjection: true } }) };
+test.before(async (t) => {
+  t.context = { faulty: await startApi({ Engine: { Threads: 1 } }, { gateway: { faultInjection: true } }) };
 });
 test.after.always(async (t) => {
   await t.context.faulty?.close();
@@ -71,7 +71,7 @@ test.serial('API requests queued behind a crashing job on a one-thread pool all 
 });
 
 test('with two threads, one worker crashing does not disturb requests served by the other', async (t) => {
-  const api = startApi({ Engine: { Threads: 2 } }, { gateway: { faultInjection: true } });
+  const api = await startApi({ Engine: { Threads: 2 } }, { gateway: { faultInjection: true } });
   t.teardown(() => api.close());
   const key = api.fixture.keys.bob;
   const crashes = [
@@ -95,7 +95,7 @@ test('with two threads, one worker crashing does not disturb requests served by 
 });
 
 test('without faultInjection the fault job is refused and no worker dies', async (t) => {
-  const api = startApi();
+  const api = await startApi();
   t.teardown(() => api.close());
   const err = await t.throwsAsync(api.gateway.engine.run({ kind: 'fault', mode: 'exit' }));
   t.regex(String(err?.message), /fault injection is disabled/);

@@ -30,12 +30,12 @@ async function waitUntilSharing(api: ApiHarness, url: string): Promise<void> {
   });
 }
 
-function twoGateways(fixture: Fixture, url: string) {
+async function twoGateways(fixture: Fixture, url: string) {
   const logA = capturingLogger();
   const logB = capturingLogger();
   const settings = { Api: { RateLimitPerMinute: LIMIT }, Redis: { Url: url } };
-  const a = startApi(settings, { useFixture: fixture, logger: logA.logger });
-  const b = startApi(settings, { useFixture: fixture, logger: logB.logger });
+  const a = await startApi(settings, { useFixture: fixture, logger: logA.logger });
+  const b = await startApi(settings, { useFixture: fixture, logger: logB.logger });
   return { a, b, logA: logA.lines, logB: logB.lines };
 }
 
@@ -63,7 +63,7 @@ async function alternate(
 test('two gateways with the same Redis:Url share one budget per key', async (t) => {
   const url = redisUrl();
   const fixture = createFixture();
-  const { a, b } = twoGateways(fixture, url);
+  const { a, b } = await twoGateways(fixture, url);
   t.teardown(async () => {
     await a.close();
     await b.close();
@@ -99,7 +99,7 @@ test.serial(
     const server = await startRedisServer();
     let current = server;
     const fixture = createFixture();
-    const { a, b, logA, logB } = twoGateways(fixture, server.url);
+    const { a, b, logA, logB } = await twoGateways(fixture, server.url);
     t.teardown(async () => {
       await a.close();
       await b.close();
@@ -152,7 +152,10 @@ test.serial(
   async (t) => {
     const server = await startRedisServer();
     const fixture = createFixture();
-    const a = startApi({ Api: { RateLimitPerMinute: LIMIT }, Redis: { Url: server.url } }, { useFixture: fixture });
+    const a = await startApi(
+      { Api: { RateLimitPerMinute: LIMIT }, Redis: { Url: server.url } },
+      { useFixture: fixture },
+    );
     let paused = false;
     t.teardown(async () => {
       if (paused) server.process.kill('SIGCONT');

@@ -12,9 +12,9 @@ import { bearer, silentLogger, startApi, unknownKey, type ApiHarness } from './h
 const LIMIT = 3;
 const test = anyTest as TestFn<{ api: ApiHarness }>;
 
-test.before((t) => {
+test.before(async (t) => {
   // TrustProxy lets each test be its own client IP through X-Forwarded-For.
-  t.context = { api: startApi({ Api: { RateLimitPerMinute: LIMIT }, Server: { TrustProxy: true } }) };
+  t.context = { api: await startApi({ Api: { RateLimitPerMinute: LIMIT }, Server: { TrustProxy: true } }) };
 });
 test.after.always(async (t) => {
   await t.context.api?.close();
@@ -98,7 +98,7 @@ test('without a key the budget is per client IP, separate from any key budget', 
 });
 
 test('a key that fails authentication is charged to the client IP, never to a key budget; past the IP limit, 429 before any key lookup', async (t) => {
-  const api = startApi(
+  const api = await startApi(
     { Api: { RateLimitPerMinute: 100 }, Server: { TrustProxy: true, AuthFailuresPerIpPerMinute: LIMIT } },
     { useFixture: t.context.api.fixture },
   );
@@ -157,7 +157,7 @@ test("made-up keys carrying a real key's prefix do not spend that key's budget (
 });
 
 test('a flood of distinct junk tokens from one address adds no partitions to the policy store', async (t) => {
-  const api = startApi(
+  const api = await startApi(
     { Server: { TrustProxy: true, AuthFailuresPerIpPerMinute: 50 } },
     { useFixture: t.context.api.fixture },
   );
@@ -184,7 +184,7 @@ test('a flood of distinct junk tokens from one address adds no partitions to the
 });
 
 test('RateLimit headers are on every answer: 200, 400, 401, 404, 405 alike', async (t) => {
-  const api = startApi(
+  const api = await startApi(
     { Api: { RateLimitPerMinute: 100 }, Server: { TrustProxy: true } },
     { useFixture: t.context.api.fixture },
   );
@@ -262,7 +262,7 @@ test.serial("the app's limiter counts one partition per distinct client", async 
 });
 
 test('without Server:TrustProxy, X-Forwarded-For cannot buy an anonymous client a fresh budget', async (t) => {
-  const api = startApi({ Api: { RateLimitPerMinute: LIMIT } });
+  const api = await startApi({ Api: { RateLimitPerMinute: LIMIT } });
   t.teardown(() => api.close());
   const statuses: number[] = [];
   for (let i = 0; i <= LIMIT; i++) {

@@ -31,7 +31,7 @@ async function readyOk(t: import('ava').ExecutionContext, api: ApiHarness, redis
 
 for (const enabled of [false, true]) {
   test(`healthz and readyz answer with the API and MCP ${enabled ? 'enabled' : 'disabled'}`, async (t) => {
-    const api = startApi({ Api: { Enabled: enabled, RateLimitPerMinute: 1 }, Mcp: { Enabled: enabled } });
+    const api = await startApi({ Api: { Enabled: enabled, RateLimitPerMinute: 1 }, Mcp: { Enabled: enabled } });
     t.teardown(() => api.close());
     const health = await api.request.get('/healthz');
     t.is(health.status, 200);
@@ -47,7 +47,7 @@ for (const enabled of [false, true]) {
 }
 
 test('healthz and readyz accept only GET and HEAD', async (t) => {
-  const api = startApi();
+  const api = await startApi();
   t.teardown(() => api.close());
   for (const path of ['/healthz', '/readyz']) {
     const res = await api.request.post(path);
@@ -59,13 +59,13 @@ test('healthz and readyz accept only GET and HEAD', async (t) => {
 });
 
 test('readyz reports Redis as ok when it answers, and as down (degraded, still 200) when it does not', async (t) => {
-  const up = startApi({ Redis: { Url: redisUrl() } });
+  const up = await startApi({ Redis: { Url: redisUrl() } });
   t.teardown(() => up.close());
   // Until the connection is up the answer is "down"; it turns to "ok" once Redis answers.
   await waitFor('Redis reported ok', async () => (await up.request.get('/readyz')).body.checks.redis.status === 'ok');
   await readyOk(t, up, 'ok');
 
-  const down = startApi({ Redis: { Url: `redis://127.0.0.1:${await freePort()}` } });
+  const down = await startApi({ Redis: { Url: `redis://127.0.0.1:${await freePort()}` } });
   t.teardown(() => down.close());
   const res = await down.request.get('/readyz');
   t.is(res.status, 200, 'rate limits fall back to per-process counters, so the process still serves');
@@ -75,7 +75,7 @@ test('readyz reports Redis as ok when it answers, and as down (degraded, still 2
 });
 
 test('readyz is 503 once the pool is closed', async (t) => {
-  const api = startApi();
+  const api = await startApi();
   t.teardown(() => api.close());
   t.is((await api.request.get('/readyz')).status, 200);
   await api.gateway.engine.close();
@@ -91,7 +91,7 @@ test('readyz is 503 once the pool is closed', async (t) => {
 });
 
 test('readyz is 503 while a lane does not answer, and 200 again once it does', async (t) => {
-  const api = startApi({}, { gateway: { faultInjection: true } });
+  const api = await startApi({}, { gateway: { faultInjection: true } });
   t.teardown(() => api.close());
   // The only query thread is blocked for longer than the ping timeout.
   const blocked = api.gateway.engine.run({ kind: 'fault', mode: 'hold', ms: 3000 }).catch(() => undefined);
@@ -108,7 +108,7 @@ test('readyz is 503 while a lane does not answer, and 200 again once it does', a
 });
 
 test('readyz stays 200 (degraded, lane busy) while a lane is saturated but finishing jobs', async (t) => {
-  const api = startApi({}, { gateway: { faultInjection: true } });
+  const api = await startApi({}, { gateway: { faultInjection: true } });
   t.teardown(() => api.close());
   // Ten 300 ms jobs ahead of the ping on the only query thread: it waits about 3 s, past the
   // ping timeout, while the lane completes a job every 300 ms. Saturated, not wedged.

@@ -9,8 +9,8 @@ import { postMcp, startMcpGateway, toolsCall } from './helpers/mcp.js';
 import { parsePrometheus, sampleValue, type Sample } from './helpers/prometheus.js';
 import { redisUrl, waitFor } from './helpers/redis.js';
 
-const withMetrics = (overrides: SettingsOverrides = {}) =>
-  startApi({ ...overrides, Metrics: { Enabled: true, ...overrides.Metrics } });
+const withMetrics = async (overrides: SettingsOverrides = {}) =>
+  await startApi({ ...overrides, Metrics: { Enabled: true, ...overrides.Metrics } });
 
 async function scrape(
   t: import('ava').ExecutionContext,
@@ -28,7 +28,7 @@ const requests = (samples: Sample[], labels: Record<string, string>) =>
   sampleValue(samples, 'mail_archive_http_request_duration_seconds_count', labels) ?? 0;
 
 test('metrics are off by default: /metrics is the same 404 as any unknown path', async (t) => {
-  const api = startApi();
+  const api = await startApi();
   t.teardown(() => api.close());
   const res = await api.request.get('/metrics');
   t.is(res.status, 404);
@@ -38,7 +38,7 @@ test('metrics are off by default: /metrics is the same 404 as any unknown path',
 });
 
 test('a scrape parses and holds process, pool, access-log and rate-limit series', async (t) => {
-  const api = withMetrics({ Engine: { Threads: 2 } });
+  const api = await withMetrics({ Engine: { Threads: 2 } });
   t.teardown(() => api.close());
   const { samples } = await scrape(t, api);
   for (const name of [
@@ -69,7 +69,7 @@ test('a scrape parses and holds process, pool, access-log and rate-limit series'
 });
 
 test('requests are counted by method, route template and status; pool counters move', async (t) => {
-  const api = withMetrics();
+  const api = await withMetrics();
   t.teardown(() => api.close());
   const before = (await scrape(t, api)).samples;
   const key = api.fixture.keys.alice;
@@ -106,7 +106,7 @@ test('requests are counted by method, route template and status; pool counters m
 });
 
 test('authentication failures are counted by reason', async (t) => {
-  const api = withMetrics();
+  const api = await withMetrics();
   t.teardown(() => api.close());
   const { keys } = api.fixture;
   const get = (headers: Record<string, string>) => api.request.get('/api/v1/accounts').set(headers);
@@ -129,7 +129,7 @@ test('authentication failures are counted by reason', async (t) => {
 });
 
 test('429s are counted by policy', async (t) => {
-  const api = withMetrics({ Api: { RateLimitPerMinute: 1 } });
+  const api = await withMetrics({ Api: { RateLimitPerMinute: 1 } });
   t.teardown(() => api.close());
   const key = api.fixture.keys.bob;
   t.is((await api.request.get('/api/v1/accounts').set(bearer(key))).status, 200);
@@ -145,7 +145,7 @@ test('429s are counted by policy', async (t) => {
 });
 
 test('the access-log backlog is visible while entries wait to be written', async (t) => {
-  const api = startApi(
+  const api = await startApi(
     { Metrics: { Enabled: true } },
     { gateway: { accessLog: { intervalMs: 60_000, maxBatch: 1000 } } },
   );
@@ -161,7 +161,7 @@ test('the access-log backlog is visible while entries wait to be written', async
 });
 
 test('a failed access-log write is counted, and its entries stay in the backlog', async (t) => {
-  const api = startApi({ Metrics: { Enabled: true } }, { gateway: { accessLog: { intervalMs: 60_000 } } });
+  const api = await startApi({ Metrics: { Enabled: true } }, { gateway: { accessLog: { intervalMs: 60_000 } } });
   t.teardown(() => api.close());
   t.is((await api.request.get('/api/v1/emails?q=budget').set(bearer(api.fixture.keys.admin))).status, 200);
   // The table the writer inserts into is gone, so the batch fails and is kept for a retry.
@@ -178,7 +178,7 @@ test('a failed access-log write is counted, and its entries stay in the backlog'
 });
 
 test('Metrics:AllowFrom refuses other peers with a 404, whatever X-Forwarded-For says', async (t) => {
-  const refused = withMetrics({
+  const refused = await withMetrics({
     Metrics: { AllowFrom: ['10.0.0.0/8', '2001:db8::/32'] },
     Server: { TrustProxy: true },
   });
@@ -192,7 +192,7 @@ test('Metrics:AllowFrom refuses other peers with a 404, whatever X-Forwarded-For
   }
 
   // The default (loopback) admits the test's own connection even when the header names another client.
-  const allowed = withMetrics({ Server: { TrustProxy: true } });
+  const allowed = await withMetrics({ Server: { TrustProxy: true } });
   t.teardown(() => allowed.close());
   t.is((await allowed.request.get('/metrics').set('X-Forwarded-For', '203.0.113.9')).status, 200);
   const post = await allowed.request.post('/metrics');
@@ -231,7 +231,7 @@ test('the known tool names are exactly the tools the MCP server offers', (t) => 
 });
 
 test('no label holds a key, a key prefix, a user name, a query or a raw path', async (t) => {
-  const api = withMetrics({ Mcp: { Enabled: true } });
+  const api = await withMetrics({ Mcp: { Enabled: true } });
   t.teardown(() => api.close());
   const { keys } = api.fixture;
   const secretWord = 'zebracornquery';
@@ -268,8 +268,8 @@ test('no label holds a key, a key prefix, a user name, a query or a raw path', a
 });
 
 test('each gateway counts only its own requests', async (t) => {
-  const a = withMetrics();
-  const b = withMetrics();
+  const a = await withMetrics();
+  const b = await withMetrics();
   t.teardown(() => Promise.all([a.close(), b.close()]));
   await a.request.get('/healthz');
   await a.request.get('/healthz');
@@ -278,7 +278,7 @@ test('each gateway counts only its own requests', async (t) => {
 });
 
 test('the Redis connection of the shared rate limits is a gauge', async (t) => {
-  const api = withMetrics({ Redis: { Url: redisUrl() } });
+  const api = await withMetrics({ Redis: { Url: redisUrl() } });
   t.teardown(() => api.close());
   await waitFor('Redis connected', async () => {
     const text = (await api.request.get('/metrics')).text;

@@ -37,7 +37,7 @@ interface Overloaded {
 
 async function start(t: ExecutionContext): Promise<Overloaded> {
   const { logger, lines } = capturingLogger();
-  const harness = startApi(
+  const harness = await startApi(
     { Engine: ENGINE, Mcp: { Enabled: true, RateLimitPerMinute: 1_000_000 } },
     // Long access-log interval: entries are written only when a test flushes them.
     { logger, gateway: { faultInjection: true, accessLog: { intervalMs: 60_000 } } },

@@ -18,6 +18,7 @@ export const ourMigrations: OwnMigration[] = [
       CREATE TABLE mail_archive_gateway.access_log_details (
         access_log_id integer PRIMARY KEY,
         user_id       integer NOT NULL,
+        account_id    integer,
         key_prefix    text,
         client_ip     text,
         source        text,

@@ -29,7 +29,11 @@ export function filterConditions(ctx: PgContext, viewer: Viewer, query: SearchQu
   return filters;
 }
 
-export async function searchEmails(ctx: PgContext, viewer: Viewer, query: SearchQuery): Promise<PagedResult<EmailSummaryDto>> {
+export async function searchEmails(
+  ctx: PgContext,
+  viewer: Viewer,
+  query: SearchQuery,
+): Promise<PagedResult<EmailSummaryDto>> {
   const page = (items: EmailSummaryDto[], totalItems: number): PagedResult<EmailSummaryDto> => ({
     items,
     page: query.page,

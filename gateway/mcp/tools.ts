@@ -95,7 +95,9 @@ async function guarded(tool: string, logger: Logger, run: () => Promise<CallTool
     }
     if (isArchiveUnavailable(err)) {
       logger.warn({ tool }, 'archive database unavailable');
-      return toolError(`${tool} could not reach the archive database; nothing was done. Call it again in a few seconds.`);
+      return toolError(
+        `${tool} could not reach the archive database; nothing was done. Call it again in a few seconds.`,
+      );
     }
     logger.error({ err, tool }, 'MCP tool call failed');
     return toolError(`${tool} failed because of a server error, which has been logged; try again later.`);

@@ -9,6 +9,7 @@ import supertest from 'supertest';
 import { defaultSettings, type LoadOptions, type Settings } from '../../shared/config.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../../gateway/app.js';
 import { createFixture, type Fixture } from './fixture.js';
+import { serveArchive, type TestStore } from './store.js';
 
 /** An engine queue no test's burst fills, as the rate limits are budgets no test spends. */
 export const TEST_QUEUE = 10_000;
@@ -25,6 +26,8 @@ export interface ApiOptions {
   gateway?: Omit<GatewayOptions, 'logger'>;
   /** Where the gateway's log lines go; default: nowhere. */
   logger?: Logger;
+  /** The store to serve from; default: this run's (TEST_STORE). */
+  store?: TestStore;
 }
 
 export interface ApiHarness {
@@ -64,9 +67,14 @@ export function capturingLogger(): { logger: Logger; lines: Array<Record<string,
   return { logger, lines };
 }
 
-export function startApi(overrides: SettingsOverrides = {}, options: ApiOptions = {}): ApiHarness {
+/**
+ * The real gateway over the standard fixture (or `useFixture`), served from the store this test
+ * run uses (test/helpers/store.ts): the SQLite file itself, or a copy of it in PostgreSQL.
+ */
+export async function startApi(overrides: SettingsOverrides = {}, options: ApiOptions = {}): Promise<ApiHarness> {
   const fixture = options.useFixture ?? createFixture(options.fixture ?? {});
-  const settings = apiSettings(fixture.dbPath, overrides);
+  const served = await serveArchive(fixture.dbPath, options.store);
+  const settings = apiSettings(served.path, overrides);
   const gateway = createGateway(settings, { logger: options.logger ?? silentLogger(), ...options.gateway });
   const request = supertest.agent(gateway.app.callback());
   let db: Db | undefined;
@@ -86,6 +94,7 @@ export function startApi(overrides: SettingsOverrides = {}, options: ApiOptions 
       closed = true;
       await gateway.close();
       db?.close();
+      await served.drop();
       if (!options.useFixture) fixture.cleanup();
     },
   };

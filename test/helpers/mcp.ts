@@ -2,7 +2,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import Database from '../../engine/db/driver.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
@@ -10,6 +9,7 @@ import { defaultSettings, type Settings } from '../../shared/config.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
 import { TEST_QUEUE, TEST_QUEUE_WAIT_MS } from './api.js';
 import { createFixture, type Fixture } from './fixture.js';
+import { readAccessLog, serveArchive, type AccessLogRow } from './store.js';
 
 type Overrides = { [S in keyof Settings]?: Partial<Settings[S]> };
 
@@ -33,12 +33,13 @@ export async function startMcpGateway(
   options: { logger?: Logger } = {},
 ): Promise<McpHarness> {
   const fixture = createFixture();
+  const served = await serveArchive(fixture.dbPath);
   const settings = defaultSettings({
     ...overrides,
     Api: { Enabled: true, RateLimitPerMinute: 1_000_000, ...overrides.Api },
     Mcp: { Enabled: true, RateLimitPerMinute: 1_000_000, ...overrides.Mcp },
     Server: { AuthFailuresPerIpPerMinute: 1_000_000, ...overrides.Server },
-    Database: { Path: fixture.dbPath },
+    Database: { Path: served.path },
     Engine: { Threads: 1, MaxQueue: TEST_QUEUE, MaxQueueWaitMs: TEST_QUEUE_WAIT_MS },
   });
   const gateway = createGateway(settings, { logger: options.logger ?? pino({ level: 'silent' }) });
@@ -55,6 +56,7 @@ export async function startMcpGateway(
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await gateway.close();
+      await served.drop();
       fixture.cleanup();
     },
   };
@@ -108,21 +110,10 @@ export const toolsCall = (id: number, name: string, args: Record<string, unknown
   params: { name, arguments: args },
 });
 
-export interface AccessLogRow {
-  user_id: number;
-  type: string;
-  email_id: number | null;
-  account_id: number | null;
-  source: string;
-}
+export type { AccessLogRow };
 
-/** Access-log rows written so far (after the writer has flushed). */
+/** Access-log rows written so far (after the writer has flushed), on either store. */
 export async function accessLogRows(harness: McpHarness): Promise<AccessLogRow[]> {
   await harness.gateway.accessLog.flush();
-  const db = new Database(harness.fixture.dbPath, { readonly: true });
-  try {
-    return db.prepare('SELECT * FROM access_log ORDER BY id').all() as AccessLogRow[];
-  } finally {
-    db.close();
-  }
+  return readAccessLog(harness.settings.Database.Path);
 }
