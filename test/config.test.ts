@@ -50,6 +50,8 @@ test('every default of SPEC.md section 1, plus the service settings', (t) => {
     AllowedOrigins: [],
   });
   t.is(s.Database.Path, './data/archive.db');
+  t.is(s.Database.TimeZone, 'UTC');
+  t.deepEqual(s.Database.ReadReplicas, []);
   t.is(s.Server.Host, '127.0.0.1');
   t.is(s.Server.Port, 5000);
   t.is(s.Redis.Url, undefined);
@@ -316,5 +318,33 @@ test('engine queue bounds default to 64 per query thread, 256 interactive and a 
     t,
     () => loadSettings({ env: { Engine__InteractiveMaxQueue: 'lots' }, cwd }),
     'Engine:InteractiveMaxQueue',
+  );
+});
+
+test('Database:TimeZone takes IANA names only; Database:ReadReplicas takes PostgreSQL URLs, also from the environment', (t) => {
+  const ok = loadSettings({
+    env: {
+      Database__Path: 'postgres://gw@db.internal/mailarchiver',
+      Database__TimeZone: 'Europe/Berlin',
+      Database__ReadReplicas: 'postgres://gw@replica1/mailarchiver, postgresql://gw@replica2/mailarchiver',
+    },
+    cwd: workdir(t),
+  });
+  t.is(ok.Database.TimeZone, 'Europe/Berlin');
+  t.deepEqual(ok.Database.ReadReplicas, [
+    'postgres://gw@replica1/mailarchiver',
+    'postgresql://gw@replica2/mailarchiver',
+  ]);
+  configError(
+    t,
+    () => loadSettings({ env: { Database__TimeZone: 'CET+1' }, cwd: workdir(t) }),
+    'Database:TimeZone',
+    'IANA',
+  );
+  configError(
+    t,
+    () => loadSettings({ env: {}, cwd: workdir(t, { Database: { ReadReplicas: ['replica1:5432'] } }) }),
+    'Database:ReadReplicas',
+    'postgres://',
   );
 });
