@@ -14,7 +14,7 @@ import { openArchive, type Db } from '../engine/db/open.js';
 import { Random } from '../engine/demo/random.js';
 import { addAccount } from '../engine/store/accounts.js';
 import { addUser, assignAccount } from '../engine/store/users.js';
-import { ArchiveWriter, dedupKeyFor, type NewAttachment } from '../engine/store/writer.js';
+import { ArchiveWriter, dedupKeyFor, type NewAttachment, type NewEmail } from '../engine/store/writer.js';
 
 export const CORPUS_VERSION = 4;
 export const CACHE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../bench/.cache');
@@ -217,18 +217,16 @@ export function corpusPath(messages: number, seed: number): string {
   return join(CACHE_DIR, `corpus-v${CORPUS_VERSION}-${messages}-${seed}.db`);
 }
 
-/** Builds the corpus unless it is cached; returns its path. */
-export function ensureCorpus(options: CorpusOptions = {}): string {
-  const messages = options.messages ?? 1_000_000;
-  const seed = options.seed ?? 42;
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const path = corpusPath(messages, seed);
-  if (existsSync(path)) return path;
-  mkdirSync(CACHE_DIR, { recursive: true });
-  const building = `${path}.building`;
-  for (const suffix of ['', '-wal', '-shm']) rmSync(building + suffix, { force: true });
-  const started = Date.now();
-  const db = openArchive(building);
+/** A corpus to write: its accounts and users, and its messages as a stream (same RNG order as ever). */
+export interface CorpusPlan {
+  accounts: Array<{ name: string; emailAddress: string; provider: string }>;
+  /** `admin`, then user0..user9, each assigned two accounts (indexes into `accounts`). */
+  users: Array<{ username: string; isAdmin: boolean; accounts: number[] }>;
+  /** The messages, given the ids the accounts received. */
+  messages(accountIds: readonly number[]): Generator<NewEmail>;
+}
+
+export function planCorpus(messages: number, seed: number): CorpusPlan {
   const rng = new Random(seed);
   const words = vocabulary(rng, 50_000);
   const zipf = new Zipf(words.length);
@@ -245,23 +243,15 @@ export function ensureCorpus(options: CorpusOptions = {}): string {
       .toLowerCase();
     return { name: `${first} ${last}`, address: `${local}${i % 7 || ''}@${domain}` };
   });
-  const accountIds: number[] = [];
-  for (let a = 0; a < ACCOUNTS; a++) {
-    const owner = people[a]!;
-    accountIds.push(
-      addAccount(db, {
-        name: `${owner.name} (${a % 2 ? 'Work' : 'Home'})`,
-        emailAddress: owner.address,
-        provider: a % 3 ? 'IMAP' : 'M365',
-      }).id,
-    );
-  }
-  addUser(db, { username: 'admin', isAdmin: true });
-  for (let u = 0; u < 10; u++) {
-    addUser(db, { username: `user${u}` });
-    assignAccount(db, `user${u}`, accountIds[u * 2]!);
-    assignAccount(db, `user${u}`, accountIds[u * 2 + 1]!);
-  }
+  const accounts = Array.from({ length: ACCOUNTS }, (_, a) => ({
+    name: `${people[a]!.name} (${a % 2 ? 'Work' : 'Home'})`,
+    emailAddress: people[a]!.address,
+    provider: a % 3 ? 'IMAP' : 'M365',
+  }));
+  const users = [
+    { username: 'admin', isAdmin: true, accounts: [] as number[] },
+    ...Array.from({ length: 10 }, (_, u) => ({ username: `user${u}`, isAdmin: false, accounts: [u * 2, u * 2 + 1] })),
+  ];
   const attachmentPool: NewAttachment[] = Array.from({ length: 300 }, (_, i) => {
     const [fileName, contentType] = FILES[i % FILES.length]!;
     return {
@@ -270,56 +260,85 @@ export function ensureCorpus(options: CorpusOptions = {}): string {
       content: rng.bytes(rng.int(1024, 6144)),
     };
   });
-  const threadSubjects: string[] = [];
-  const writer = new ArchiveWriter(db);
-  const BATCH = 5000;
-  for (let start = 0; start < messages; start += BATCH) {
-    writer.batch(() => {
-      for (let i = start; i < Math.min(messages, start + BATCH); i++) {
-        const accountIndex = rng.int(0, ACCOUNTS - 1);
-        const owner = people[accountIndex]!;
-        const folder = rng.weighted(FOLDERS);
-        const outgoing = folder === 'Sent';
-        const other = people[rng.int(ACCOUNTS, people.length - 1)]!;
-        const from = outgoing ? owner : other;
-        const to = outgoing ? other : owner;
-        let subject: string;
-        if (threadSubjects.length > 0 && rng.chance(0.3)) subject = `Re: ${rng.pick(threadSubjects)}`;
-        else {
-          subject = sentence(rng.int(3, 8));
-          subject = subject[0]!.toUpperCase() + subject.slice(1);
-          if (threadSubjects.length < 20_000) threadSubjects.push(subject);
-          else threadSubjects[rng.int(0, threadSubjects.length - 1)] = subject;
-        }
-        const paragraphs = Array.from({ length: rng.int(1, 5) }, () => sentence(rng.int(15, 60)));
-        if (rng.chance(0.0005)) paragraphs.push(rng.pick(RARE_WORDS));
-        const text = `Hi ${to.name.split(' ')[0]},\n\n${paragraphs.join('\n\n')}\n\nBest,\n${from.name}`;
-        const sentDate = START + Math.floor(rng.next() * (END - START));
-        const attachments = rng.chance(0.1) ? [rng.pick(attachmentPool)] : [];
-        writer.add({
-          accountId: accountIds[accountIndex]!,
-          folder,
-          messageId: `<${seed}.${i}@corpus.example>`,
-          subject,
-          from: `${from.name} <${from.address}>`,
-          to: `${to.name} <${to.address}>`,
-          cc: rng.chance(0.2) ? `${rng.pick(people).address}` : '',
-          bcc: outgoing && rng.chance(0.05) ? rng.pick(people).address : '',
-          sentDate,
-          receivedDate: sentDate + rng.int(1000, 120_000),
-          isOutgoing: outgoing,
-          textBody: text,
-          htmlBody: rng.chance(0.25)
-            ? `<html><body>${paragraphs.map((p) => `<p>${p}</p>`).join('')}</body></html>`
-            : null,
-          attachments,
-          dedupKey: dedupKeyFor(`<${seed}.${i}@corpus.example>`, ''),
-        });
+
+  function* stream(accountIds: readonly number[]): Generator<NewEmail> {
+    const threadSubjects: string[] = [];
+    for (let i = 0; i < messages; i++) {
+      const accountIndex = rng.int(0, ACCOUNTS - 1);
+      const owner = people[accountIndex]!;
+      const folder = rng.weighted(FOLDERS);
+      const outgoing = folder === 'Sent';
+      const other = people[rng.int(ACCOUNTS, people.length - 1)]!;
+      const from = outgoing ? owner : other;
+      const to = outgoing ? other : owner;
+      let subject: string;
+      if (threadSubjects.length > 0 && rng.chance(0.3)) subject = `Re: ${rng.pick(threadSubjects)}`;
+      else {
+        subject = sentence(rng.int(3, 8));
+        subject = subject[0]!.toUpperCase() + subject.slice(1);
+        if (threadSubjects.length < 20_000) threadSubjects.push(subject);
+        else threadSubjects[rng.int(0, threadSubjects.length - 1)] = subject;
       }
+      const paragraphs = Array.from({ length: rng.int(1, 5) }, () => sentence(rng.int(15, 60)));
+      if (rng.chance(0.0005)) paragraphs.push(rng.pick(RARE_WORDS));
+      const text = `Hi ${to.name.split(' ')[0]},\n\n${paragraphs.join('\n\n')}\n\nBest,\n${from.name}`;
+      const sentDate = START + Math.floor(rng.next() * (END - START));
+      const attachments = rng.chance(0.1) ? [rng.pick(attachmentPool)] : [];
+      yield {
+        accountId: accountIds[accountIndex]!,
+        folder,
+        messageId: `<${seed}.${i}@corpus.example>`,
+        subject,
+        from: `${from.name} <${from.address}>`,
+        to: `${to.name} <${to.address}>`,
+        cc: rng.chance(0.2) ? `${rng.pick(people).address}` : '',
+        bcc: outgoing && rng.chance(0.05) ? rng.pick(people).address : '',
+        sentDate,
+        receivedDate: sentDate + rng.int(1000, 120_000),
+        isOutgoing: outgoing,
+        textBody: text,
+        htmlBody: rng.chance(0.25)
+          ? `<html><body>${paragraphs.map((p) => `<p>${p}</p>`).join('')}</body></html>`
+          : null,
+        attachments,
+        dedupKey: dedupKeyFor(`<${seed}.${i}@corpus.example>`, ''),
+      };
+    }
+  }
+  return { accounts, users, messages: stream };
+}
+
+/** Messages per write transaction while building a corpus. */
+export const CORPUS_BATCH = 5000;
+
+/** Builds the corpus unless it is cached; returns its path. */
+export function ensureCorpus(options: CorpusOptions = {}): string {
+  const messages = options.messages ?? 1_000_000;
+  const seed = options.seed ?? 42;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const path = corpusPath(messages, seed);
+  if (existsSync(path)) return path;
+  mkdirSync(CACHE_DIR, { recursive: true });
+  const building = `${path}.building`;
+  for (const suffix of ['', '-wal', '-shm']) rmSync(building + suffix, { force: true });
+  const started = Date.now();
+  const db = openArchive(building);
+  const plan = planCorpus(messages, seed);
+  const accountIds = plan.accounts.map((a) => addAccount(db, a).id);
+  for (const u of plan.users) {
+    addUser(db, { username: u.username, isAdmin: u.isAdmin });
+    for (const a of u.accounts) assignAccount(db, u.username, accountIds[a]!);
+  }
+  const writer = new ArchiveWriter(db);
+  const stream = plan.messages(accountIds);
+  for (let start = 0; start < messages; start += CORPUS_BATCH) {
+    writer.batch(() => {
+      for (let i = start; i < Math.min(messages, start + CORPUS_BATCH); i++)
+        writer.add(stream.next().value as NewEmail);
     });
-    if ((start / BATCH) % 20 === 0)
+    if ((start / CORPUS_BATCH) % 20 === 0)
       log(
-        `corpus: ${Math.min(messages, start + BATCH)} / ${messages} messages (${((Date.now() - started) / 1000).toFixed(0)} s)`,
+        `corpus: ${Math.min(messages, start + CORPUS_BATCH)} / ${messages} messages (${((Date.now() - started) / 1000).toFixed(0)} s)`,
       );
   }
   db.pragma('optimize');
