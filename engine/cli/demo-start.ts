@@ -28,7 +28,7 @@ async function prepareArchive(path: string): Promise<{ report: string; keys: Dem
     } else {
       report = `Using the archive ${path}: ${held.messages} messages in ${held.accounts} accounts.\n`;
     }
-    return { report, keys: issueDemoKeys(db, KEY_NAME) };
+    return { report, keys: await issueDemoKeys(db, KEY_NAME) };
   } finally {
     db.close();
   }
