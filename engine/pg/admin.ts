@@ -43,6 +43,7 @@ interface RawUser {
   account_ids: number[];
 }
 
+// Orders as the SQLite archive's NOCASE column does: ASCII letters folded, then code points.
 const USER_COLUMNS = sql`u."Id" AS id, u."Username" AS username, u."Email" AS email, u."IsAdmin" AS is_admin,
   u."IsActive" AS is_active, ${utcMs('u."CreatedAt"')} AS created_at,
   ARRAY(SELECT m."MailAccountId" FROM ${T.userAccounts} m WHERE m."UserId" = u."Id" ORDER BY m."MailAccountId") AS account_ids`;
@@ -153,7 +154,7 @@ export class PgAdmin implements ArchiveAdmin {
   }
 
   async listUsers(): Promise<UserRow[]> {
-    const rows = await this.q<RawUser>(sql`SELECT ${USER_COLUMNS} FROM ${T.users} u ORDER BY u."Username" COLLATE "C"`);
+    const rows = await this.q<RawUser>(sql`SELECT ${USER_COLUMNS} FROM ${T.users} u ORDER BY lower(u."Username" COLLATE "C"), u."Id"`);
     return rows.map(toUser);
   }
 
@@ -249,7 +250,7 @@ export class PgAdmin implements ArchiveAdmin {
       const user = await this.requireUser(options.username);
       return this.#keysWhere(sql`k."UserId" = ${user.id}`, sql`k."Id"`, now);
     }
-    return this.#keysWhere(sql`true`, sql`u."Username" COLLATE "C", k."Id"`, now);
+    return this.#keysWhere(sql`true`, sql`lower(u."Username" COLLATE "C"), k."Id"`, now);
   }
 
   async findKey(idOrPrefix: string, now = Date.now()): Promise<KeyRow> {
