@@ -42,7 +42,12 @@ export interface ArchiveAdmin {
 
   /** A password hash in the store's format (scrypt for SQLite, Mail Archiver's PBKDF2 for PostgreSQL). */
   hashPassword(password: string): Promise<string>;
-  addUser(input: { username: string; email?: string | null; isAdmin?: boolean; passwordHash?: string | null }): Promise<UserRow>;
+  addUser(input: {
+    username: string;
+    email?: string | null;
+    isAdmin?: boolean;
+    passwordHash?: string | null;
+  }): Promise<UserRow>;
   listUsers(): Promise<UserRow[]>;
   requireUser(username: string): Promise<UserRow>;
   setUserActive(username: string, active: boolean): Promise<UserRow>;

@@ -17,7 +17,10 @@ function eachStore(title: string, body: (t: ExecutionContext, a: CliArchive) => 
 }
 
 /** Tests that read the SQLite file itself. */
-function sqliteOnly(title: string, body: (t: ExecutionContext, a: CliArchive & { open: () => Db }) => Promise<void>): void {
+function sqliteOnly(
+  title: string,
+  body: (t: ExecutionContext, a: CliArchive & { open: () => Db }) => Promise<void>,
+): void {
   test(`[sqlite] ${title}`, async (t) => {
     const a = await cliArchive(t, 'sqlite');
     const handles: Db[] = [];
@@ -184,39 +187,42 @@ sqliteOnly('keys create prints a well-formed key once; only its SHA-256 reaches 
   fails(t, await a.cli(['keys', 'create', 'alice', '--name', '   ']), 'name');
 });
 
-eachStore('keys create --expires: a past date warns, a bad date fails, a date-time without offset is UTC', async (t, a) => {
-  await (await a.admin()).addUser({ username: 'alice' });
-  const past = await a.cli(['keys', 'create', 'alice', '--name', 'old', '--expires', '2020-01-01', '--json']);
-  t.is(past.code, 0);
-  t.regex(past.stderr, /^Warning: [^\n]*2020-01-01T00:00:00\.000Z[^\n]*\n$/);
-  const pastKey = JSON.parse(past.stdout) as { id: number };
-  for (const bad of ['tomorrow', '2027-13-01', '2027-01-31T12:00:00+25:00']) {
-    fails(t, await a.cli(['keys', 'create', 'alice', '--name', 'x', '--expires', bad]), '--expires', bad);
-  }
-  // Run in New York: a date-time without an offset must still be read as UTC, as --help says.
-  const ny = { TZ: 'America/New_York' };
-  const noOffset = json<{ id: number }>(
-    t,
-    await a.cli(['keys', 'create', 'alice', '--name', 'utc', '--expires', '2030-01-31T12:00:00', '--json'], {
-      env: ny,
-    }),
-  );
-  const offset = json<{ id: number }>(
-    t,
-    await a.cli(['keys', 'create', 'alice', '--name', 'cet', '--expires', '2030-01-31T12:00+01:00', '--json'], {
-      env: ny,
-    }),
-  );
-  const keys = json<Array<{ id: number; expiresAt: string | null; status: string }>>(
-    t,
-    await a.cli(['keys', 'list', '--json']),
-  );
-  const byId = new Map(keys.map((k) => [k.id, k]));
-  t.like(byId.get(pastKey.id), { expiresAt: '2020-01-01T00:00:00.000Z', status: 'expired' });
-  t.like(byId.get(noOffset.id), { expiresAt: '2030-01-31T12:00:00.000Z', status: 'active' });
-  t.like(byId.get(offset.id), { expiresAt: '2030-01-31T11:00:00.000Z' });
-  t.is(keys.length, 3, 'the refused ones were not created');
-});
+eachStore(
+  'keys create --expires: a past date warns, a bad date fails, a date-time without offset is UTC',
+  async (t, a) => {
+    await (await a.admin()).addUser({ username: 'alice' });
+    const past = await a.cli(['keys', 'create', 'alice', '--name', 'old', '--expires', '2020-01-01', '--json']);
+    t.is(past.code, 0);
+    t.regex(past.stderr, /^Warning: [^\n]*2020-01-01T00:00:00\.000Z[^\n]*\n$/);
+    const pastKey = JSON.parse(past.stdout) as { id: number };
+    for (const bad of ['tomorrow', '2027-13-01', '2027-01-31T12:00:00+25:00']) {
+      fails(t, await a.cli(['keys', 'create', 'alice', '--name', 'x', '--expires', bad]), '--expires', bad);
+    }
+    // Run in New York: a date-time without an offset must still be read as UTC, as --help says.
+    const ny = { TZ: 'America/New_York' };
+    const noOffset = json<{ id: number }>(
+      t,
+      await a.cli(['keys', 'create', 'alice', '--name', 'utc', '--expires', '2030-01-31T12:00:00', '--json'], {
+        env: ny,
+      }),
+    );
+    const offset = json<{ id: number }>(
+      t,
+      await a.cli(['keys', 'create', 'alice', '--name', 'cet', '--expires', '2030-01-31T12:00+01:00', '--json'], {
+        env: ny,
+      }),
+    );
+    const keys = json<Array<{ id: number; expiresAt: string | null; status: string }>>(
+      t,
+      await a.cli(['keys', 'list', '--json']),
+    );
+    const byId = new Map(keys.map((k) => [k.id, k]));
+    t.like(byId.get(pastKey.id), { expiresAt: '2020-01-01T00:00:00.000Z', status: 'expired' });
+    t.like(byId.get(noOffset.id), { expiresAt: '2030-01-31T12:00:00.000Z', status: 'active' });
+    t.like(byId.get(offset.id), { expiresAt: '2030-01-31T11:00:00.000Z' });
+    t.is(keys.length, 3, 'the refused ones were not created');
+  },
+);
 
 // Bug fixed with this test: Date.parse rolls impossible dates over, so a key asked to expire on
 // 30 February silently expired on 2 March.

@@ -88,10 +88,14 @@ export async function buildDemoArchive(
   let failed = 0;
   for (const [i, spec] of DEMO_ACCOUNTS.entries()) {
     const id = ids.get(spec.key)!;
-    const summary = await importMessages(admin, asRaw(demoMail(spec, counts[i]!, options.seed ?? DEMO_SEED), spec.key), {
-      accountId: id,
-      ...(options.onWarning ? { onWarning: options.onWarning } : {}),
-    });
+    const summary = await importMessages(
+      admin,
+      asRaw(demoMail(spec, counts[i]!, options.seed ?? DEMO_SEED), spec.key),
+      {
+        accountId: id,
+        ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+      },
+    );
     imported += summary.imported;
     failed += summary.failed;
     accounts.push({

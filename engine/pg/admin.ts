@@ -112,7 +112,9 @@ export class PgAdmin implements ArchiveAdmin {
     // Mail Archiver compares user names lower-cased; folding here (not lower() in SQL, which
     // depends on the database's locale) gives the same answer as the SQLite store for any script.
     const wanted = foldName(username.trim());
-    const all = await this.q<{ id: number; username: string }>(sql`SELECT "Id" AS id, "Username" AS username FROM ${T.users}`);
+    const all = await this.q<{ id: number; username: string }>(
+      sql`SELECT "Id" AS id, "Username" AS username FROM ${T.users}`,
+    );
     const ids = all.filter((u) => foldName(u.username) === wanted).map((u) => u.id);
     return ids.length === 1 ? this.#getUser(ids[0]!) : null;
   }
@@ -154,7 +156,9 @@ export class PgAdmin implements ArchiveAdmin {
   }
 
   async listUsers(): Promise<UserRow[]> {
-    const rows = await this.q<RawUser>(sql`SELECT ${USER_COLUMNS} FROM ${T.users} u ORDER BY lower(u."Username" COLLATE "C"), u."Id"`);
+    const rows = await this.q<RawUser>(
+      sql`SELECT ${USER_COLUMNS} FROM ${T.users} u ORDER BY lower(u."Username" COLLATE "C"), u."Id"`,
+    );
     return rows.map(toUser);
   }
 
@@ -233,7 +237,12 @@ export class PgAdmin implements ArchiveAdmin {
     return (await this.#keysWhere(sql`k."Id" = ${id}`, sql`k."Id"`, now))[0] ?? null;
   }
 
-  async createKey(input: { username: string; name: string; expiresAt?: number | null; now?: number }): Promise<CreatedKey> {
+  async createKey(input: {
+    username: string;
+    name: string;
+    expiresAt?: number | null;
+    now?: number;
+  }): Promise<CreatedKey> {
     const user = await this.requireUser(input.username);
     const name = input.name.trim();
     if (!name) throw new StoreError('A key needs a name.');
@@ -272,7 +281,9 @@ export class PgAdmin implements ArchiveAdmin {
   }
 
   async revokeKey(id: number, now = Date.now()): Promise<KeyRow> {
-    await this.q(sql`UPDATE ${T.keys} SET "RevokedAt" = ${utcTimestamp(now)} WHERE "Id" = ${id} AND "RevokedAt" IS NULL`);
+    await this.q(
+      sql`UPDATE ${T.keys} SET "RevokedAt" = ${utcTimestamp(now)} WHERE "Id" = ${id} AND "RevokedAt" IS NULL`,
+    );
     const row = await this.#getKey(id, now);
     if (!row) throw new StoreError(`No API key with id ${id}.`);
     return row;

@@ -133,7 +133,9 @@ export async function cliArchive(t: ExecutionContext, kind: StoreKind): Promise<
       ).map((r) => r.u),
     exists: async () => {
       if (kind === 'sqlite') return existsSync(db);
-      const rows = await pgQuery<{ n: boolean }>(`SELECT to_regclass('public."__EFMigrationsHistory"') IS NOT NULL AS n`);
+      const rows = await pgQuery<{ n: boolean }>(
+        `SELECT to_regclass('public."__EFMigrationsHistory"') IS NOT NULL AS n`,
+      );
       return rows[0]!.n;
     },
     missingMentions: kind === 'sqlite' ? ['no archive', db] : ['holds no Mail Archiver schema', name],
