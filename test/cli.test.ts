@@ -378,6 +378,7 @@ eachStore('access-log lists entries newest first, filtered by user, type and lim
     type: string;
     at: string;
     emailId: number | null;
+    accountId: number | null;
     searchParams: unknown;
     source: string;
   };
@@ -392,6 +393,10 @@ eachStore('access-log lists entries newest first, filtered by user, type and lim
     ],
   );
   t.like(all[3], { at: '2024-05-01T10:00:00.000Z', searchParams: { q: 'budget' }, source: 'api' });
+  t.deepEqual(
+    all.map((r) => r.accountId),
+    [1, 2, 1, null],
+  );
   t.deepEqual(
     json<Row[]>(t, await a.cli(['access-log', '--user', 'bob', '--json'])).map((r) => r.type),
     ['Download'],

@@ -303,7 +303,7 @@ export class PgAdmin implements ArchiveAdmin {
             SELECT l."Id" AS id, ${utcMs('l."Timestamp"')} AS at, l."Username" AS username,
                    COALESCE(d.user_id, (SELECT min(u."Id") FROM ${T.users} u WHERE lower(u."Username") = lower(l."Username")), 0) AS user_id,
                    l."Type" AS type_code, d.key_prefix, d.client_ip, l."EmailId" AS email_id,
-                   COALESCE(l."MailAccountId", (SELECT e."MailAccountId" FROM ${T.emails} e WHERE e."Id" = l."EmailId")) AS account_id,
+                   COALESCE(d.account_id, l."MailAccountId", (SELECT e."MailAccountId" FROM ${T.emails} e WHERE e."Id" = l."EmailId")) AS account_id,
                    d.search_params, l."SearchParameters" AS search_text,
                    CASE WHEN d.access_log_id IS NULL THEN 'mail-archiver' ELSE d.source END AS source
               FROM ${T.accessLogs} l
