@@ -22,6 +22,9 @@ import { T, utcTimestamp, zonedTimestamp } from './columns.js';
 import { sql } from './sql.js';
 import type { PgContext, Query } from './store.js';
 
+/** ArchivedEmails' identity sequence: ids for new messages come from where Mail Archiver takes its own. */
+const EMAIL_ID_SEQUENCE = sql`pg_get_serial_sequence('mail_archiver."ArchivedEmails"', 'Id')`;
+
 /** PostgreSQL text cannot hold NUL; SQLite can. Header fields lose theirs (bodies keep the original bytes). */
 const noNul = (text: string): string => (text.includes('\0') ? text.replaceAll('\0', '') : text);
 
@@ -57,29 +60,30 @@ export class PgArchiveWriter {
   async #add(query: Query, email: NewEmail): Promise<number | null> {
     const folder = noNul(normalizeFolder(email.folder));
     const dedupKey = noNul(email.dedupKey);
-    // Claim the key: a new one, or one whose message has since been deleted from the archive.
-    const claimed = await query(
-      sql`INSERT INTO mail_archive_gateway.import_keys AS k (account_id, folder, dedup_key)
-          VALUES (${email.accountId}, ${folder}, ${dedupKey})
-          ON CONFLICT (account_id, folder, dedup_key) DO UPDATE SET email_id = NULL
-            WHERE k.email_id IS NULL OR NOT EXISTS (SELECT 1 FROM ${T.emails} e WHERE e."Id" = k.email_id)
-          RETURNING 1 AS ok`,
+    // Claim the key (a new one, or one whose message has since been deleted from the archive)
+    // together with the message's id, taken from ArchivedEmails' own identity sequence: one
+    // round trip decides "duplicate or not" and the message row needs no second update.
+    const claimed = await query<{ id: number }>(
+      sql`INSERT INTO mail_archive_gateway.import_keys AS k (account_id, folder, dedup_key, email_id)
+          VALUES (${email.accountId}, ${folder}, ${dedupKey}, nextval(${EMAIL_ID_SEQUENCE}))
+          ON CONFLICT (account_id, folder, dedup_key) DO UPDATE SET email_id = EXCLUDED.email_id
+            WHERE NOT EXISTS (SELECT 1 FROM ${T.emails} e WHERE e."Id" = k.email_id)
+          RETURNING email_id AS id`,
     );
     if (claimed.length === 0) return null;
+    const id = claimed[0]!.id;
     const text = prepareBody(email.textBody, this.#bodyLimit);
     const html = prepareBody(email.htmlBody, this.#bodyLimit);
-    const inserted = await query<{ id: number }>(
-      sql`INSERT INTO ${T.emails} ("MailAccountId", "MessageId", "Subject", "Body", "HtmlBody", "From", "To", "Cc", "Bcc",
+    await query(
+      sql`INSERT INTO ${T.emails} ("Id", "MailAccountId", "MessageId", "Subject", "Body", "HtmlBody", "From", "To", "Cc", "Bcc",
                                    "SentDate", "ReceivedDate", "IsOutgoing", "HasAttachments", "FolderName",
                                    "BodyUntruncatedText", "BodyUntruncatedHtml", "OriginalBodyText", "OriginalBodyHtml")
-          VALUES (${email.accountId}, ${noNul(email.messageId)}, ${noNul(email.subject)}, ${text.stored ?? ''},
+          VALUES (${id}, ${email.accountId}, ${noNul(email.messageId)}, ${noNul(email.subject)}, ${text.stored ?? ''},
                   ${html.stored ?? ''}, ${noNul(email.from)}, ${noNul(email.to)}, ${noNul(email.cc)}, ${noNul(email.bcc)},
                   ${zonedTimestamp(toSecond(email.sentDate), this.#ctx.zone)}, ${utcTimestamp(email.receivedDate)},
                   ${email.isOutgoing}, ${email.attachments.length > 0}, ${folder},
-                  ${text.untruncated}, ${html.untruncated}, ${text.original}, ${html.original})
-          RETURNING "Id" AS id`,
+                  ${text.untruncated}, ${html.untruncated}, ${text.original}, ${html.original})`,
     );
-    const id = inserted[0]!.id;
     for (const a of email.attachments) {
       const contentId = await this.#content(query, a.content);
       await query(
@@ -87,10 +91,6 @@ export class PgArchiveWriter {
             VALUES (${id}, ${noNul(a.fileName)}, ${noNul(a.contentType)}, ${a.content.length}, ${contentId})`,
       );
     }
-    await query(
-      sql`UPDATE mail_archive_gateway.import_keys SET email_id = ${id}
-           WHERE account_id = ${email.accountId} AND folder = ${folder} AND dedup_key = ${dedupKey}`,
-    );
     return id;
   }
 
