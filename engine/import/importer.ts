@@ -74,15 +74,23 @@ export async function importMessages(
   let pending: NewEmail[] = [];
   let pendingBytes = 0;
 
+  // One batch may be in flight while the next is parsed: a PostgreSQL server stores it
+  // meanwhile. (The SQLite writer finishes within the call, so there it changes nothing.)
+  let inflight: Promise<void> = Promise.resolve();
   const flush = async () => {
     if (pending.length === 0) return;
     const batch = pending;
     pending = [];
     pendingBytes = 0;
-    for (const id of await writer.writeBatch(batch)) {
-      if (id === null) progress.duplicates++;
-      else progress.imported++;
-    }
+    await inflight;
+    inflight = writer.writeBatch(batch).then((ids) => {
+      for (const id of ids) {
+        if (id === null) progress.duplicates++;
+        else progress.imported++;
+      }
+    });
+    // Seen by the next flush (or the end); not an unhandled rejection in between.
+    inflight.catch(() => {});
   };
 
   for await (const m of messages) {
@@ -107,6 +115,7 @@ export async function importMessages(
     options.onProgress?.(progress);
   }
   await flush();
+  await inflight;
   await admin.touchLastSync(account.id, Date.now());
   options.onProgress?.(progress);
   const { imported, duplicates, failed } = progress;
