@@ -322,3 +322,72 @@ test('demo on an empty PostgreSQL database: accounts, users that can sign in, ke
     'mail-archive: The archive is not empty (3 accounts, 3 users, 40 messages); the demo is only built into an empty database.\n',
   );
 });
+
+test('a role without the rights to write gets one sentence naming the refusal, exit 1', async (t) => {
+  const a = await cliArchive(t, 'postgres');
+  ok(t, await a.cli(['users', 'add', 'alice']));
+  const role = `mag_ro_${process.pid}_${Date.now()}`;
+  await a.pgQuery(`CREATE ROLE "${role}" LOGIN`);
+  t.teardown(async () => {
+    await a.pgQuery(`DROP OWNED BY "${role}"`);
+    await a.pgQuery(`DROP ROLE "${role}"`);
+  });
+  await a.pgQuery(`GRANT USAGE ON SCHEMA mail_archiver, public, mail_archive_gateway TO "${role}";
+    GRANT SELECT ON ALL TABLES IN SCHEMA mail_archiver, public, mail_archive_gateway TO "${role}";
+    GRANT INSERT ON mail_archive_gateway.schema_version TO "${role}"`);
+  // prepareSchema's CREATE SCHEMA / TABLE IF NOT EXISTS need CREATE even when they exist.
+  await a.pgQuery(`GRANT CREATE ON SCHEMA mail_archive_gateway TO "${role}"`);
+  const [{ db } = { db: '' }] = await a.pgQuery<{ db: string }>('SELECT current_database() AS db');
+  await a.pgQuery(`GRANT CREATE ON DATABASE "${db}" TO "${role}"`);
+  const url = new URL(a.db);
+  url.username = role;
+  url.password = 'not-needed-but-secret';
+  const list = await runCli(['--db', url.toString(), 'users', 'list', '--json'], { cwd: a.dir });
+  t.is(list.code, 0, list.stderr);
+  t.is((JSON.parse(list.stdout) as unknown[]).length, 1, 'reading works');
+  const add = await runCli(['--db', url.toString(), 'users', 'add', 'bob'], { cwd: a.dir });
+  t.is(add.code, 1);
+  const err = fails(t, add, '42501', 'permission denied');
+  t.false(err.includes('not-needed-but-secret'));
+  t.deepEqual(await a.usernames(), ['alice']);
+});
+
+test('afterBatch runs once per committed batch, after its commit', async (t) => {
+  const a = await cliArchive(t, 'postgres');
+  await a.admin();
+  const { PgStore } = await import('../engine/pg/store.js');
+  const { PgArchiveWriter } = await import('../engine/pg/writer.js');
+  const store = new PgStore({ url: a.db, timeZone: 'UTC' });
+  t.teardown(() => store.close());
+  const [account] = await a.pgQuery<{ Id: number }>(
+    `INSERT INTO mail_archiver."MailAccounts" ("Name", "EmailAddress", "UseSSL", "LastSync", "IsEnabled")
+     VALUES ('A', 'a@example.com', true, '1970-01-01', true) RETURNING "Id"`,
+  );
+  const seen: number[] = [];
+  const writer = new PgArchiveWriter(store, {
+    // Another connection: it sees only what is committed.
+    afterBatch: async () => {
+      seen.push(await a.count('emails'));
+    },
+  });
+  const email = (key: string): NewEmail => ({
+    accountId: account!.Id,
+    folder: 'INBOX',
+    messageId: key,
+    subject: key,
+    from: 'x@example.com',
+    to: 'a@example.com',
+    cc: '',
+    bcc: '',
+    sentDate: 0,
+    receivedDate: 0,
+    isOutgoing: false,
+    textBody: null,
+    htmlBody: null,
+    attachments: [],
+    dedupKey: key,
+  });
+  await writer.writeBatch([email('a'), email('b')]);
+  await writer.writeBatch([email('b'), email('c')]);
+  t.deepEqual(seen, [2, 3]);
+});

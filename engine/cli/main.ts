@@ -57,6 +57,13 @@ export function buildProgram(): Command {
 /** SQLite failures caused by the file, the disk or a concurrent writer rather than by this program. */
 const ENVIRONMENTAL_SQLITE_CODES = /^SQLITE_(BUSY|LOCKED|READONLY|CANTOPEN|NOTADB|CORRUPT|FULL|IOERR|PERM|AUTH)(_|$)/;
 
+/**
+ * PostgreSQL refusals caused by the server, its configuration or the role rather than by this
+ * program: insufficient privilege, a read-only transaction (a replica), resources, locks,
+ * cancellation, serialization failures and deadlocks.
+ */
+const ENVIRONMENTAL_PG_CODES = /^(42501|25006|53...|55P03|57014|40001|40P01)$/;
+
 /** Known failures print one sentence; only a bug prints a stack. */
 export async function main(argv: string[]): Promise<number> {
   try {
@@ -73,6 +80,16 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (err instanceof StoreError || err instanceof ConfigError || err instanceof ArchiveOpenError) {
       process.stderr.write(`mail-archive: ${err.message}\n`);
+      return 1;
+    }
+    const pgCode = (err as { code?: unknown; severity?: unknown })?.severity
+      ? (err as { code?: unknown }).code
+      : undefined;
+    if (typeof pgCode === 'string' && ENVIRONMENTAL_PG_CODES.test(pgCode)) {
+      // A PostgreSQL server that refuses the work (rights, a read-only replica, resources, locks).
+      process.stderr.write(
+        `mail-archive: the archive database refused the command (${pgCode}): ${(err as Error).message}.\n`,
+      );
       return 1;
     }
     if (isArchiveUnavailable(err)) {
