@@ -243,7 +243,7 @@ async function main(): Promise<void> {
     let key: string;
     try {
       await buildDemoArchive(db, { messages: 2000 });
-      key = issueDemoKeys(db, 'bench').admin.key;
+      key = (await issueDemoKeys(db, 'bench')).admin.key;
     } finally {
       db.close();
     }

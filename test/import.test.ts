@@ -20,6 +20,7 @@ import { hashKey, KEY_PATTERN } from '../engine/store/keys.js';
 import { findUser, passwordHashOf, verifyPassword } from '../engine/store/users.js';
 import { ATTACHMENT_CHUNK_BYTES } from '../engine/store/writer.js';
 import { runCli } from './helpers/cli.js';
+import { cliArchive, STORE_KINDS, type CliArchive, type StoreKind } from './helpers/cli-archive.js';
 import { tempDir } from './helpers/fixture.js';
 
 const FIXTURES = fileURLToPath(new URL('../../test/fixtures/mail/', import.meta.url));
@@ -440,41 +441,76 @@ test('Maildir++ folder names are decoded from IMAP modified UTF-7', (t) => {
 
 const cli = (dbPath: string, args: string[]) => runCli(['--db', dbPath, ...args]);
 
-test('CLI import: JSON summary, a human summary line, warnings on stderr, duplicates on the second run', async (t) => {
-  const env = setup(t);
-  const [mbox, eml] = env.copy('mixed.mbox', 'qp-latin1.eml');
-  const account = String(env.accountId);
-  const first = await cli(env.dbPath, ['import', account, mbox!, eml!, '--json']);
-  t.is(first.code, 0, first.stderr);
-  const json = JSON.parse(first.stdout) as Record<string, number>;
-  t.deepEqual(Object.keys(json), ['imported', 'duplicates', 'failed', 'seconds']);
-  t.like(json, { imported: 4, duplicates: 0, failed: 1 });
-  t.true(json.seconds! >= 0);
-  t.regex(
-    first.stderr,
-    /^mail-archive: warning: Skipped the message in .*mixed\.mbox at byte \d+: it does not start with a header field\.\n$/,
-  );
+/** The CLI import tests run on a SQLite file and on a fresh PostgreSQL database. */
+interface CliEnv {
+  archive: CliArchive;
+  dbPath: string;
+  dir: string;
+  accountId: number;
+  copy: (...names: string[]) => string[];
+}
 
-  const second = await cli(env.dbPath, ['import', account, mbox!, eml!, '--folder', 'INBOX']);
-  t.is(second.code, 0, second.stderr);
-  t.regex(second.stdout, /^Imported 0 messages into account 1 \(4 duplicates, 1 failed\) in \d+\.\d s\.\n$/);
-});
+async function cliEnv(t: ExecutionContext, kind: StoreKind): Promise<CliEnv> {
+  const archive = await cliArchive(t, kind);
+  const accountId = (await (await archive.admin()).addAccount({ name: 'Alice', emailAddress: 'alice@example.com' })).id;
+  return {
+    archive,
+    dbPath: archive.db,
+    dir: archive.dir,
+    accountId,
+    copy: (...names) =>
+      names.map((n) => {
+        const to = join(archive.dir, 'in', n);
+        cpSync(join(FIXTURES, n), to, { recursive: true });
+        return to;
+      }),
+  };
+}
 
-test('CLI import: an unknown account, a missing path or a bad id is one sentence on stderr and a non-zero exit', async (t) => {
-  const env = setup(t);
-  const [eml] = env.copy('qp-latin1.eml');
-  const unknown = await cli(env.dbPath, ['import', '42', eml!]);
-  t.is(unknown.code, 1, unknown.stderr);
-  t.is(unknown.stderr, 'mail-archive: No mail account with id 42.\n');
-  t.is(unknown.stdout, '');
-  const missing = await cli(env.dbPath, ['import', String(env.accountId), join(env.dir, 'missing.mbox')]);
-  t.is(missing.code, 1, missing.stderr);
-  t.is(missing.stderr, `mail-archive: Cannot import ${join(env.dir, 'missing.mbox')}: no such file or directory.\n`);
-  const badId = await cli(env.dbPath, ['import', 'first', eml!]);
-  t.is(badId.code, 2, badId.stderr);
-  t.is(badId.stderr, 'mail-archive: <accountId> must be a positive whole number, not "first".\n');
-  t.is(rows(env.db).length, 0);
-});
+function eachStore(title: string, body: (t: ExecutionContext, env: CliEnv) => Promise<void>): void {
+  for (const kind of STORE_KINDS) test(`[${kind}] ${title}`, async (t) => body(t, await cliEnv(t, kind)));
+}
+
+eachStore(
+  'CLI import: JSON summary, a human summary line, warnings on stderr, duplicates on the second run',
+  async (t, env) => {
+    const [mbox, eml] = env.copy('mixed.mbox', 'qp-latin1.eml');
+    const account = String(env.accountId);
+    const first = await cli(env.dbPath, ['import', account, mbox!, eml!, '--json']);
+    t.is(first.code, 0, first.stderr);
+    const json = JSON.parse(first.stdout) as Record<string, number>;
+    t.deepEqual(Object.keys(json), ['imported', 'duplicates', 'failed', 'seconds']);
+    t.like(json, { imported: 4, duplicates: 0, failed: 1 });
+    t.true(json.seconds! >= 0);
+    t.regex(
+      first.stderr,
+      /^mail-archive: warning: Skipped the message in .*mixed\.mbox at byte \d+: it does not start with a header field\.\n$/,
+    );
+
+    const second = await cli(env.dbPath, ['import', account, mbox!, eml!, '--folder', 'INBOX']);
+    t.is(second.code, 0, second.stderr);
+    t.regex(second.stdout, /^Imported 0 messages into account 1 \(4 duplicates, 1 failed\) in \d+\.\d s\.\n$/);
+    t.is(await env.archive.count('emails'), 4);
+  },
+);
+
+eachStore(
+  'CLI import: an unknown account, a missing path or a bad id is one sentence on stderr and a non-zero exit',
+  async (t, env) => {
+    const [eml] = env.copy('qp-latin1.eml');
+    const unknown = await cli(env.dbPath, ['import', '42', eml!]);
+    t.is(unknown.code, 1, unknown.stderr);
+    t.is(unknown.stderr, 'mail-archive: No mail account with id 42.\n');
+    t.is(unknown.stdout, '');
+    const missing = await cli(env.dbPath, ['import', String(env.accountId), join(env.dir, 'missing.mbox')]);
+    t.is(missing.code, 1, missing.stderr);
+    t.is(missing.stderr, `mail-archive: Cannot import ${join(env.dir, 'missing.mbox')}: no such file or directory.\n`);
+    const badId = await cli(env.dbPath, ['import', 'first', eml!]);
+    t.is(badId.code, 2, badId.stderr);
+    t.is(badId.stderr, 'mail-archive: <accountId> must be a positive whole number, not "first".\n');
+    t.is(await env.archive.count('emails'), 0);
+  },
+);
 
 test('CLI demo: builds accounts, users, folders and mail of every kind, prints keys once, refuses a second run', async (t) => {
   const { dir, cleanup } = tempDir('mag-demo-');

@@ -1,7 +1,8 @@
 // What every CLI command needs: the archive it works on and a way to print results.
 import type { Command } from 'commander';
 import { loadSettings } from '../../shared/config.js';
-import { openArchive, type Db } from '../db/open.js';
+import { openAdmin, type ArchiveAdmin } from '../admin.js';
+import { storeKind } from '../archive.js';
 
 export interface GlobalOptions {
   db?: string;
@@ -14,19 +15,26 @@ export function archivePath(cmd: Command): string {
 }
 
 /**
- * Opens the archive for the duration of `work` and closes it however `work` ends. Only the
- * commands that start an archive (`create`) may create a missing file; the others say so.
+ * Opens the archive (a SQLite file or a PostgreSQL database, engine/admin.ts) for the duration of
+ * `work` and closes it however `work` ends. Only the commands that start an archive (`create`)
+ * may create a missing file, or Mail Archiver's schema in an empty PostgreSQL database; the
+ * others say that there is none.
  */
 export async function withArchive<T>(
   cmd: Command,
-  work: (db: Db) => T | Promise<T>,
+  work: (archive: ArchiveAdmin) => T | Promise<T>,
   options: { create?: boolean } = {},
 ): Promise<T> {
-  const db = openArchive(archivePath(cmd), { mustExist: !options.create });
+  const path = archivePath(cmd);
+  const admin = await openAdmin(path, {
+    create: options.create ?? false,
+    // SentDate is written in Mail Archiver's display zone (PostgreSQL only).
+    ...(storeKind(path) === 'postgres' ? { timeZone: loadSettings().Database.TimeZone } : {}),
+  });
   try {
-    return await work(db);
+    return await work(admin);
   } finally {
-    db.close();
+    await admin.close();
   }
 }
 

@@ -8,8 +8,10 @@ import { constants } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadSettings, type Settings } from '../../shared/config.js';
-import { ArchiveOpenError, openArchive } from '../db/open.js';
-import { archiveContents, buildDemoArchive } from '../demo/build.js';
+import { openAdmin } from '../admin.js';
+import { describeWhere, storeKind } from '../archive.js';
+import { ArchiveOpenError } from '../db/open.js';
+import { buildDemoArchive } from '../demo/build.js';
 import { issueDemoKeys, type DemoKeys } from '../demo/keys.js';
 import { formatDemoArchive, formatKeys } from '../demo/report.js';
 import { StoreError } from '../store/errors.js';
@@ -17,20 +19,22 @@ import { StoreError } from '../store/errors.js';
 const KEY_NAME = 'demo-start';
 const SERVER = fileURLToPath(new URL('../../gateway/server.js', import.meta.url));
 
-async function prepareArchive(path: string): Promise<{ report: string; keys: DemoKeys }> {
-  const db = openArchive(path);
+async function prepareArchive(path: string, timeZone: string): Promise<{ report: string; keys: DemoKeys }> {
+  // A SQLite file or a Mail Archiver PostgreSQL database (engine/admin.ts); either may be created.
+  const db = await openAdmin(path, { create: true, timeZone });
+  const where = storeKind(path) === 'postgres' ? describeWhere(path) : path;
   try {
-    const held = archiveContents(db);
+    const held = await db.contents();
     let report: string;
     if (held.messages === 0) {
       const demo = await buildDemoArchive(db, { onWarning: (m) => process.stderr.write(`demo: warning: ${m}\n`) });
-      report = formatDemoArchive(path, demo);
+      report = formatDemoArchive(where, demo);
     } else {
-      report = `Using the archive ${path}: ${held.messages} messages in ${held.accounts} accounts.\n`;
+      report = `Using the archive ${where}: ${held.messages} messages in ${held.accounts} accounts.\n`;
     }
-    return { report, keys: issueDemoKeys(db, KEY_NAME) };
+    return { report, keys: await issueDemoKeys(db, KEY_NAME) };
   } finally {
-    db.close();
+    await db.close();
   }
 }
 
@@ -74,8 +78,9 @@ function runGateway(url: string): void {
 
 try {
   const settings = loadSettings();
-  const path = resolve(settings.Database.Path);
-  const { report, keys } = await prepareArchive(path);
+  const path =
+    storeKind(settings.Database.Path) === 'postgres' ? settings.Database.Path : resolve(settings.Database.Path);
+  const { report, keys } = await prepareArchive(path, settings.Database.TimeZone);
   const url = baseUrl(settings.Server);
   process.stdout.write(`${report}\n${formatKeys(keys)}\n${examples(url, keys)}\n`);
   runGateway(url);

@@ -1,11 +1,13 @@
 #!/usr/bin/env node
-// mail-archive: the operator's command line over the archive file.
+// mail-archive: the operator's command line over the archive (a SQLite file or a Mail Archiver
+// PostgreSQL database).
 import Database from '../db/driver.js';
 import { Command, CommanderError } from 'commander';
 import { createRequire } from 'node:module';
 import { ConfigError } from '../../shared/config.js';
 import { ArchiveOpenError } from '../db/open.js';
 import { StoreError } from '../store/errors.js';
+import { isArchiveUnavailable } from '../unavailable.js';
 import { registerAccessLog } from './commands/access-log.js';
 import { registerAccounts } from './commands/accounts.js';
 import { registerBackup } from './commands/backup.js';
@@ -21,7 +23,10 @@ export function buildProgram(): Command {
   const program = new Command('mail-archive')
     .description('Manage the mail archive that mail-archive-gateway serves.')
     .version(version)
-    .option('--db <path>', 'archive file (default: the Database:Path setting, ./data/archive.db)')
+    .option(
+      '--db <path>',
+      'archive file or postgres:// URL of a Mail Archiver database (default: the Database:Path setting, ./data/archive.db)',
+    )
     // Set before any subcommand exists: subcommands copy it. Commander's usage errors (unknown
     // command or option, missing argument) become one line like every other failure; its
     // suggestions ("Did you mean …?") arrive on a second line and are joined on.
@@ -52,6 +57,13 @@ export function buildProgram(): Command {
 /** SQLite failures caused by the file, the disk or a concurrent writer rather than by this program. */
 const ENVIRONMENTAL_SQLITE_CODES = /^SQLITE_(BUSY|LOCKED|READONLY|CANTOPEN|NOTADB|CORRUPT|FULL|IOERR|PERM|AUTH)(_|$)/;
 
+/**
+ * PostgreSQL refusals caused by the server, its configuration or the role rather than by this
+ * program: insufficient privilege, a read-only transaction (a replica), resources, locks,
+ * cancellation, serialization failures and deadlocks.
+ */
+const ENVIRONMENTAL_PG_CODES = /^(42501|25006|53...|55P03|57014|40001|40P01)$/;
+
 /** Known failures print one sentence; only a bug prints a stack. */
 export async function main(argv: string[]): Promise<number> {
   try {
@@ -68,6 +80,21 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (err instanceof StoreError || err instanceof ConfigError || err instanceof ArchiveOpenError) {
       process.stderr.write(`mail-archive: ${err.message}\n`);
+      return 1;
+    }
+    const pgCode = (err as { code?: unknown; severity?: unknown })?.severity
+      ? (err as { code?: unknown }).code
+      : undefined;
+    if (typeof pgCode === 'string' && ENVIRONMENTAL_PG_CODES.test(pgCode)) {
+      // A PostgreSQL server that refuses the work (rights, a read-only replica, resources, locks).
+      process.stderr.write(
+        `mail-archive: the archive database refused the command (${pgCode}): ${(err as Error).message}.\n`,
+      );
+      return 1;
+    }
+    if (isArchiveUnavailable(err)) {
+      // A PostgreSQL server that went away during the command: one sentence, no URL.
+      process.stderr.write(`mail-archive: ${(err as Error).message}\n`);
       return 1;
     }
     if (err instanceof Database.SqliteError && ENVIRONMENTAL_SQLITE_CODES.test(err.code)) {

@@ -1,12 +1,11 @@
 // Builds the demo archive: accounts, users with passwords, and generated mail that goes through
 // the real importer (parse, dedup, body policy, attachment store), so the demo proves that path.
 import { randomBytes } from 'node:crypto';
+import { archiveContents, asAdmin, type ArchiveAdmin } from '../admin.js';
 import type { Db } from '../db/open.js';
 import { importMessages } from '../import/importer.js';
 import type { RawMessage } from '../import/sources.js';
-import { addAccount } from '../store/accounts.js';
 import { StoreError } from '../store/errors.js';
-import { addUser, assignAccount, hashPassword } from '../store/users.js';
 import { DEMO_ACCOUNTS, DEMO_USERS, type AccountKey } from './corpus.js';
 import { demoMail, SHOWCASE_TOTAL } from './generate.js';
 
@@ -20,24 +19,12 @@ export interface DemoArchive {
   failed: number;
   seconds: number;
   accounts: Array<{ id: number; name: string; emailAddress: string; provider: string; messages: number }>;
-  /** Passwords in plain text: shown to the operator once, stored only as scrypt hashes. */
+  /** Passwords in plain text: shown to the operator once, stored only as hashes. */
   users: Array<{ username: string; isAdmin: boolean; accountIds: number[]; password: string }>;
 }
 
-export interface ArchiveContents {
-  messages: number;
-  accounts: number;
-  users: number;
-}
-
-export function archiveContents(db: Db): ArchiveContents {
-  return db
-    .prepare(
-      `SELECT (SELECT count(*) FROM emails) AS messages, (SELECT count(*) FROM mail_accounts) AS accounts,
-                     (SELECT count(*) FROM users) AS users`,
-    )
-    .get() as ArchiveContents;
-}
+export { archiveContents };
+export type { ArchiveContents } from '../admin.js';
 
 /** How many of `total` messages each account gets, by its share; the last takes the rest. */
 function split(total: number): number[] {
@@ -64,7 +51,7 @@ async function* asRaw(
 }
 
 export async function buildDemoArchive(
-  db: Db,
+  target: Db | ArchiveAdmin,
   options: { messages?: number; seed?: number; onWarning?: (message: string) => void } = {},
 ): Promise<DemoArchive> {
   const started = performance.now();
@@ -74,25 +61,26 @@ export async function buildDemoArchive(
       `The demo needs between ${MIN_DEMO_MESSAGES} and ${MAX_DEMO_MESSAGES} messages, not ${total}.`,
     );
   }
-  const held = archiveContents(db);
+  const admin = asAdmin(target);
+  const held = await admin.contents();
   if (held.messages + held.accounts + held.users > 0) {
     throw new StoreError(
-      `The archive is not empty (${held.accounts} accounts, ${held.users} users, ${held.messages} messages); the demo is only built into an empty archive file.`,
+      `The archive is not empty (${held.accounts} accounts, ${held.users} users, ${held.messages} messages); the demo is only built into an empty ${admin.kind === 'sqlite' ? 'archive file' : 'database'}.`,
     );
   }
   // Hash first: the slow, async part, before anything is written.
   const passwords = DEMO_USERS.map(() => randomBytes(9).toString('base64url'));
-  const hashes = await Promise.all(passwords.map(hashPassword));
+  const hashes = await Promise.all(passwords.map((p) => admin.hashPassword(p)));
 
   const ids = new Map<AccountKey, number>();
-  db.transaction(() => {
+  await admin.transaction(async (tx) => {
     for (const a of DEMO_ACCOUNTS)
-      ids.set(a.key, addAccount(db, { name: a.name, emailAddress: a.emailAddress, provider: a.provider }).id);
-    DEMO_USERS.forEach((u, i) => {
-      addUser(db, { username: u.username, email: u.email, isAdmin: u.isAdmin, passwordHash: hashes[i]! });
-      for (const key of u.accounts) assignAccount(db, u.username, ids.get(key)!);
-    });
-  })();
+      ids.set(a.key, (await tx.addAccount({ name: a.name, emailAddress: a.emailAddress, provider: a.provider })).id);
+    for (const [i, u] of DEMO_USERS.entries()) {
+      await tx.addUser({ username: u.username, email: u.email, isAdmin: u.isAdmin, passwordHash: hashes[i]! });
+      for (const key of u.accounts) await tx.assignAccount(u.username, ids.get(key)!);
+    }
+  });
 
   const counts = split(total);
   const accounts: DemoArchive['accounts'] = [];
@@ -100,10 +88,14 @@ export async function buildDemoArchive(
   let failed = 0;
   for (const [i, spec] of DEMO_ACCOUNTS.entries()) {
     const id = ids.get(spec.key)!;
-    const summary = await importMessages(db, asRaw(demoMail(spec, counts[i]!, options.seed ?? DEMO_SEED), spec.key), {
-      accountId: id,
-      ...(options.onWarning ? { onWarning: options.onWarning } : {}),
-    });
+    const summary = await importMessages(
+      admin,
+      asRaw(demoMail(spec, counts[i]!, options.seed ?? DEMO_SEED), spec.key),
+      {
+        accountId: id,
+        ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+      },
+    );
     imported += summary.imported;
     failed += summary.failed;
     accounts.push({

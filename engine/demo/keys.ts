@@ -1,8 +1,7 @@
 // API keys for trying the service: one for an administrator, one for a restricted user.
+import { asAdmin, type ArchiveAdmin, type UserRow } from '../admin.js';
 import type { Db } from '../db/open.js';
 import { StoreError } from '../store/errors.js';
-import { createKey, listKeys, revokeKey } from '../store/keys.js';
-import { listUsers, type UserRow } from '../store/users.js';
 
 export interface IssuedKey {
   id: number;
@@ -21,8 +20,8 @@ export interface DemoKeys {
 }
 
 /** The demo users when present, else the first suitable ones (an archive not built by `demo`). */
-function chooseUsers(db: Db): { admin: UserRow; restricted: UserRow | null } {
-  const users = listUsers(db).filter((u) => u.isActive);
+async function chooseUsers(archive: ArchiveAdmin): Promise<{ admin: UserRow; restricted: UserRow | null }> {
+  const users = (await archive.listUsers()).filter((u) => u.isActive);
   const admin = users.find((u) => u.isAdmin && u.username === 'admin') ?? users.find((u) => u.isAdmin);
   if (!admin) throw new StoreError('The archive has no active administrator to issue a key for.');
   const restricted =
@@ -33,14 +32,18 @@ function chooseUsers(db: Db): { admin: UserRow; restricted: UserRow | null } {
 }
 
 /** Creates the two keys under `name`, revoking any earlier active keys of that name first. */
-export function issueDemoKeys(db: Db, name: string, now = Date.now()): DemoKeys {
-  return db.transaction(() => {
-    for (const k of listKeys(db, { now })) if (k.name === name && k.status === 'active') revokeKey(db, k.id, now);
-    const { admin, restricted } = chooseUsers(db);
-    const issue = (u: UserRow, accountIds: number[] | null): IssuedKey => {
-      const created = createKey(db, { username: u.username, name, now });
+export function issueDemoKeys(target: Db | ArchiveAdmin, name: string, now = Date.now()): Promise<DemoKeys> {
+  return asAdmin(target).transaction(async (tx) => {
+    for (const k of await tx.listKeys({ now }))
+      if (k.name === name && k.status === 'active') await tx.revokeKey(k.id, now);
+    const { admin, restricted } = await chooseUsers(tx);
+    const issue = async (u: UserRow, accountIds: number[] | null): Promise<IssuedKey> => {
+      const created = await tx.createKey({ username: u.username, name, now });
       return { id: created.id, username: u.username, key: created.key, prefix: created.prefix, accountIds };
     };
-    return { admin: issue(admin, null), restricted: restricted ? issue(restricted, restricted.accountIds) : null };
-  })();
+    return {
+      admin: await issue(admin, null),
+      restricted: restricted ? await issue(restricted, restricted.accountIds) : null,
+    };
+  });
 }

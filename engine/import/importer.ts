@@ -1,8 +1,10 @@
-// The importer: sources in, parsed messages out, written through ArchiveWriter in batches.
-// It prints nothing; callers hear about progress and skipped messages through callbacks.
+// The importer: sources in, parsed messages out, written in batches through the archive's
+// writer (engine/admin.ts: ArchiveWriter on SQLite, PgArchiveWriter on PostgreSQL), so one import
+// path serves both stores. It prints nothing; callers hear about progress and skipped messages
+// through callbacks.
+import { asAdmin, type ArchiveAdmin } from '../admin.js';
 import type { Db } from '../db/open.js';
-import { requireAccount, touchLastSync } from '../store/accounts.js';
-import { ArchiveWriter, type NewEmail } from '../store/writer.js';
+import type { NewEmail } from '../store/writer.js';
 import { parseMessage } from './parse.js';
 import { planSources, readSources, type RawMessage } from './sources.js';
 
@@ -39,25 +41,27 @@ const MAX_BATCH_BYTES = 64 * 1024 * 1024;
 
 /** Imports files and directories (mbox, Maildir, .eml); see planSources for folder rules. */
 export async function importPaths(
-  db: Db,
+  target: Db | ArchiveAdmin,
   paths: readonly string[],
   options: ImportOptions & { folder?: string },
 ): Promise<ImportSummary> {
-  requireAccount(db, options.accountId); // before touching the file system: the cheaper mistake first
+  const admin = asAdmin(target);
+  await admin.requireAccount(options.accountId); // before touching the file system: the cheaper mistake first
   const sources = planSources(paths, options.folder);
   const bytesTotal = sources.reduce((sum, s) => sum + s.size, 0);
-  return importMessages(db, readSources(sources), { ...options, bytesTotal });
+  return importMessages(admin, readSources(sources), { ...options, bytesTotal });
 }
 
 /** Imports messages from any reader (files, or the demo generator) into one account. */
 export async function importMessages(
-  db: Db,
+  target: Db | ArchiveAdmin,
   messages: AsyncIterable<RawMessage> | Iterable<RawMessage>,
   options: ImportOptions & { bytesTotal?: number },
 ): Promise<ImportSummary> {
   const started = performance.now();
-  const account = requireAccount(db, options.accountId);
-  const writer = new ArchiveWriter(db);
+  const admin = asAdmin(target);
+  const account = await admin.requireAccount(options.accountId);
+  const writer = admin.openWriter();
   const batchSize = Math.max(1, options.batchSize ?? DEFAULT_BATCH_SIZE);
   const progress: ImportProgress = {
     bytesDone: 0,
@@ -70,17 +74,23 @@ export async function importMessages(
   let pending: NewEmail[] = [];
   let pendingBytes = 0;
 
-  const flush = () => {
+  // One batch may be in flight while the next is parsed: a PostgreSQL server stores it
+  // meanwhile. (The SQLite writer finishes within the call, so there it changes nothing.)
+  let inflight: Promise<void> = Promise.resolve();
+  const flush = async () => {
     if (pending.length === 0) return;
     const batch = pending;
     pending = [];
     pendingBytes = 0;
-    writer.batch(() => {
-      for (const email of batch) {
-        if (writer.add(email) === null) progress.duplicates++;
+    await inflight;
+    inflight = writer.writeBatch(batch).then((ids) => {
+      for (const id of ids) {
+        if (id === null) progress.duplicates++;
         else progress.imported++;
       }
     });
+    // Seen by the next flush (or the end); not an unhandled rejection in between.
+    inflight.catch(() => {});
   };
 
   for await (const m of messages) {
@@ -101,11 +111,12 @@ export async function importMessages(
       progress.failed++;
       options.onWarning?.(`Skipped the message in ${m.origin}: ${(err as Error).message}.`);
     }
-    if (pending.length >= batchSize || pendingBytes >= MAX_BATCH_BYTES) flush();
+    if (pending.length >= batchSize || pendingBytes >= MAX_BATCH_BYTES) await flush();
     options.onProgress?.(progress);
   }
-  flush();
-  touchLastSync(db, account.id, Date.now());
+  await flush();
+  await inflight;
+  await admin.touchLastSync(account.id, Date.now());
   options.onProgress?.(progress);
   const { imported, duplicates, failed } = progress;
   return { imported, duplicates, failed, seconds: (performance.now() - started) / 1000 };

@@ -61,7 +61,7 @@ export function searchParametersText(params: Record<string, unknown>): string {
     .slice(0, 255);
 }
 
-const KEY_COLUMNS = sql`k."Id" AS id, k."UserId" AS user_id, u."Username" AS username, u."IsActive"::int AS is_active,
+export const KEY_COLUMNS = sql`k."Id" AS id, k."UserId" AS user_id, u."Username" AS username, u."IsActive"::int AS is_active,
   k."Name" AS name, k."KeyPrefix" AS key_prefix, ${utcMs('k."CreatedAt"')} AS created_at,
   ${utcMs('k."LastUsedAt"')} AS last_used_at, ${utcMs('k."ExpiresAt"')} AS expires_at,
   ${utcMs('k."RevokedAt"')} AS revoked_at`;

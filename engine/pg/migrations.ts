@@ -26,4 +26,22 @@ export const ourMigrations: OwnMigration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: 'import dedup keys',
+    sql: /* sql */ `
+      -- What the importer has stored, by the same identity as the SQLite archive's
+      -- emails.dedup_key (Message-ID, else a hash of the raw bytes) within an account and folder:
+      -- importing the same mail twice skips it. Mail Archiver's tables have no column for it.
+      -- email_id is the ArchivedEmails row; a key whose row Mail Archiver has since deleted
+      -- (retention, a user) no longer counts, so the message can be imported again.
+      CREATE TABLE mail_archive_gateway.import_keys (
+        account_id integer NOT NULL,
+        folder     text    NOT NULL,
+        dedup_key  text    NOT NULL,
+        email_id   integer,
+        PRIMARY KEY (account_id, folder, dedup_key)
+      );
+    `,
+  },
 ];

@@ -89,18 +89,28 @@ const SELECT_USERS = `
          (SELECT group_concat(account_id) FROM user_accounts WHERE user_id = u.id) AS account_ids
   FROM users u`;
 
+/** A new user's name as stored (trimmed, NFC), or a StoreError; the same rule on every store. */
+export function checkUsername(input: string): string {
+  const username = input.trim().normalize('NFC');
+  if (!/^[\p{L}\p{N}._@-]{1,64}$/u.test(username)) {
+    throw new StoreError(`Invalid username "${input}": use 1 to 64 letters, digits, dots, dashes, underscores or @.`);
+  }
+  return username;
+}
+
+/** A new user's contact address (trimmed; empty means none), or a StoreError. */
+export function checkEmail(input: string | null | undefined): string | null {
+  const email = input?.trim() || null;
+  if (email !== null && !EMAIL_ADDRESS.test(email)) throw new StoreError(`"${input}" is not an e-mail address.`);
+  return email;
+}
+
 export function addUser(
   db: Db,
   input: { username: string; email?: string | null; isAdmin?: boolean; passwordHash?: string | null; now?: number },
 ): UserRow {
-  const username = input.username.trim().normalize('NFC');
-  if (!/^[\p{L}\p{N}._@-]{1,64}$/u.test(username)) {
-    throw new StoreError(
-      `Invalid username "${input.username}": use 1 to 64 letters, digits, dots, dashes, underscores or @.`,
-    );
-  }
-  const email = input.email?.trim() || null;
-  if (email !== null && !EMAIL_ADDRESS.test(email)) throw new StoreError(`"${input.email}" is not an e-mail address.`);
+  const username = checkUsername(input.username);
+  const email = checkEmail(input.email);
   if (findUser(db, username)) throw new StoreError(`User "${username}" already exists.`);
   const info = prepared(
     db,
@@ -115,7 +125,7 @@ export function getUser(db: Db, id: number): UserRow | null {
 }
 
 /** Usernames match case-insensitively in every script and whatever the Unicode normal form. */
-const foldName = (name: string): string => name.normalize('NFC').toLowerCase();
+export const foldName = (name: string): string => name.normalize('NFC').toLowerCase();
 
 export function findUser(db: Db, username: string): UserRow | null {
   const wanted = username.trim();

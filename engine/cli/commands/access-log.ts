@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
 import type { AccessType } from '../../../shared/dto.js';
-import { listAccessLog } from '../../store/access-log.js';
-import { requireUser } from '../../store/users.js';
 import { parseId, printJson, printTable, UsageError, withArchive } from '../context.js';
 
 const TYPES: readonly AccessType[] = ['Search', 'Open', 'Download'];
@@ -20,9 +18,9 @@ export function registerAccessLog(program: Command): void {
       if (opts.type !== undefined && !type)
         throw new UsageError(`--type must be one of ${TYPES.join(', ')}, not "${opts.type}".`);
       const limit = parseId(opts.limit, '--limit');
-      const rows = await withArchive(cmd, (db) =>
-        listAccessLog(db, {
-          ...(opts.user !== undefined ? { userId: requireUser(db, opts.user).id } : {}),
+      const rows = await withArchive(cmd, async (archive) =>
+        archive.listAccessLog({
+          ...(opts.user !== undefined ? { userId: (await archive.requireUser(opts.user)).id } : {}),
           ...(type ? { type } : {}),
           limit,
         }),

@@ -1,8 +1,11 @@
 import type { Command } from 'commander';
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { storeKind } from '../../archive.js';
 import Database from '../../db/driver.js';
-import { printJson, UsageError, withArchive } from '../context.js';
+import { StoreError } from '../../store/errors.js';
+import type { SqliteAdmin } from '../../admin.js';
+import { archivePath, printJson, UsageError, withArchive } from '../context.js';
 
 export interface BackupSummary {
   destination: string;
@@ -24,14 +27,19 @@ export function registerBackup(program: Command): void {
     .option('--force', 'replace the destination if it exists')
     .option('--json', 'print JSON')
     .action(async (destination: string, opts: { force?: boolean; json?: boolean }, cmd: Command) => {
+      if (storeKind(archivePath(cmd)) === 'postgres') {
+        throw new StoreError(
+          'backup copies a SQLite archive file; back up a PostgreSQL archive with pg_dump (see docs/postgres.md).',
+        );
+      }
       const target = resolve(destination);
       if (existsSync(target) && !opts.force)
         throw new UsageError(`${target} already exists; choose a new file or pass --force to replace it.`);
       const started = Date.now();
       const partial = `${target}.partial`;
       rmSync(partial, { force: true });
-      const pages = await withArchive(cmd, async (db) => {
-        const result = await db.backup(partial);
+      const pages = await withArchive(cmd, async (archive) => {
+        const result = await (archive as SqliteAdmin).db.backup(partial);
         return result.totalPages;
       });
       // The copy must open and pass SQLite's structural check before it replaces anything.

@@ -55,8 +55,8 @@ export function registerImport(program: Command): void {
       const progress = progressBar();
       let summary: ImportSummary;
       try {
-        summary = await withArchive(cmd, (db) =>
-          importPaths(db, paths, {
+        summary = await withArchive(cmd, (archive) =>
+          importPaths(archive, paths, {
             accountId,
             ...(opts.folder !== undefined ? { folder: opts.folder } : {}),
             onProgress: progress.update,

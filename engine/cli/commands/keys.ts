@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { InvalidInput, parseDateBound } from '../../../shared/search-input.js';
-import { createKey, findKey, listKeys, revokeKey } from '../../store/keys.js';
 import { printJson, printTable, UsageError, withArchive } from '../context.js';
 
 /**
@@ -30,7 +29,7 @@ export function registerKeys(program: Command): void {
     .option('--json', 'print {"id":N,"key":"ma_…","prefix":"ma_…"}')
     .action(async (username: string, opts: { name: string; expires?: string; json?: boolean }, cmd: Command) => {
       const expiresAt = opts.expires !== undefined ? parseExpiry(opts.expires) : null;
-      const created = await withArchive(cmd, (db) => createKey(db, { username, name: opts.name, expiresAt }));
+      const created = await withArchive(cmd, (archive) => archive.createKey({ username, name: opts.name, expiresAt }));
       if (expiresAt !== null && expiresAt <= Date.now()) {
         process.stderr.write(
           `Warning: this key expired at ${new Date(expiresAt).toISOString()}; it will be refused.\n`,
@@ -52,7 +51,9 @@ export function registerKeys(program: Command): void {
     .option('--user <username>', "only this user's keys")
     .option('--json', 'print JSON')
     .action(async (opts: { user?: string; json?: boolean }, cmd: Command) => {
-      const rows = await withArchive(cmd, (db) => listKeys(db, opts.user !== undefined ? { username: opts.user } : {}));
+      const rows = await withArchive(cmd, (archive) =>
+        archive.listKeys(opts.user !== undefined ? { username: opts.user } : {}),
+      );
       if (opts.json) printJson(rows);
       else
         printTable(rows, [
@@ -73,7 +74,7 @@ export function registerKeys(program: Command): void {
     .description('revoke a key by id or prefix; it is refused from the next request on')
     .option('--json', 'print the revoked key as JSON')
     .action(async (idOrPrefix: string, opts: { json?: boolean }, cmd: Command) => {
-      const row = await withArchive(cmd, (db) => revokeKey(db, findKey(db, idOrPrefix).id));
+      const row = await withArchive(cmd, async (archive) => archive.revokeKey((await archive.findKey(idOrPrefix)).id));
       if (opts.json) printJson(row);
       else process.stdout.write(`Revoked key ${row.id} (${row.prefix}…) of ${row.username} at ${row.revokedAt}.\n`);
     });

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { addUser, assignAccount, hashPassword, listUsers, setUserActive, unassignAccount } from '../../store/users.js';
 import { parseId, printJson, printTable, readStdin, UsageError, withArchive } from '../context.js';
 
 export function registerUsers(program: Command): void {
@@ -18,15 +17,21 @@ export function registerUsers(program: Command): void {
         opts: { admin?: boolean; email?: string; passwordStdin?: boolean; json?: boolean },
         cmd: Command,
       ) => {
-        let passwordHash: string | null = null;
+        let password: string | null = null;
         if (opts.passwordStdin) {
-          const password = (await readStdin()).replace(/\r?\n$/, '');
+          password = (await readStdin()).replace(/\r?\n$/, '');
           if (password.length < 8) throw new UsageError('The password must be at least 8 characters.');
-          passwordHash = await hashPassword(password);
         }
         const user = await withArchive(
           cmd,
-          (db) => addUser(db, { username, email: opts.email ?? null, isAdmin: opts.admin ?? false, passwordHash }),
+          async (archive) =>
+            archive.addUser({
+              username,
+              email: opts.email ?? null,
+              isAdmin: opts.admin ?? false,
+              // The store's own format: scrypt in a SQLite file, Mail Archiver's PBKDF2 on PostgreSQL.
+              passwordHash: password === null ? null : await archive.hashPassword(password),
+            }),
           { create: true },
         );
         if (opts.json) printJson(user);
@@ -42,7 +47,7 @@ export function registerUsers(program: Command): void {
     .description('list users with their assigned accounts')
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }, cmd: Command) => {
-      const rows = await withArchive(cmd, (db) => listUsers(db));
+      const rows = await withArchive(cmd, (archive) => archive.listUsers());
       if (opts.json) printJson(rows);
       else printTable(rows, ['id', 'username', 'email', 'isAdmin', 'isActive', 'accountIds', 'createdAt']);
     });
@@ -53,14 +58,14 @@ export function registerUsers(program: Command): void {
     .option('--json', 'print the user as JSON')
     .action(async (username: string, active: string, opts: { json?: boolean }, cmd: Command) => {
       if (!/^(true|false)$/i.test(active)) throw new UsageError(`<active> must be true or false, not "${active}".`);
-      const user = await withArchive(cmd, (db) => setUserActive(db, username, /^true$/i.test(active)));
+      const user = await withArchive(cmd, (archive) => archive.setUserActive(username, /^true$/i.test(active)));
       if (opts.json) printJson(user);
       else process.stdout.write(`${user.username} is now ${user.isActive ? 'active' : 'inactive'}.\n`);
     });
 
   for (const [name, verb, fn] of [
-    ['assign', 'give a user read access to a mail account', assignAccount],
-    ['unassign', "take a mail account out of a user's view", unassignAccount],
+    ['assign', 'give a user read access to a mail account', 'assignAccount'],
+    ['unassign', "take a mail account out of a user's view", 'unassignAccount'],
   ] as const) {
     users
       .command(`${name} <username> <accountId>`)
@@ -68,7 +73,7 @@ export function registerUsers(program: Command): void {
       .option('--json', 'print the result as JSON')
       .action(async (username: string, accountId: string, opts: { json?: boolean }, cmd: Command) => {
         const id = parseId(accountId, '<accountId>');
-        const changed = await withArchive(cmd, (db) => fn(db, username, id));
+        const changed = await withArchive(cmd, (archive) => archive[fn](username, id));
         if (opts.json) printJson({ username, accountId: id, changed });
         else
           process.stdout.write(

@@ -1,0 +1,168 @@
+// The operator's side of the archive: what the CLI, the importer and the demo builder do to it
+// (users, accounts, keys, the access log, writing mail), as one async interface with one
+// implementation per store. The SQLite one wraps the synchronous functions of engine/store/
+// unchanged; the PostgreSQL one (engine/pg/admin.ts) does the same over Mail Archiver's tables.
+// Which one is chosen once, here, from Database:Path, like engine/archive.ts does for jobs.
+import type { AccessType, MailAccountDto } from '../shared/dto.js';
+import type { KeyRow } from '../shared/jobs.js';
+import { describeWhere, prepareArchive, storeKind } from './archive.js';
+import { openArchive, type Db } from './db/open.js';
+import { listAccessLog, type AccessLogRow } from './store/access-log.js';
+import { addAccount, listAllAccounts, requireAccount, touchLastSync } from './store/accounts.js';
+import { createKey, findKey, listKeys, revokeKey, type CreatedKey } from './store/keys.js';
+import {
+  addUser,
+  assignAccount,
+  hashPassword,
+  listUsers,
+  requireUser,
+  setUserActive,
+  unassignAccount,
+  type UserRow,
+} from './store/users.js';
+import { ArchiveWriter, type NewEmail } from './store/writer.js';
+
+export type { AccessLogRow, CreatedKey, UserRow };
+
+export interface ArchiveContents {
+  messages: number;
+  accounts: number;
+  users: number;
+}
+
+/** Writes mail in batches; each batch is one transaction. Null for a message already there. */
+export interface MailWriter {
+  writeBatch(emails: readonly NewEmail[]): Promise<Array<number | null>>;
+}
+
+export interface ArchiveAdmin {
+  readonly kind: 'sqlite' | 'postgres';
+  /** Where the archive is, for messages: the file, or host:port/database without credentials. */
+  readonly where: string;
+
+  /** A password hash in the store's format (scrypt for SQLite, Mail Archiver's PBKDF2 for PostgreSQL). */
+  hashPassword(password: string): Promise<string>;
+  addUser(input: {
+    username: string;
+    email?: string | null;
+    isAdmin?: boolean;
+    passwordHash?: string | null;
+  }): Promise<UserRow>;
+  listUsers(): Promise<UserRow[]>;
+  requireUser(username: string): Promise<UserRow>;
+  setUserActive(username: string, active: boolean): Promise<UserRow>;
+  assignAccount(username: string, accountId: number): Promise<boolean>;
+  unassignAccount(username: string, accountId: number): Promise<boolean>;
+
+  /** `provider` defaults to IMAP on SQLite and to IMPORT (Mail Archiver's import-only kind) on PostgreSQL. */
+  addAccount(input: { name: string; emailAddress: string; provider?: string }): Promise<MailAccountDto>;
+  listAccounts(): Promise<MailAccountDto[]>;
+  requireAccount(id: number): Promise<MailAccountDto>;
+  touchLastSync(accountId: number, at: number): Promise<void>;
+
+  createKey(input: { username: string; name: string; expiresAt?: number | null; now?: number }): Promise<CreatedKey>;
+  listKeys(options?: { username?: string; now?: number }): Promise<KeyRow[]>;
+  findKey(idOrPrefix: string, now?: number): Promise<KeyRow>;
+  revokeKey(id: number, now?: number): Promise<KeyRow>;
+
+  listAccessLog(filter?: { userId?: number; type?: AccessType; limit?: number }): Promise<AccessLogRow[]>;
+
+  contents(): Promise<ArchiveContents>;
+  openWriter(): MailWriter;
+  /** Runs `work` in one transaction (nested calls join the outer one). */
+  transaction<T>(work: (admin: ArchiveAdmin) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export function archiveContents(db: Db): ArchiveContents {
+  return db
+    .prepare(
+      `SELECT (SELECT count(*) FROM emails) AS messages, (SELECT count(*) FROM mail_accounts) AS accounts,
+                     (SELECT count(*) FROM users) AS users`,
+    )
+    .get() as ArchiveContents;
+}
+
+/** The SQLite archive: engine/store/'s functions as they are, one connection. */
+export class SqliteAdmin implements ArchiveAdmin {
+  readonly kind = 'sqlite' as const;
+  readonly where: string;
+
+  constructor(
+    readonly db: Db,
+    private readonly closeDb = true,
+  ) {
+    this.where = db.name;
+  }
+
+  hashPassword = (password: string) => hashPassword(password);
+  addUser = async (input: Parameters<ArchiveAdmin['addUser']>[0]) => addUser(this.db, input);
+  listUsers = async () => listUsers(this.db);
+  requireUser = async (username: string) => requireUser(this.db, username);
+  setUserActive = async (username: string, active: boolean) => setUserActive(this.db, username, active);
+  assignAccount = async (username: string, accountId: number) => assignAccount(this.db, username, accountId);
+  unassignAccount = async (username: string, accountId: number) => unassignAccount(this.db, username, accountId);
+  addAccount = async (input: Parameters<ArchiveAdmin['addAccount']>[0]) => addAccount(this.db, input);
+  listAccounts = async () => listAllAccounts(this.db);
+  requireAccount = async (id: number) => requireAccount(this.db, id);
+  touchLastSync = async (accountId: number, at: number) => touchLastSync(this.db, accountId, at);
+  createKey = async (input: Parameters<ArchiveAdmin['createKey']>[0]) => createKey(this.db, input);
+  listKeys = async (options: { username?: string; now?: number } = {}) => listKeys(this.db, options);
+  findKey = async (idOrPrefix: string, now?: number) => findKey(this.db, idOrPrefix, now);
+  revokeKey = async (id: number, now?: number) => revokeKey(this.db, id, now);
+  listAccessLog = async (filter: Parameters<ArchiveAdmin['listAccessLog']>[0] = {}) => listAccessLog(this.db, filter);
+  contents = async () => archiveContents(this.db);
+
+  openWriter(): MailWriter {
+    const writer = new ArchiveWriter(this.db);
+    return {
+      // Synchronous inside: one better-sqlite3 transaction per batch, exactly as before.
+      writeBatch: async (emails) => writer.batch(() => emails.map((e) => writer.add(e))),
+    };
+  }
+
+  async transaction<T>(work: (admin: ArchiveAdmin) => Promise<T>): Promise<T> {
+    // better-sqlite3's transaction() takes no async work; BEGIN … COMMIT by hand does, and the
+    // store functions called inside (which may use transaction() themselves) nest as savepoints.
+    if (this.db.inTransaction) return work(this);
+    this.db.exec('BEGIN');
+    try {
+      const result = await work(this);
+      this.db.exec('COMMIT');
+      return result;
+    } catch (err) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closeDb && this.db.open) this.db.close();
+  }
+}
+
+/** Code that takes either an open SQLite handle (tests, benchmarks, demo-start) or an admin. */
+export function asAdmin(target: Db | ArchiveAdmin): ArchiveAdmin {
+  return 'kind' in target && typeof (target as ArchiveAdmin).openWriter === 'function'
+    ? (target as ArchiveAdmin)
+    : new SqliteAdmin(target as Db, false);
+}
+
+export interface OpenAdminOptions {
+  /** May create the archive: a missing SQLite file, or Mail Archiver's schema in an empty database. */
+  create?: boolean;
+  /** Database:TimeZone (PostgreSQL only): the zone SentDate is written in. */
+  timeZone?: string;
+}
+
+/**
+ * Opens the archive at `path` for administration. On PostgreSQL it first checks (and with
+ * `create`, creates) the schema; every failure to connect or a schema it cannot use is one
+ * sentence (ArchiveOpenError), never a password.
+ */
+export async function openAdmin(path: string, options: OpenAdminOptions = {}): Promise<ArchiveAdmin> {
+  if (storeKind(path) === 'sqlite') return new SqliteAdmin(openArchive(path, { mustExist: !options.create }));
+  await prepareArchive({ path }, { createIfEmpty: options.create ?? false });
+  const { PgAdmin } = await import('./pg/admin.js');
+  return PgAdmin.open(path, options.timeZone ?? 'UTC', describeWhere(path));
+}
