@@ -1,0 +1,99 @@
+// The benchmark corpus (bench/corpus.ts, the same plan and message stream) in a PostgreSQL
+// database in Mail Archiver's schema, written through the PostgreSQL store's own write path
+// (engine/admin.ts openAdmin + MailWriter), the way `mail-archive import` writes. Cached like the
+// SQLite file: a database named by size, seed and corpus version on the local server
+// (PGHOST/PGPORT/PGUSER, default 127.0.0.1:5432 as postgres), built under a temporary name and
+// renamed when complete, so an interrupted build is never mistaken for a finished one.
+//
+//   node dist/bench/pg-corpus.js [--messages N] [--seed S] [--rebuild]   prints the database URL
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { openAdmin } from '../engine/admin.js';
+import { CORPUS_BATCH, CORPUS_VERSION, planCorpus, type CorpusOptions } from './corpus.js';
+
+function server() {
+  return {
+    host: process.env.PGHOST || '127.0.0.1',
+    port: Number(process.env.PGPORT || 5432),
+    user: process.env.PGUSER || 'postgres',
+  };
+}
+
+export function pgCorpusUrl(name: string): string {
+  const { host, port, user } = server();
+  return `postgres://${encodeURIComponent(user)}@${host}:${port}/${name}`;
+}
+
+async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ ...server(), database: 'postgres' });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Builds the corpus database unless it exists; returns its URL. */
+export async function ensurePgCorpus(options: CorpusOptions & { rebuild?: boolean } = {}): Promise<string> {
+  const messages = options.messages ?? 1_000_000;
+  const seed = options.seed ?? 42;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const name = `mag_bench_corpus_v${CORPUS_VERSION}_${messages}_${seed}`;
+  const building = `${name}_building`;
+  const exists = await admin(
+    async (c) => (await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount === 1,
+  );
+  if (exists && !options.rebuild) return pgCorpusUrl(name);
+  await admin(async (c) => {
+    await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await c.query(`DROP DATABASE IF EXISTS "${building}" WITH (FORCE)`);
+    await c.query(`CREATE DATABASE "${building}"`);
+  });
+  const started = Date.now();
+  const store = await openAdmin(pgCorpusUrl(building), { create: true });
+  try {
+    const plan = planCorpus(messages, seed);
+    const accountIds: number[] = [];
+    for (const a of plan.accounts) accountIds.push((await store.addAccount(a)).id);
+    for (const u of plan.users) {
+      await store.addUser({ username: u.username, isAdmin: u.isAdmin });
+      for (const a of u.accounts) await store.assignAccount(u.username, accountIds[a]!);
+    }
+    const writer = store.openWriter();
+    const stream = plan.messages(accountIds);
+    for (let start = 0; start < messages; start += CORPUS_BATCH) {
+      const batch = [];
+      for (let i = start; i < Math.min(messages, start + CORPUS_BATCH); i++) batch.push(stream.next().value!);
+      await writer.writeBatch(batch);
+      if ((start / CORPUS_BATCH) % 20 === 0)
+        log(
+          `pg corpus: ${Math.min(messages, start + CORPUS_BATCH)} / ${messages} messages (${((Date.now() - started) / 1000).toFixed(0)} s)`,
+        );
+    }
+  } finally {
+    await store.close();
+  }
+  const client = new pg.Client({ connectionString: pgCorpusUrl(building) });
+  await client.connect();
+  try {
+    await client.query('VACUUM (ANALYZE)');
+  } finally {
+    await client.end();
+  }
+  await admin((c) => c.query(`ALTER DATABASE "${building}" RENAME TO "${name}"`));
+  log(`pg corpus: built ${messages} messages in ${((Date.now() - started) / 1000).toFixed(0)} s as ${name}`);
+  return pgCorpusUrl(name);
+}
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? undefined : process.argv[i + 1];
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const messages = Number(arg('--messages') ?? 1_000_000);
+  const seed = Number(arg('--seed') ?? 42);
+  process.stdout.write(`${await ensurePgCorpus({ messages, seed, rebuild: process.argv.includes('--rebuild') })}\n`);
+}
