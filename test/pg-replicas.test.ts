@@ -11,7 +11,7 @@ import test from 'ava';
 import { prepareArchive } from '../engine/archive.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
 import supertest from 'supertest';
-import { apiSettings, bearer, capturingLogger, silentLogger } from './helpers/api.js';
+import { apiSettings, bearer, silentLogger } from './helpers/api.js';
 import { startPrimary, startReplica, waitForReplay, type PgServer } from './helpers/pg-cluster.js';
 import { addKey, addMessage, createSmallArchive, type SmallArchive } from './helpers/pg-mail-archiver.js';
 import { waitFor } from './helpers/redis.js';
@@ -37,9 +37,7 @@ test.after.always(async () => {
 
 function startGateway(): { gateway: Gateway; request: supertest.Agent } {
   const settings = apiSettings(primary!.url(DB), { Database: { ReadReplicas: [replica!.url(DB)] } });
-  const log = process.env.DEBUG_LOG ? capturingLogger() : undefined;
-  const gateway = createGateway(settings, { logger: log?.logger ?? silentLogger() });
-  if (log) process.on('exit', () => console.error(JSON.stringify(log.lines.filter((l) => (l.level as number) >= 50))));
+  const gateway = createGateway(settings, { logger: silentLogger() });
   return { gateway, request: supertest.agent(gateway.app.callback()) };
 }
 
