@@ -87,8 +87,13 @@ test.serial(
       cap.lines.filter((l) => (l.level as number) >= 50 && l.msg === 'request failed'),
       [],
     );
-    // Health endpoints that need no database keep answering.
+    // Liveness needs no database; readiness says the process cannot serve: the primary is down.
     t.is((await request.get('/healthz')).status, 200);
+    await waitFor('readiness to see the primary down', async () => (await request.get('/readyz')).status === 503);
+    const ready = await request.get('/readyz');
+    t.is(ready.body.status, 'unavailable');
+    t.deepEqual(ready.body.checks.postgres, { status: 'down', primary: { status: 'down' }, replicas: [] });
+    t.is(ready.body.checks.pool.status, 'ok', 'the engine threads themselves are fine');
 
     await primary!.start();
     const started = Date.now();
@@ -100,6 +105,8 @@ test.serial(
     t.log(`first 200 ${recoveredMs} ms after the server accepted connections again`);
     for (const p of paths) t.is((await request.get(p).set(bearer(archive.key))).status, 200, p);
     t.true(recoveredMs < 5_000);
+    await waitFor('readiness to see the primary back', async () => (await request.get('/readyz')).status === 200);
+    t.like((await request.get('/readyz')).body.checks.postgres, { status: 'ok', primary: { status: 'ok' } });
   },
 );
 

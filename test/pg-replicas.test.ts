@@ -9,6 +9,8 @@
 // sees a key created (or revoked) afterwards went to the primary.
 import test from 'ava';
 import { prepareArchive } from '../engine/archive.js';
+import { sql } from '../engine/pg/sql.js';
+import { PgStore } from '../engine/pg/store.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
 import supertest from 'supertest';
 import { apiSettings, bearer, silentLogger } from './helpers/api.js';
@@ -63,6 +65,17 @@ test.serial('reads come from the replica; key checks, LastUsedAt and the access 
   const before = await request.get('/api/v1/stats').set(bearer(archive.key));
   t.is(before.status, 200);
   t.is(before.body.emails, 3);
+
+  // Readiness reports both servers, by host:port/database only.
+  const ready = await request.get('/readyz');
+  t.is(ready.status, 200);
+  t.is(ready.body.status, 'ok');
+  t.like(ready.body.checks.postgres, {
+    status: 'ok',
+    primary: { status: 'ok' },
+    replicas: [{ server: `127.0.0.1:${replica!.port}/${DB}`, status: 'ok', inRotation: true }],
+  });
+  t.true(typeof ready.body.checks.postgres.replicas[0].lagBytes === 'number');
 
   // A key both servers hold, to be revoked while the replica lags.
   const spare = await addKey(primary!.url(DB), archive.userId, 'to be revoked');
@@ -135,6 +148,12 @@ test.serial('reads come from the replica; key checks, LastUsedAt and the access 
     'the replica still holds the key unrevoked',
   );
 
+  // Readiness shows the lag, in WAL bytes not yet replayed (pings are reused for a second).
+  await waitFor('readiness to show the lag', async () => {
+    const res = await request.get('/readyz');
+    return res.status === 200 && res.body.checks.postgres.replicas[0].lagBytes > 0;
+  });
+
   // The gateway's sessions on the replica are there under its application_name.
   const sessions = await count(
     replica!,
@@ -150,6 +169,39 @@ test.serial('reads come from the replica; key checks, LastUsedAt and the access 
   const after = await request.get('/api/v1/stats').set(bearer(archive.key));
   t.is(after.body.emails, 4);
 });
+
+test.serial(
+  'a read the replica cancels for a recovery conflict is answered by the primary; the replica stays in rotation',
+  async (t) => {
+    // The replica cancels at once a query that holds up replay, instead of delaying replay.
+    await replica!.query('ALTER SYSTEM SET max_standby_streaming_delay = 0');
+    await replica!.query('SELECT pg_reload_conf()');
+    await primary!.query('CREATE TABLE public.conflict_probe AS SELECT g AS n FROM generate_series(1, 1000) g', [], DB);
+    await waitForReplay(primary!, replica!);
+    const conflicts = () =>
+      count(replica!, 'SELECT confl_snapshot + confl_lock AS n FROM pg_stat_database_conflicts WHERE datname = $1', [
+        DB,
+      ]);
+    const conflictsBefore = await conflicts();
+
+    const store = new PgStore({ url: primary!.url(DB), timeZone: 'UTC', readReplicas: [replica!.url(DB)] });
+    t.teardown(() => store.close());
+    // A read that holds its snapshot for a second on the replica...
+    const reading = store.read<{ n: number }>(sql`SELECT count(*) AS n FROM public.conflict_probe, pg_sleep(1)`);
+    await new Promise((r) => setTimeout(r, 300));
+    // ...while the primary removes the rows it sees: replaying that cleanup conflicts with it.
+    await primary!.query('DELETE FROM public.conflict_probe', [], DB);
+    await primary!.query('VACUUM public.conflict_probe', [], DB);
+
+    const rows = await reading;
+    t.deepEqual(rows, [{ n: 0 }], 'answered after the delete: by the primary');
+    t.true((await conflicts()) > conflictsBefore, 'the replica did cancel the query');
+    const health = await store.health();
+    t.true(health.replicas[0]!.inRotation, 'a recovery conflict does not take the replica out');
+    await replica!.query('ALTER SYSTEM RESET max_standby_streaming_delay');
+    await replica!.query('SELECT pg_reload_conf()');
+  },
+);
 
 test.serial('the replica stopped mid-stream: reads fall back to the primary and no request fails', async (t) => {
   const { gateway, request } = startGateway();
@@ -190,6 +242,16 @@ test.serial('the replica stopped mid-stream: reads fall back to the primary and 
   const total = statuses.get(200) ?? 0;
   t.true(total > 20, `requests across the stop: ${total}`);
   t.log(`${total} requests across the replica stop, all 200; slowest ${slowest} ms`);
+
+  // Readiness: still ready (200), degraded, the replica down and out of rotation.
+  await waitFor('readiness to see the replica down', async () => {
+    const res = await request.get('/readyz');
+    return res.status === 200 && res.body.checks.postgres.replicas[0].status === 'down';
+  });
+  const ready = await request.get('/readyz');
+  t.is(ready.body.status, 'degraded');
+  t.like(ready.body.checks.postgres, { status: 'degraded', primary: { status: 'ok' } });
+  t.false(ready.body.checks.postgres.replicas[0].inRotation);
 
   // With the replica gone the primary answers the reads, now with the fourth message.
   const stats = await request.get('/api/v1/stats').set(bearer(archive.key));
