@@ -2,7 +2,7 @@
 // one Redis behave as one service (issue 10, "Reads across replicas and hosts"): the same keys
 // work on both, a key revoked through one is refused by the other on its next request, one
 // rate-limit budget per key is spent across both, and both write into the one access log.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
@@ -15,7 +15,7 @@ import { addKey, createSmallArchive, type SmallArchive } from './helpers/pg-mail
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
 import { redisCommand, redisUrl, waitFor } from './helpers/redis.js';
 import { startServerProcess, type ServerProcess } from './helpers/server-process.js';
-import { csrfOf, signIn } from './helpers/web.js';
+import { csrfOf, sessionCookies, signIn } from './helpers/web.js';
 
 const LIMIT = 6;
 const PASSWORD = 'alice-web-pass-1';
@@ -38,8 +38,7 @@ test.before(async () => {
     Redis__Url: redisUrl(),
     Api__RateLimitPerMinute: String(LIMIT),
     Mcp__Enabled: 'false',
-    // Sessions signed by one gateway are honoured by the other (docs/postgres.md).
-    Web__SessionSecret: 'a-secret-both-gateways-share-0123',
+    // No Web:SessionSecret: both read the one stored in the database (docs/postgres.md).
   };
   for (let i = 0; i < 2; i++) gateways.push(await startServerProcess({ dir, dbPath: db.url } as Fixture, env));
 });
@@ -106,6 +105,15 @@ test.serial('a key revoked through one gateway (web UI) is refused by the other 
     .type('form')
     .send({ _csrf: csrfOf(page.text), id: String(keyId), confirmed: 'yes' });
   t.is(revoked.status, 303, revoked.text.slice(0, 300));
+
+  // The session A signed is valid on B: both sign with the secret stored in the database.
+  const cookie = sessionCookies(res.headers['set-cookie']);
+  t.truthy(cookie);
+  t.is((await request(b.url).get('/keys')).status, 302, 'without the cookie B sends one to sign in');
+  const onB = await request(b.url).get('/keys').set('Cookie', cookie);
+  t.is(onB.status, 200, 'signed in on B too');
+  t.true(onB.text.includes('to revoke on A'), 'the key list, seen on B');
+  t.false(existsSync(join(dir!, 'postgres:')), 'no session-secret file is made from the URL');
 
   const refused = await get(b, '/api/v1/accounts', key);
   t.is(refused.status, 401);
