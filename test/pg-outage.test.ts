@@ -13,6 +13,7 @@ import { createGateway } from '../gateway/app.js';
 import { apiSettings, bearer, capturingLogger } from './helpers/api.js';
 import { startPrimary, type PgServer } from './helpers/pg-cluster.js';
 import { createSmallArchive } from './helpers/pg-mail-archiver.js';
+import { csrfOf } from './helpers/web.js';
 import { freePort, waitFor } from './helpers/redis.js';
 import { SERVER, startServerProcess } from './helpers/server-process.js';
 import type { Fixture } from './helpers/fixture.js';
@@ -62,7 +63,7 @@ test.serial(
     const archive = await createSmallArchive(url, 2);
     await prepareArchive({ path: url });
     const cap = capturingLogger();
-    const gateway = createGateway(apiSettings(url), { logger: cap.logger });
+    const gateway = createGateway(apiSettings(url, { Mcp: { Enabled: true } }), { logger: cap.logger });
     const request = supertest.agent(gateway.app.callback());
     t.teardown(async () => {
       await primary!.start();
@@ -81,6 +82,25 @@ test.serial(
       t.regex(res.body.detail, /database cannot be reached/);
       t.notRegex(res.text, /\bat .*\.(js|ts):\d+|ECONNREFUSED|postgres:\/\/|127\.0\.0\.1/, 'no stack, no address');
     }
+    // MCP: refused at admission (the key check needs the primary) with the same problem.
+    const mcp = await request
+      .post('/mcp')
+      .set(bearer(archive.key))
+      .set('Accept', 'application/json, text/event-stream')
+      .send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_stats', arguments: {} } });
+    t.is(mcp.status, 503, mcp.text);
+    t.is(mcp.headers['content-type'], 'application/problem+json');
+    t.truthy(mcp.headers['retry-after']);
+    // Web: the sign-in form needs no database; signing in does, and gets a 503 page.
+    const form = await request.get('/login');
+    t.is(form.status, 200);
+    const login = await request
+      .post('/login')
+      .type('form')
+      .send({ _csrf: csrfOf(form.text), username: 'alice', password: 'whatever-it-is' });
+    t.is(login.status, 503);
+    t.regex(String(login.headers['content-type']), /^text\/html/);
+    t.notRegex(login.text, /\bat .*\.(js|ts):\d+|ECONNREFUSED/);
     // Logged as a warning without a stack, never as a failed request (an error with its stack).
     t.true(cap.lines.some((l) => l.msg === 'archive database unavailable'));
     t.deepEqual(
