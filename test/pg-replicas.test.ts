@@ -253,6 +253,28 @@ test.serial('the replica stopped mid-stream: reads fall back to the primary and 
   t.like(ready.body.checks.postgres, { status: 'degraded', primary: { status: 'ok' } });
   t.false(ready.body.checks.postgres.replicas[0].inRotation);
 
+  // Started again, the replica rejoins the rotation by itself (a probe every 5 s), and serves again.
+  await replica!.start();
+  const restarted = Date.now();
+  await waitFor(
+    'the replica back in rotation',
+    async () => {
+      const res = await request.get('/readyz');
+      return res.body.checks.postgres.status === 'ok' && res.body.checks.postgres.replicas[0].inRotation === true;
+    },
+    20_000,
+    200,
+  );
+  t.log(`back in rotation ${Date.now() - restarted} ms after the replica started again`);
+  const sessions = await count(
+    replica!,
+    `SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'mail-archive-gateway' AND datname = $1`,
+    [DB],
+  );
+  t.true(sessions >= 1, 'the gateway connected to it again');
+  const back = await request.get('/api/v1/accounts').set(bearer(archive.key));
+  t.is(back.status, 200);
+
   // With the replica gone the primary answers the reads, now with the fourth message.
   const stats = await request.get('/api/v1/stats').set(bearer(archive.key));
   t.is(stats.status, 200);
