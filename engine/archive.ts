@@ -87,3 +87,18 @@ export function describeWhere(url: string): string {
     return 'the database named by Database:Path';
   }
 }
+
+/**
+ * The web-session signing secret every gateway on this PostgreSQL database shares (stored in our
+ * own schema; run after prepareArchive). A SQLite archive has none: its secret is a file beside
+ * the archive (gateway/web/session-secret.ts). Failures are ArchiveOpenError, as above.
+ */
+export async function sharedSessionSecret(config: ArchiveConfig): Promise<string | undefined> {
+  if (storeKind(config.path) === 'sqlite') return undefined;
+  const { sharedSessionSecret: read } = await import('./pg/shared-settings.js');
+  try {
+    return await read(config.path);
+  } catch (err) {
+    throw new ArchiveOpenError(describeConnectError(config.path, 'Database:Path', err));
+  }
+}

@@ -148,7 +148,7 @@ export class EnginePool {
     const id = this.#nextJob++;
     const inFlight = this.#inFlight[lane];
     inFlight.set(id, performance.now());
-    return (this.#lanes[lane].run(job) as Promise<JobResult<K>>).finally(() => inFlight.delete(id));
+    return (this.#lanes[lane].run(job) as Promise<JobResult<K>>).catch(restoreError).finally(() => inFlight.delete(id));
   }
 
   /**
@@ -194,7 +194,7 @@ export class EnginePool {
 
   /** Runs the readiness job on one lane's own threads. */
   ping(lane: Lane): Promise<JobResult<'ping'>> {
-    return this.#lanes[lane].run({ kind: 'ping' }) as Promise<JobResult<'ping'>>;
+    return (this.#lanes[lane].run({ kind: 'ping' }) as Promise<JobResult<'ping'>>).catch(restoreError);
   }
 
   /** True once close() was called (Piscina itself would start new threads for a later run). */
@@ -221,4 +221,19 @@ export class EnginePool {
     this.#closed = true;
     await Promise.all([this.#lanes.interactive.close(), this.#lanes.query.close()]);
   }
+}
+
+/**
+ * An error from a worker thread with the name and code it had there (engine/worker.ts carries
+ * them in `cause`, which survives the structured clone): the gateway tells ArchiveUnavailable
+ * (503, Retry-After) from a fault (500) by that code.
+ */
+function restoreError(err: unknown): never {
+  const cause = (err as { cause?: { portableError?: unknown; name?: unknown; code?: unknown } } | null)?.cause;
+  if (err instanceof Error && cause?.portableError === true) {
+    if (typeof cause.name === 'string') err.name = cause.name;
+    if (typeof cause.code === 'string') Object.assign(err, { code: cause.code });
+    delete (err as { cause?: unknown }).cause;
+  }
+  throw err;
 }

@@ -42,16 +42,20 @@ function connection(): Promise<ArchiveStore> {
 
 /**
  * Errors cross the thread boundary by structured clone, which keeps only what plain Errors
- * have: better-sqlite3's SqliteError would arrive as a bare `{ code }`. Rethrow as an Error
- * that keeps message, code and stack, so the gateway can log what went wrong.
+ * have: message, stack, a standard name, and `cause`; an own `code` property and a custom name
+ * (ArchiveUnavailable) are dropped. Rethrow as an Error that keeps message and stack and
+ * carries name and code in `cause` as a plain object, which the clone keeps; the pool puts
+ * them back (restoreError in engine/pool.ts), so the gateway recognises ArchiveUnavailable by
+ * its code and logs what went wrong.
  */
 function portable(err: unknown): Error {
   if (!(err instanceof Error)) return new Error(String(err));
-  const out = new Error(err.message);
+  const code = (err as { code?: unknown }).code;
+  const out = new Error(err.message, {
+    cause: { portableError: true, name: err.name, ...(typeof code === 'string' ? { code } : {}) },
+  });
   out.name = err.name;
   out.stack = err.stack ?? '';
-  const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string') Object.assign(out, { code });
   return out;
 }
 

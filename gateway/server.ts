@@ -2,7 +2,7 @@
 // Under PM2 cluster mode every worker process runs this file and shares the port.
 import { createServer } from 'node:http';
 import { ConfigError, loadSettings, type Settings } from '../shared/config.js';
-import { prepareArchive } from '../engine/archive.js';
+import { prepareArchive, sharedSessionSecret } from '../engine/archive.js';
 import { ArchiveOpenError } from '../engine/db/open.js';
 import { createGateway } from './app.js';
 import { ConnectionDrain } from './drain.js';
@@ -20,7 +20,7 @@ function readSettings(): Settings {
   }
 }
 
-const settings = readSettings();
+let settings = readSettings();
 const logger = createLogger();
 let gateway;
 try {
@@ -30,6 +30,12 @@ try {
     { path: settings.Database.Path, timeZone: settings.Database.TimeZone },
     { createIfEmpty: false },
   );
+  // Every gateway on one PostgreSQL database signs web sessions with the key stored there, unless
+  // Web:SessionSecret says otherwise: a session started on one host is valid on the others.
+  if (!settings.Web.SessionSecret) {
+    const shared = await sharedSessionSecret({ path: settings.Database.Path });
+    if (shared) settings = { ...settings, Web: { ...settings.Web, SessionSecret: shared } };
+  }
   gateway = createGateway(settings, { logger });
 } catch (err) {
   if (err instanceof ArchiveOpenError) {

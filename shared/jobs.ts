@@ -145,8 +145,32 @@ export interface JobMap {
     args: { mode: 'throw' | 'exit' | 'hold'; lane?: Lane; release?: Int32Array; ms?: number };
     result: null;
   };
-  /** Readiness: the thread answers and its connection reads the archive (the schema version). */
-  ping: { args: Record<string, never>; result: { schemaVersion: number } };
+  /**
+   * Readiness: the thread answers and its connection reads the archive (the schema version). On
+   * PostgreSQL it also reports the servers it reads from (never failing because one is down).
+   */
+  ping: { args: Record<string, never>; result: { schemaVersion: number; postgres?: PostgresHealth } };
+}
+
+/** One PostgreSQL server as readiness sees it: answering (`ms`: round trip) or not. */
+export interface PostgresServerCheck {
+  status: 'ok' | 'down';
+  ms?: number;
+}
+
+/** The primary (Database:Path) and each read replica (Database:ReadReplicas), in their order. */
+export interface PostgresHealth {
+  primary: PostgresServerCheck;
+  replicas: Array<
+    PostgresServerCheck & {
+      /** host:port/database, never the credentials. */
+      server: string;
+      /** False while reads skip it after a failure, until a probe finds it answering. */
+      inRotation: boolean;
+      /** WAL bytes it has yet to replay, when it and the primary both answered. */
+      lagBytes?: number;
+    }
+  >;
 }
 
 export type JobKind = keyof JobMap;

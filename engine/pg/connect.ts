@@ -85,6 +85,16 @@ export function describeConnectError(url: string, setting: string, err: unknown)
   return `Cannot use the PostgreSQL database ${where} named by ${setting}: ${why}.`;
 }
 
+/** host:port/database of a server URL, for messages and reports: never the credentials. */
+export function serverOf(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname || 'localhost'}${u.port ? `:${u.port}` : ''}${u.pathname}`;
+  } catch {
+    return 'a server whose URL cannot be parsed';
+  }
+}
+
 /** Runs `work`, turning "the server is not there" into ArchiveUnavailable. */
 export async function guarded<T>(work: () => Promise<T>): Promise<T> {
   try {

@@ -405,10 +405,13 @@ export const pgHandlers: PgHandlers = {
     return { ok: true, value: row! };
   },
   ping: async (ctx) => {
-    const rows = await ctx.read<{ version: number }>(
-      sql`SELECT version FROM mail_archive_gateway.schema_version WHERE id = 1`,
-    );
-    return { schemaVersion: rows[0]?.version ?? 0 };
+    // The lane answers even when a server does not: which one is down is readiness's to report.
+    const postgres = await ctx.health();
+    if (postgres.primary.status !== 'ok') return { schemaVersion: 0, postgres };
+    const rows = await ctx
+      .primary<{ version: number }>(sql`SELECT version FROM mail_archive_gateway.schema_version WHERE id = 1`)
+      .catch(() => []);
+    return { schemaVersion: rows[0]?.version ?? 0, postgres };
   },
   fault: () => {
     throw new Error('fault injection is disabled');

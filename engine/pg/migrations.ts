@@ -44,4 +44,17 @@ export const ourMigrations: OwnMigration[] = [
       );
     `,
   },
+  {
+    version: 4,
+    name: 'settings every gateway on this database shares',
+    sql: /* sql */ `
+      -- Values all gateway processes on this database must agree on, wherever they run: the key
+      -- that signs web sessions (session_secret), so a session started on one host is honoured
+      -- by every other without configuring Web:SessionSecret on each (docs/postgres.md).
+      CREATE TABLE mail_archive_gateway.settings (
+        name  text PRIMARY KEY,
+        value text NOT NULL
+      );
+    `,
+  },
 ];

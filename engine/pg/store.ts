@@ -3,9 +3,10 @@
 // `read` for what may lag a little (searches, details, folders, stats, attachment bytes),
 // `primary` for key checks and writes, so a revoked key is refused on the very next request.
 import type pg from 'pg';
-import type { Job, JobKind, JobResult } from '../../shared/jobs.js';
+import { performance } from 'node:perf_hooks';
+import type { Job, JobKind, JobResult, PostgresHealth } from '../../shared/jobs.js';
 import { ArchiveUnavailable } from '../unavailable.js';
-import { createPgPool, isUnavailable } from './connect.js';
+import { createPgPool, isUnavailable, serverOf } from './connect.js';
 import { pgHandlers } from './handlers.js';
 import type { Sql } from './sql.js';
 
@@ -27,15 +28,39 @@ export interface PgContext {
   readonly primary: Query;
   /** Runs `work` in one transaction on the primary. */
   transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
+  /** The primary's and the replicas' state, for readiness; never throws. */
+  health(): Promise<PostgresHealth>;
 }
 
-/** A replica that failed is skipped for this long before it is tried again. */
-const REPLICA_RETRY_MS = 5_000;
+/** A replica that failed is skipped; it is probed again this often, and back in rotation once it answers. */
+export const REPLICA_RETRY_MS = 5_000;
+
+/**
+ * Errors a hot standby gives to a query that the primary would answer: the query was cancelled
+ * because replaying the primary's changes conflicts with it (rows it still needed were vacuumed
+ * away on the primary; SQLSTATE 40001, or 40P01 for a buffer-pin deadlock). The replica itself is
+ * healthy, so it stays in rotation, but the read is answered elsewhere instead of failing.
+ */
+const RECOVERY_CONFLICT = new Set(['40001', '40P01']);
+const isRecoveryConflict = (err: unknown) =>
+  RECOVERY_CONFLICT.has(String((err as { code?: unknown } | null)?.code)) &&
+  /conflict with recovery/i.test(String((err as { message?: unknown }).message));
 
 interface Replica {
   pool: pg.Pool;
-  downUntil: number;
+  /** Out of rotation since this time (0: in rotation); a background probe brings it back. */
+  downSince: number;
+  probe: NodeJS.Timeout | undefined;
 }
+
+/** A WAL position `X/Y` (two hex halves) as a byte offset; exact below 2^53 bytes (8 PiB of WAL). */
+const lsnBytes = (lsn: string): number => {
+  const [hi = '0', lo = '0'] = lsn.split('/');
+  return parseInt(hi, 16) * 2 ** 32 + parseInt(lo, 16);
+};
+
+/** A health probe waits this long for a server before calling it down. */
+const HEALTH_TIMEOUT_MS = 1_500;
 
 export class PgStore implements PgContext {
   readonly kind = 'postgres' as const;
@@ -48,11 +73,16 @@ export class PgStore implements PgContext {
     this.zone = options.timeZone;
     const max = options.connections ?? 2;
     this.#primary = createPgPool(options.url, { max, setting: 'Database:Path' });
-    this.#replicas = (options.readReplicas ?? []).map((url) => ({
+    this.#replicaUrls = options.readReplicas ?? [];
+    this.#replicas = this.#replicaUrls.map((url) => ({
       pool: createPgPool(url, { max, setting: 'Database:ReadReplicas' }),
-      downUntil: 0,
+      downSince: 0,
+      probe: undefined,
     }));
   }
+
+  readonly #replicaUrls: readonly string[];
+  #closed = false;
 
   readonly primary: Query = async <R extends Row>(q: Sql) => {
     try {
@@ -64,24 +94,85 @@ export class PgStore implements PgContext {
   };
 
   /**
-   * Round robin over the replicas that are up; a replica that cannot answer is skipped for
-   * REPLICA_RETRY_MS and the query goes to the next one, finally to the primary: a replica
-   * going down costs no request.
+   * Round robin over the replicas in rotation. A query that fails on a replica because the
+   * server is unreachable or going away (also mid-flight: a replica shut down cancels its
+   * queries) is run again on the next one, finally on the primary, so a replica going down costs
+   * no request; that replica leaves the rotation and a background probe puts it back once it
+   * answers, so no request waits on a connection attempt to a server known to be down. A query
+   * cancelled by a recovery conflict is answered elsewhere too, without taking the replica out.
+   * Reads are plain SELECTs, so running one twice is harmless.
    */
   readonly read: Query = async <R extends Row>(q: Sql) => {
-    const now = Date.now();
-    for (let tried = 0; tried < this.#replicas.length; tried++) {
-      const replica = this.#replicas[this.#next++ % this.#replicas.length]!;
-      if (replica.downUntil > now) continue;
+    const count = this.#replicas.length;
+    for (let tried = 0; tried < count; tried++) {
+      const replica = this.#replicas[this.#next++ % count]!;
+      if (replica.downSince !== 0) continue;
       try {
         return (await replica.pool.query(q.toQuery())).rows as R[];
       } catch (err) {
+        if (isRecoveryConflict(err)) continue;
         if (!isUnavailable(err)) throw err;
-        replica.downUntil = Date.now() + REPLICA_RETRY_MS;
+        this.#takeOut(replica);
       }
     }
     return this.primary<R>(q);
   };
+
+  #takeOut(replica: Replica): void {
+    if (replica.downSince !== 0 || this.#closed) return;
+    replica.downSince = Date.now();
+    const probe = () => {
+      replica.probe = setTimeout(() => {
+        replica.pool.query('SELECT 1').then(
+          () => {
+            replica.downSince = 0;
+            replica.probe = undefined;
+          },
+          () => {
+            if (!this.#closed) probe();
+          },
+        );
+      }, REPLICA_RETRY_MS);
+      replica.probe.unref();
+    };
+    probe();
+  }
+
+  /** Primary reachable? Each replica answering, in rotation, and how far behind? For /readyz. */
+  async health(): Promise<PostgresHealth> {
+    const probe = async (pool: pg.Pool, fn: string) => {
+      const started = performance.now();
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        const result = await Promise.race([
+          pool.query<{ lsn: string | null }>(`SELECT ${fn}()::text AS lsn`),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error('timeout')), HEALTH_TIMEOUT_MS);
+          }),
+        ]);
+        const ms = Math.round((performance.now() - started) * 10) / 10;
+        return { status: 'ok' as const, ms, lsn: result.rows[0]?.lsn ?? null };
+      } catch {
+        return { status: 'down' as const, lsn: null };
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    const [primary, ...replicas] = await Promise.all([
+      probe(this.#primary, 'pg_current_wal_lsn'),
+      ...this.#replicas.map((r) => probe(r.pool, 'pg_last_wal_replay_lsn')),
+    ]);
+    return {
+      primary: primary!.status === 'ok' ? { status: 'ok', ms: primary!.ms! } : { status: 'down' },
+      replicas: replicas.map((r, i) => ({
+        server: serverOf(this.#replicaUrls[i]!),
+        status: r.status,
+        ...(r.status === 'ok' ? { ms: r.ms! } : {}),
+        inRotation: this.#replicas[i]!.downSince === 0,
+        ...(primary!.lsn && r.lsn ? { lagBytes: Math.max(0, lsnBytes(primary!.lsn) - lsnBytes(r.lsn)) } : {}),
+      })),
+    };
+  }
 
   async transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
     let client: pg.PoolClient;
@@ -115,6 +206,8 @@ export class PgStore implements PgContext {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
+    for (const r of this.#replicas) clearTimeout(r.probe);
     await Promise.all([this.#primary.end(), ...this.#replicas.map((r) => r.pool.end())]);
   }
 }

@@ -2,11 +2,13 @@
 //
 // Each check answers `{ status, ... }`; the answer's status is the worst of them. A check that
 // fails makes the process "unavailable" (503); one whose loss the service absorbs (Redis: rate
-// limits fall back to per-process counters) makes it "degraded" (still 200). A later store
-// (PostgreSQL: primary and replicas) adds its own entry under `checks` the same way.
+// limits fall back to per-process counters) makes it "degraded" (still 200). A PostgreSQL
+// archive adds `postgres`: the primary down makes the process unavailable (every request needs
+// it for the key check), a replica down only degraded (reads fall back to the primary).
 import type { Redis } from 'ioredis';
 import { performance } from 'node:perf_hooks';
 import { LANE_NAMES, type EnginePool, type Lane } from '../../engine/pool.js';
+import type { JobResult, PostgresHealth } from '../../shared/jobs.js';
 
 /** A lane that has not answered a ping in this time is reported as wedged. */
 export const PING_TIMEOUT_MS = 2000;
@@ -31,7 +33,27 @@ export interface Readiness {
   checks: {
     pool: { status: 'ok' | 'busy' | 'unavailable'; lanes: Record<Lane, LaneCheck> };
     redis: { status: 'ok' | 'down' | 'not configured' };
+    /** Present for a PostgreSQL archive (Database:Path is a postgres:// URL). */
+    postgres?: PostgresCheck;
   };
+}
+
+/**
+ * `ok`: primary and every replica answer and are in rotation; `degraded`: the primary answers
+ * but a replica does not (or is still out of rotation), so reads run on the others or the
+ * primary; `down`: the primary does not answer; `unknown`: no lane answered its ping.
+ */
+export type PostgresCheck = { status: 'ok' | 'degraded' | 'down' | 'unknown' } & Partial<PostgresHealth>;
+
+export function postgresCheck(health: PostgresHealth | undefined): PostgresCheck {
+  if (!health) return { status: 'unknown' };
+  const status =
+    health.primary.status !== 'ok'
+      ? 'down'
+      : health.replicas.every((r) => r.status === 'ok' && r.inRotation)
+        ? 'ok'
+        : 'degraded';
+  return { status, ...health };
 }
 
 /** Pings one lane; concurrent checks share one ping, so a wedged lane never queues more than one. */
@@ -40,6 +62,8 @@ class LaneProbe {
   #last: { at: number; check: LaneCheck } | undefined;
   /** The lane's completed-job count when the ping in flight was sent. */
   #completedAtPing = 0;
+  /** What the last answered ping said (the PostgreSQL servers' state), and when. */
+  lastResult: { at: number; result: JobResult<'ping'> } | undefined;
 
   constructor(
     private readonly engine: EnginePool,
@@ -72,8 +96,9 @@ class LaneProbe {
     const started = performance.now();
     let check: LaneCheck;
     try {
-      await this.engine.ping(this.lane);
+      const result = await this.engine.ping(this.lane);
       check = { status: 'ok', ms: Math.round((performance.now() - started) * 10) / 10 };
+      this.lastResult = { at: performance.now(), result };
     } catch {
       check = { status: 'error' };
     }
@@ -92,6 +117,7 @@ export class ReadinessCheck {
   constructor(
     engine: EnginePool,
     private readonly redis: Redis | undefined,
+    private readonly options: { postgres?: boolean } = {},
   ) {
     this.#probes = Object.fromEntries(LANE_NAMES.map((lane) => [lane, new LaneProbe(engine, lane)])) as Record<
       Lane,
@@ -107,11 +133,26 @@ export class ReadinessCheck {
       : statuses.every((s) => s === 'ok' || s === 'busy')
         ? 'busy'
         : 'unavailable';
+    const postgres = this.options.postgres ? this.#postgres() : undefined;
+    const status =
+      pool === 'unavailable' || postgres?.status === 'down'
+        ? 'unavailable'
+        : pool === 'busy' || redis === 'down' || postgres?.status === 'degraded'
+          ? 'degraded'
+          : 'ok';
     return {
-      status: pool === 'unavailable' ? 'unavailable' : pool === 'busy' || redis === 'down' ? 'degraded' : 'ok',
+      status,
       checkedAt: new Date().toISOString(),
-      checks: { pool: { status: pool, lanes }, redis: { status: redis } },
+      checks: { pool: { status: pool, lanes }, redis: { status: redis }, ...(postgres ? { postgres } : {}) },
     };
+  }
+
+  /** The freshest report of the servers any lane's ping brought back (each lane has its own pools). */
+  #postgres(): PostgresCheck {
+    const latest = LANE_NAMES.map((lane) => this.#probes[lane].lastResult)
+      .filter((r) => r !== undefined && performance.now() - r.at < PING_TIMEOUT_MS + PING_REUSE_MS)
+      .sort((a, b) => b!.at - a!.at)[0];
+    return postgresCheck(latest?.result.postgres);
   }
 
   async #lanes(): Promise<Record<Lane, LaneCheck>> {

@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { EnginePool } from '../../engine/pool.js';
-import type { Settings } from '../../shared/config.js';
+import { isPostgresUrl, type Settings } from '../../shared/config.js';
 import { Problem } from '../problem.js';
 import { allowList, isAllowed } from './allow-from.js';
 import { ReadinessCheck } from './health.js';
@@ -27,7 +27,7 @@ function probe(ctx: Context): void {
 }
 
 export function opsRoutes(settings: Settings, deps: OpsDeps): Middleware {
-  const readiness = new ReadinessCheck(deps.engine, deps.redis);
+  const readiness = new ReadinessCheck(deps.engine, deps.redis, { postgres: isPostgresUrl(settings.Database.Path) });
   const allowed = allowList(settings.Metrics.AllowFrom);
   const { metrics, logger } = deps;
 

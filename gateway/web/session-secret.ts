@@ -1,11 +1,12 @@
 // The key that signs session cookies. From Web:SessionSecret when set; otherwise generated once
 // and kept next to the database, so sessions survive a restart and every process of a PM2
-// cluster on this host signs with the same key.
+// cluster on this host signs with the same key. A PostgreSQL archive keeps it in the database
+// instead, shared by the gateways on every host (gateway/server.ts).
 import { randomBytes } from 'node:crypto';
 import { chmodSync, linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import type { Settings } from '../../shared/config.js';
+import { isPostgresUrl, type Settings } from '../../shared/config.js';
 
 export const SECRET_FILE_NAME = 'session-secret';
 
@@ -15,6 +16,14 @@ export function secretFilePath(settings: Settings): string {
 
 export function sessionSecret(settings: Settings, logger: Logger): string {
   if (settings.Web.SessionSecret) return settings.Web.SessionSecret;
+  if (isPostgresUrl(settings.Database.Path)) {
+    // There is no directory beside a URL (and a path made from one would hold its password).
+    // gateway/server.ts passes in the secret every gateway on the database shares (engine/
+    // archive.ts sharedSessionSecret); a gateway embedded without one signs with a key of its
+    // own, and its sessions end with the process.
+    logger.warn('no Web:SessionSecret for a PostgreSQL archive: web sessions last until this process stops');
+    return randomBytes(32).toString('base64url');
+  }
   const path = secretFilePath(settings);
   const existing = readSecret(path, logger);
   if (existing) return existing;
