@@ -348,6 +348,7 @@ export class PgAdmin implements ArchiveAdmin {
         read: query,
         primary: query,
         transaction: (nested) => nested(query),
+        health: () => this.ctx.health(),
       };
       return work(new PgAdmin(inner, this.where, null));
     });
