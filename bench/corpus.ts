@@ -131,7 +131,7 @@ const FILES: ReadonlyArray<readonly [string, string]> = [
   ['minutes.docx', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'],
   ['data.csv', 'text/csv'],
 ];
-const FOLDERS: ReadonlyArray<readonly [string, number]> = [
+export const FOLDERS: ReadonlyArray<readonly [string, number]> = [
   ['INBOX', 45],
   ['Sent', 20],
   ['INBOX/Projects/Apollo', 6],
@@ -148,7 +148,7 @@ export const START = Date.UTC(2015, 0, 1);
 export const END = Date.UTC(2025, 11, 31);
 
 /** Cumulative Zipf weights over the vocabulary, sampled by binary search. */
-class Zipf {
+export class Zipf {
   readonly #cdf: Float64Array;
   constructor(size: number, s = 1.05) {
     this.#cdf = new Float64Array(size);
@@ -168,7 +168,7 @@ class Zipf {
   }
 }
 
-function vocabulary(rng: Random, size: number): string[] {
+export function vocabulary(rng: Random, size: number): string[] {
   const syllables = [
     'ka',
     'lo',
