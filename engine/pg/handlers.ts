@@ -37,7 +37,18 @@ const ACCESS_TYPES = Object.fromEntries(Object.entries(ACCESS_TYPE_CODES).map(([
 export const accessTypeOf = (code: number): AccessType | null => ACCESS_TYPES[code] ?? null;
 
 /** Upstream's SearchParameters text: `q=…; from=…; …` in its order, only what was given, cut to 255. */
-const SEARCH_PARAM_ORDER = ['q', 'from', 'to', 'accountId', 'folder', 'direction', 'page', 'pageSize', 'sortBy', 'sortOrder'];
+const SEARCH_PARAM_ORDER = [
+  'q',
+  'from',
+  'to',
+  'accountId',
+  'folder',
+  'direction',
+  'page',
+  'pageSize',
+  'sortBy',
+  'sortOrder',
+];
 export function searchParametersText(params: Record<string, unknown>): string {
   const keys = [
     ...SEARCH_PARAM_ORDER.filter((k) => k in params),
@@ -349,7 +360,8 @@ export const pgHandlers: PgHandlers = {
   listKeysFor: async (ctx, job) => {
     const actor = await userById(ctx, job.actorId);
     if (!actor || !actor.is_active) return forbidden;
-    if (!actor.is_admin) return { ok: true, value: { own: await keysWhere(ctx, sql`k."UserId" = ${actor.id}`, job.now), others: null } };
+    if (!actor.is_admin)
+      return { ok: true, value: { own: await keysWhere(ctx, sql`k."UserId" = ${actor.id}`, job.now), others: null } };
     const all = await keysWhere(ctx, sql`true`, job.now);
     return {
       ok: true,

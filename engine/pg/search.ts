@@ -1,9 +1,13 @@
-// Search over a PostgreSQL archive. (First cut: filters and sort keys; the query language `q` is
-// compiled by the full implementation.)
+// Search over a PostgreSQL archive: the same filters, sorts and query language as the SQLite
+// store (engine/search/plan.ts), with `q` compiled to a tsquery over the service's own
+// side-index (search-index.ts). Filters stay on ArchivedEmails' columns, which Mail Archiver
+// keeps current (a folder move changes FolderName only). Differences: docs/search.md.
 import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
 import type { SearchQuery, SortKey } from '../../shared/jobs.js';
+import { compileSearch } from '../search/compile.js';
 import { toSummary, type RawSummary } from '../store/summary.js';
 import { summaryColumns, T, visibleAccounts, zonedTimestamp } from './columns.js';
+import { compileTsQuery, DOCS, ensureSearchIndex } from './search-index.js';
 import { join, raw, sql, type Sql } from './sql.js';
 import type { PgContext } from './store.js';
 
@@ -29,7 +33,11 @@ export function filterConditions(ctx: PgContext, viewer: Viewer, query: SearchQu
   return filters;
 }
 
-export async function searchEmails(ctx: PgContext, viewer: Viewer, query: SearchQuery): Promise<PagedResult<EmailSummaryDto>> {
+export async function searchEmails(
+  ctx: PgContext,
+  viewer: Viewer,
+  query: SearchQuery,
+): Promise<PagedResult<EmailSummaryDto>> {
   const page = (items: EmailSummaryDto[], totalItems: number): PagedResult<EmailSummaryDto> => ({
     items,
     page: query.page,
@@ -37,17 +45,38 @@ export async function searchEmails(ctx: PgContext, viewer: Viewer, query: Search
     totalItems,
     totalPages: Math.ceil(totalItems / query.pageSize),
   });
-  if (query.q !== undefined && query.q.trim() !== '') throw new Error('q is not supported on PostgreSQL yet');
-  const where = join(filterConditions(ctx, viewer, query), ' AND ', 'true');
-  const [count] = await ctx.read<{ n: number }>(sql`SELECT count(*) AS n FROM ${T.emails} e WHERE ${where}`);
+  const filters = filterConditions(ctx, viewer, query);
+  let from: Sql = sql`${T.emails} e`;
+  let rank: Sql | null = null;
+  const hasText = query.q !== undefined && query.q.trim() !== '';
+  if (hasText) {
+    const tsq = compileTsQuery(query.q!);
+    if (tsq === null) return page([], 0);
+    await ensureSearchIndex(ctx);
+    from = sql`${T.emails} e JOIN ${DOCS} d ON d.email_id = e."Id"`;
+    filters.push(sql`d.doc @@ ${tsq}::tsquery`);
+    // As on SQLite, a query with no positive part (`-spam`) has nothing to rank: date order.
+    const compiled = compileSearch(query.q);
+    if (compiled.kind === 'query' && compiled.match !== null) rank = sql`ts_rank(d.doc, ${tsq}::tsquery)`;
+  }
+  const where = join(filters, ' AND ', 'true');
+  const [count] = await ctx.read<{ n: number }>(sql`SELECT count(*) AS n FROM ${from} WHERE ${where}`);
   const total = count!.n;
   const offset = (query.page - 1) * query.pageSize;
   if (offset >= total) return page([], total);
-  const dir = raw(query.sortOrder === 'desc' ? 'DESC' : 'ASC');
-  const sortBy = query.sortBy === 'relevance' ? 'sentDate' : query.sortBy;
+  const desc = query.sortOrder === 'desc';
+  const dir = raw(desc ? 'DESC' : 'ASC');
+  let order: Sql;
+  if (query.sortBy === 'relevance' && rank !== null) {
+    // Most relevant first for desc; ties newest first in either order (as on SQLite).
+    order = sql`${rank} ${dir}, e."SentDate" DESC, e."Id" DESC`;
+  } else {
+    const sortBy = query.sortBy === 'relevance' ? 'sentDate' : query.sortBy;
+    order = sql`${raw(SORT_COLUMNS[sortBy])} ${dir}, e."Id" ${dir}`;
+  }
   const rows = await ctx.read<RawSummary>(
-    sql`SELECT ${summaryColumns(ctx.zone)} FROM ${T.emails} e WHERE ${where}
-         ORDER BY ${raw(SORT_COLUMNS[sortBy])} ${dir}, e."Id" ${dir} LIMIT ${query.pageSize} OFFSET ${offset}`,
+    sql`SELECT ${summaryColumns(ctx.zone)} FROM ${from} WHERE ${where}
+         ORDER BY ${order} LIMIT ${query.pageSize} OFFSET ${offset}`,
   );
   return page(rows.map(toSummary), total);
 }
