@@ -179,33 +179,47 @@ interface SourceRow {
   has_attachments: boolean;
 }
 
-async function indexBatch(query: Query, after: number, limit: number): Promise<{ count: number; last: number }> {
+async function indexBatch(
+  query: Query,
+  after: number,
+  limit: number,
+): Promise<{ seen: number; indexed: number; last: number }> {
   await query(sql`SELECT pg_advisory_xact_lock(hashtext(${LOCK}))`);
-  const rows = await query<SourceRow>(
-    sql`SELECT e."Id" AS id, e."Subject" AS subject, e."Body" AS body, e."From" AS "from", e."To" AS "to",
-               e."Cc" AS cc, e."Bcc" AS bcc,
-               (SELECT string_agg(a."FileName", ' ' ORDER BY a."Id") FROM ${T.attachments} a
-                 WHERE a."ArchivedEmailId" = e."Id") AS filenames,
-               e."HasAttachments" OR EXISTS (SELECT 1 FROM ${T.attachments} a WHERE a."ArchivedEmailId" = e."Id")
-                 AS has_attachments
-          FROM ${T.emails} e
-         WHERE e."Id" > ${after} AND NOT EXISTS (SELECT 1 FROM ${DOCS} d WHERE d.email_id = e."Id")
-         ORDER BY e."Id" LIMIT ${limit}`,
+  // Three index-driven steps rather than one anti-join, which the planner may turn into a scan
+  // of the whole side-index per batch.
+  const ids = (
+    await query<{ id: number }>(
+      sql`SELECT "Id" AS id FROM ${T.emails} WHERE "Id" > ${after} ORDER BY "Id" LIMIT ${limit}`,
+    )
+  ).map((r) => r.id);
+  const present = new Set(
+    (await query<{ id: number }>(sql`SELECT email_id AS id FROM ${DOCS} WHERE email_id = ANY(${ids}::int[])`)).map(
+      (r) => r.id,
+    ),
   );
-  if (rows.length > 0) {
-    const ids = rows.map((r) => r.id);
+  const missing = ids.filter((id) => !present.has(id));
+  if (missing.length > 0) {
+    const rows = await query<SourceRow>(
+      sql`SELECT e."Id" AS id, e."Subject" AS subject, e."Body" AS body, e."From" AS "from", e."To" AS "to",
+                 e."Cc" AS cc, e."Bcc" AS bcc,
+                 (SELECT string_agg(a."FileName", ' ' ORDER BY a."Id") FROM ${T.attachments} a
+                   WHERE a."ArchivedEmailId" = e."Id") AS filenames,
+                 e."HasAttachments" OR EXISTS (SELECT 1 FROM ${T.attachments} a WHERE a."ArchivedEmailId" = e."Id")
+                   AS has_attachments
+            FROM ${T.emails} e WHERE e."Id" = ANY(${missing}::int[])`,
+    );
     const docs = rows.map((r) =>
       documentVector({ ...r, filenames: r.filenames ?? '', hasAttachments: r.has_attachments }),
     );
     await query(
       sql`INSERT INTO ${DOCS} (email_id, doc)
-          SELECT id, doc::tsvector FROM unnest(${ids}::int[], ${docs}::text[]) AS t(id, doc)
+          SELECT id, doc::tsvector FROM unnest(${rows.map((r) => r.id)}::int[], ${docs}::text[]) AS t(id, doc)
           ON CONFLICT (email_id) DO NOTHING`,
     );
   }
-  const last = rows.at(-1)?.id ?? after;
+  const last = ids.at(-1) ?? after;
   await query(sql`UPDATE ${STATE} SET indexed_through = greatest(indexed_through, ${last}) WHERE id = 1`);
-  return { count: rows.length, last };
+  return { seen: ids.length, indexed: missing.length, last };
 }
 
 /**
@@ -218,10 +232,10 @@ export async function catchUpSearchIndex(ctx: PgContext): Promise<number> {
   let after = Math.max(0, state!.through - RECHECK_WINDOW);
   let indexed = 0;
   for (;;) {
-    const { count, last } = await ctx.transaction((query) => indexBatch(query, after, CATCH_UP_BATCH));
-    indexed += count;
+    const { seen, indexed: n, last } = await ctx.transaction((query) => indexBatch(query, after, CATCH_UP_BATCH));
+    indexed += n;
     after = last;
-    if (count < CATCH_UP_BATCH) break;
+    if (seen < CATCH_UP_BATCH) break;
   }
   // Fresh statistics let the planner tell a common word (walk the date index) from a rare one
   // (read the GIN index) on a newly filled index; autovacuum keeps them current afterwards.
