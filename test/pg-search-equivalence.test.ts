@@ -26,9 +26,11 @@ import { InvalidInput, parseSearchInput } from '../shared/search-input.js';
 import { tempDir } from './helpers/fixture.js';
 import { copySqliteArchiveToPg } from './helpers/pg-archive.js';
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
-import { spaced, structured } from './helpers/query-arbitraries.js';
+import { anyText, long, spaced, structured } from './helpers/query-arbitraries.js';
 
 const MESSAGES = 2500;
+/** Mail Archiver stores SentDate as wall-clock time in its display zone: not UTC, to test that. */
+const ZONE = 'Europe/Berlin';
 const WORDS = [
   'budget',
   'review',
@@ -159,8 +161,8 @@ test.before(async () => {
   db = openArchive(path);
   pgdb = await createTestDatabase('search_equivalence');
   await prepareArchive({ path: pgdb.url }, { createIfEmpty: true });
-  await copySqliteArchiveToPg(path, pgdb.url);
-  store = new PgStore({ url: pgdb.url, timeZone: 'UTC' });
+  await copySqliteArchiveToPg(path, pgdb.url, { timeZone: ZONE });
+  store = new PgStore({ url: pgdb.url, timeZone: ZONE });
 });
 
 test.after.always(async () => {
@@ -222,6 +224,8 @@ test.serial('generated queries and filters: the same totals and first pages on S
     ...fc.sample(meaningful, { numRuns: 3000, seed: 11 }),
     ...fc.sample(structured, { numRuns: 300, seed: 12 }),
     ...fc.sample(spaced, { numRuns: 300, seed: 13 }),
+    ...fc.sample(anyText, { numRuns: 200, seed: 15 }),
+    ...fc.sample(long, { numRuns: 10, seed: 16 }),
     '',
     'budget',
     'e-mail',
@@ -240,7 +244,7 @@ test.serial('generated queries and filters: the same totals and first pages on S
   const mismatches: string[] = [];
   const timing = { sqlite: [] as number[], pg: [] as number[] };
   for (let i = 0; i < queries.length; i++) {
-    const q = queries[i]!.toWellFormed().replace(/\u0000/g, '');
+    const q = queries[i]!; // as the MCP tool may pass it: NULs and lone surrogates included
     const { viewer: who, ...f } = filterSets[i]!;
     if (f.from !== null && f.to !== null && f.from > f.to) [f.from, f.to] = [f.to, f.from];
     let query: SearchQuery;

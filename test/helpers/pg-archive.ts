@@ -5,8 +5,24 @@
 import pg from 'pg';
 import { openArchive } from '../../engine/db/open.js';
 
-/** A naive timestamp for Mail Archiver's columns: UTC wall clock (Database:TimeZone = UTC). */
+/** A naive timestamp for Mail Archiver's UTC columns. */
 const naive = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString().slice(0, -1));
+
+/** SentDate: the wall clock in Mail Archiver's display zone (docs/compat.md, "Timestamps"). */
+function wallClock(ms: number, zone: string): string {
+  const format = new Intl.DateTimeFormat('sv-SE', {
+    timeZone: zone,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hourCycle: 'h23',
+  });
+  const millis = String(((ms % 1000) + 1000) % 1000).padStart(3, '0');
+  return `${format.format(new Date(ms)).replace(' ', 'T')}.${millis}`;
+}
 const hex = (b: Buffer | null) => (b === null ? null : `\\x${b.toString('hex')}`);
 
 async function insertJson(client: pg.Client, table: string, rows: Record<string, unknown>[]): Promise<void> {
@@ -23,8 +39,16 @@ async function insertJson(client: pg.Client, table: string, rows: Record<string,
   }
 }
 
-/** Copies everything; the PostgreSQL database must hold Mail Archiver's (empty) schema. */
-export async function copySqliteArchiveToPg(sqlitePath: string, url: string): Promise<{ emails: number }> {
+/**
+ * Copies everything; the PostgreSQL database must hold Mail Archiver's (empty) schema. Sent
+ * dates are written as wall-clock time in `timeZone` (Database:TimeZone; default UTC).
+ */
+export async function copySqliteArchiveToPg(
+  sqlitePath: string,
+  url: string,
+  options: { timeZone?: string } = {},
+): Promise<{ emails: number }> {
+  const zone = options.timeZone ?? 'UTC';
   const db = openArchive(sqlitePath);
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -89,7 +113,7 @@ export async function copySqliteArchiveToPg(sqlitePath: string, url: string): Pr
         To: e.to_addr,
         Cc: e.cc_addr,
         Bcc: e.bcc_addr,
-        SentDate: naive(e.sent_date as number),
+        SentDate: wallClock(e.sent_date as number, zone),
         ReceivedDate: naive(e.received_date as number),
         IsOutgoing: e.is_outgoing === 1,
         HasAttachments: e.has_attachments === 1,
