@@ -234,6 +234,9 @@ test.serial('generated queries and filters: the same totals and first pages on S
     'from:alice@work.example',
     '-budget',
     'a OR -b',
+    // A phrase of 1,400 words (10,000 characters, the limit): one long chain of <-> on PostgreSQL.
+    `"${'budget '.repeat(1400)}"`,
+    `subject:"${'a b '.repeat(2400)}"*`,
   ];
   const filterSets = fc.sample(filters, { numRuns: queries.length, seed: 14 });
   let compared = 0;
