@@ -11,6 +11,7 @@ import { createGateway, type Gateway } from '../gateway/app.js';
 import { defaultSettings } from '../shared/config.js';
 import { InvalidInput, parseSearchInput } from '../shared/search-input.js';
 import { createFixture, type Fixture } from './helpers/fixture.js';
+import { anyText, long, spaced, structured } from './helpers/query-arbitraries.js';
 
 const limits = { defaultPageSize: 20, maxPageSize: 100 };
 let fixture: Fixture;
@@ -24,76 +25,6 @@ test.after.always(() => {
   db?.close();
   fixture?.cleanup();
 });
-
-// Pieces that mean something to our parser, to FTS5, or to SQL.
-const piece = fc.constantFrom(
-  '"',
-  '(',
-  ')',
-  '-',
-  '*',
-  ':',
-  '^',
-  '+',
-  '{',
-  '}',
-  ',',
-  "'",
-  ';',
-  '\\',
-  '\u0000',
-  '\u0007',
-  '\n',
-  '\t',
-  ' ',
-  '  ',
-  'OR',
-  'AND',
-  'NOT',
-  'NEAR',
-  'NEAR(',
-  'or',
-  'not',
-  'subject:',
-  'from:',
-  'to:',
-  'cc:',
-  'bcc:',
-  'body:',
-  'has:',
-  'has:attachment',
-  'filename:',
-  'subject',
-  'body',
-  'from_text',
-  'filenames',
-  'email_fts',
-  'rank',
-  'bm25',
-  '{subject body}:',
-  'budget',
-  'review',
-  'alice@work.example',
-  'Grüße',
-  'münchen',
-  '日本語',
-  '😀',
-  'x*',
-  '"quarterly budget"',
-  '--',
-  '/*',
-  '*/',
-  'SELECT',
-  "' OR 1=1 --",
-  '%',
-  '_',
-  '\u200b',
-  '\ud800',
-);
-const structured = fc.array(piece, { maxLength: 40 }).map((parts) => parts.join(''));
-const spaced = fc.array(piece, { maxLength: 30 }).map((parts) => parts.join(' '));
-const anyText = fc.string({ unit: 'binary', maxLength: 200 });
-const long = fc.string({ minLength: 5000, maxLength: 10_500 });
 
 function check(q: string, viewer: { isAdmin: boolean; userId: number }): void {
   let query;

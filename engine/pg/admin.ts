@@ -16,13 +16,16 @@ import { T, utcMs, utcTimestamp } from './columns.js';
 import { ACCESS_TYPE_CODES, accessTypeOf, ACCOUNT_COLUMNS, insertKey, KEY_COLUMNS, toAccountDto } from './handlers.js';
 import { sql, type Sql } from './sql.js';
 import { PgStore, type PgContext, type Query } from './store.js';
+import { catchUpSearchIndex } from './search-index.js';
 import { PgArchiveWriter } from './writer.js';
 
 /**
- * Runs after every committed import batch. MERGE POINT: the search side-index's catch-up
- * (engine/pg/search-index.ts `catchUpSearchIndex`) is wired here, in this one line.
+ * Runs after every committed import batch: the search side-index catches up with what was
+ * written (engine/pg/search-index.ts), so imported mail is searchable when the import returns.
  */
-const AFTER_BATCH: ((ctx: PgContext) => Promise<void>) | undefined = undefined;
+const AFTER_BATCH: ((ctx: PgContext) => Promise<void>) | undefined = async (ctx) => {
+  await catchUpSearchIndex(ctx);
+};
 
 /** Users.Email is NOT NULL, unique and at most 100 characters in Mail Archiver. */
 const MAX_EMAIL_LENGTH = 100;

@@ -27,6 +27,28 @@ export const ourMigrations: OwnMigration[] = [
     `,
   },
   {
+    version: 2,
+    name: 'search side-index with SQLite FTS5 tokenisation',
+    sql: /* sql */ `
+      -- One row per indexed message: a tsvector built in JavaScript (engine/pg/search-index.ts)
+      -- with the tokenisation of the SQLite store's FTS5 index, each lexeme qualified by its
+      -- field ("s:" subject, "b:" body, "f:" from, "t:" to, "c:" cc, "k:" bcc, "n:" attachment
+      -- file names, "g:" hidden tags), positions kept for phrases. Searches join it to
+      -- ArchivedEmails, so a message deleted there is never found; its row here is pruned later.
+      CREATE TABLE mail_archive_gateway.search_docs (
+        email_id integer PRIMARY KEY,
+        doc      tsvector NOT NULL
+      );
+      CREATE INDEX search_docs_doc ON mail_archive_gateway.search_docs USING gin (doc);
+      -- The catch-up's watermark: every ArchivedEmails "Id" up to it has been looked at.
+      CREATE TABLE mail_archive_gateway.search_state (
+        id              integer PRIMARY KEY CHECK (id = 1),
+        indexed_through integer NOT NULL
+      );
+      INSERT INTO mail_archive_gateway.search_state (id, indexed_through) VALUES (1, 0);
+    `,
+  },
+  {
     version: 3,
     name: 'import dedup keys',
     sql: /* sql */ `

@@ -1,9 +1,13 @@
-// Search over a PostgreSQL archive. (First cut: filters and sort keys; the query language `q` is
-// compiled by the full implementation.)
+// Search over a PostgreSQL archive: the same filters, sorts and query language as the SQLite
+// store (engine/search/plan.ts), with `q` compiled to a tsquery over the service's own
+// side-index (search-index.ts). Filters stay on ArchivedEmails' columns, which Mail Archiver
+// keeps current (a folder move changes FolderName only). Differences: docs/search.md.
 import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
 import type { SearchQuery, SortKey } from '../../shared/jobs.js';
+import { compileSearch } from '../search/compile.js';
 import { toSummary, type RawSummary } from '../store/summary.js';
 import { summaryColumns, T, visibleAccounts, zonedTimestamp } from './columns.js';
+import { compileTsQuery, DOCS, ensureSearchIndex } from './search-index.js';
 import { join, raw, sql, type Sql } from './sql.js';
 import type { PgContext } from './store.js';
 
@@ -41,17 +45,73 @@ export async function searchEmails(
     totalItems,
     totalPages: Math.ceil(totalItems / query.pageSize),
   });
-  if (query.q !== undefined && query.q.trim() !== '') throw new Error('q is not supported on PostgreSQL yet');
-  const where = join(filterConditions(ctx, viewer, query), ' AND ', 'true');
-  const [count] = await ctx.read<{ n: number }>(sql`SELECT count(*) AS n FROM ${T.emails} e WHERE ${where}`);
-  const total = count!.n;
+  const filters = filterConditions(ctx, viewer, query);
   const offset = (query.page - 1) * query.pageSize;
-  if (offset >= total) return page([], total);
-  const dir = raw(query.sortOrder === 'desc' ? 'DESC' : 'ASC');
+  const desc = query.sortOrder === 'desc';
+  const dir = raw(desc ? 'DESC' : 'ASC');
   const sortBy = query.sortBy === 'relevance' ? 'sentDate' : query.sortBy;
+  const byKey = sql`${raw(SORT_COLUMNS[sortBy])} ${dir}, e."Id" ${dir}`;
+
+  if (query.q === undefined || query.q.trim() === '') {
+    const where = join(filters, ' AND ', 'true');
+    const [count] = await ctx.read<{ n: number }>(sql`SELECT count(*) AS n FROM ${T.emails} e WHERE ${where}`);
+    const total = count!.n;
+    if (offset >= total) return page([], total);
+    const rows = await ctx.read<RawSummary>(
+      sql`SELECT ${summaryColumns(ctx.zone)} FROM ${T.emails} e WHERE ${where}
+           ORDER BY ${byKey} LIMIT ${query.pageSize} OFFSET ${offset}`,
+    );
+    return page(rows.map(toSummary), total);
+  }
+
+  const tsq = compileTsQuery(query.q);
+  if (tsq === null) return page([], 0);
+  await ensureSearchIndex(ctx);
+  const where = join(filters, ' AND ', 'true');
+  const matches = sql`d.doc @@ ${tsq}::tsquery`;
+  const [count] = await ctx.read<{ n: number }>(
+    sql`SELECT count(*) AS n FROM ${T.emails} e JOIN ${DOCS} d ON d.email_id = e."Id" WHERE ${where} AND ${matches}`,
+  );
+  const total = count!.n;
+  if (offset >= total) return page([], total);
+  // As on SQLite, a query with no positive part (`-spam`) has nothing to rank: date order.
+  const compiled = compileSearch(query.q);
+  const ranked = query.sortBy === 'relevance' && compiled.kind === 'query' && compiled.match !== null;
+
+  // Sorted by date, two plans, chosen with the exact count as on SQLite (engine/search/plan.ts).
+  // Many matches: walk IX_ArchivedEmails_SentDate newest first and probe the side-index per
+  // message, reading about (offset + pageSize) * archive / total messages. Few: list the matches
+  // from the GIN index first and sort only them. The planner's own guess misjudges a rare word
+  // sorted by date (it walks the whole date index: 290 ms instead of 8 on 100,000 messages).
+  // Other keys have no index on Mail Archiver's table to walk: the planner sorts the matches.
+  if (!ranked && sortBy === 'sentDate') {
+    // The table's size as the planner knows it; before its first ANALYZE, the highest id.
+    const [size] = await ctx.read<{ n: number }>(
+      sql`SELECT coalesce((SELECT nullif(greatest(reltuples, -1), -1) FROM pg_class
+                            WHERE oid = 'mail_archiver."ArchivedEmails"'::regclass),
+                          (SELECT max("Id") FROM ${T.emails}), ${total})::float8 AS n`,
+    );
+    const walkRows = ((offset + query.pageSize) * (size?.n ?? total)) / total;
+    if (walkRows < total) {
+      const rows = await ctx.read<RawSummary>(
+        sql`SELECT ${summaryColumns(ctx.zone)} FROM ${T.emails} e
+             WHERE ${where} AND EXISTS (SELECT 1 FROM ${DOCS} d WHERE d.email_id = e."Id" AND ${matches})
+             ORDER BY ${byKey} LIMIT ${query.pageSize} OFFSET ${offset}`,
+      );
+      return page(rows.map(toSummary), total);
+    }
+    const rows = await ctx.read<RawSummary>(
+      sql`WITH m AS MATERIALIZED (SELECT d.email_id FROM ${DOCS} d WHERE ${matches})
+          SELECT ${summaryColumns(ctx.zone)} FROM m JOIN ${T.emails} e ON e."Id" = m.email_id
+           WHERE ${where} ORDER BY ${byKey} LIMIT ${query.pageSize} OFFSET ${offset}`,
+    );
+    return page(rows.map(toSummary), total);
+  }
+  // Most relevant first for desc; ties newest first in either order (as on SQLite).
+  const order = ranked ? sql`ts_rank(d.doc, ${tsq}::tsquery) ${dir}, e."SentDate" DESC, e."Id" DESC` : byKey;
   const rows = await ctx.read<RawSummary>(
-    sql`SELECT ${summaryColumns(ctx.zone)} FROM ${T.emails} e WHERE ${where}
-         ORDER BY ${raw(SORT_COLUMNS[sortBy])} ${dir}, e."Id" ${dir} LIMIT ${query.pageSize} OFFSET ${offset}`,
+    sql`SELECT ${summaryColumns(ctx.zone)} FROM ${T.emails} e JOIN ${DOCS} d ON d.email_id = e."Id"
+         WHERE ${where} AND ${matches} ORDER BY ${order} LIMIT ${query.pageSize} OFFSET ${offset}`,
   );
   return page(rows.map(toSummary), total);
 }

@@ -41,10 +41,17 @@ export function messageTags(m: {
 }): string {
   const tags = [accountTag(m.accountId), directionTag(m.isOutgoing), folderTag(m.folder)];
   if (m.hasAttachments) tags.push(ATTACHMENT_TAG);
+  tags.push(...addressTags(m));
+  return tags.join(' ');
+}
+
+/** The exact-address tags of a message's from, to, cc and bcc (`from:alice@x.com`). */
+export function addressTags(m: { from: string; to: string; cc: string; bcc: string }): string[] {
+  const tags: string[] = [];
   for (const field of ['from', 'to', 'cc', 'bcc'] as const) {
     for (const address of new Set((m[field].match(ADDRESS_IN_TEXT) ?? []).map((a) => a.toLowerCase()))) {
       tags.push(addressTag(field, address));
     }
   }
-  return tags.join(' ');
+  return tags;
 }

@@ -1,0 +1,371 @@
+// Search means the same on both stores. One generated archive is written to a SQLite file
+// (through ArchiveWriter) and copied with plain SQL into a PostgreSQL database in Mail
+// Archiver's schema (as Mail Archiver's own rows arrive: no call into this service); the
+// PostgreSQL side-index is then caught up. Thousands of generated queries and filters run on
+// both; totalItems and the first page's ids must be equal. The one explained difference
+// (docs/search.md, "On PostgreSQL"): `relevance` ranks by bm25 on SQLite and by ts_rank on
+// PostgreSQL, so for relevance the ids are compared as a set when one page holds every match,
+// and only the count otherwise.
+import test from 'ava';
+import fc from 'fast-check';
+import { join } from 'node:path';
+import { prepareArchive } from '../engine/archive.js';
+import { openArchive, type Db } from '../engine/db/open.js';
+import { Random } from '../engine/demo/random.js';
+import { catchUpSearchIndex } from '../engine/pg/search-index.js';
+import { searchEmails as pgSearch } from '../engine/pg/search.js';
+import { PgStore } from '../engine/pg/store.js';
+import { sql } from '../engine/pg/sql.js';
+import { compileSearch } from '../engine/search/compile.js';
+import { addAccount } from '../engine/store/accounts.js';
+import { searchEmails as sqliteSearch } from '../engine/store/emails.js';
+import { addUser, assignAccount } from '../engine/store/users.js';
+import { ArchiveWriter, dedupKeyFor, type NewAttachment } from '../engine/store/writer.js';
+import type { SearchQuery } from '../shared/jobs.js';
+import { InvalidInput, parseSearchInput } from '../shared/search-input.js';
+import { tempDir } from './helpers/fixture.js';
+import { copySqliteToPostgres } from './helpers/pg-copy.js';
+import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
+import { anyText, long, spaced, structured } from './helpers/query-arbitraries.js';
+
+const MESSAGES = 2500;
+/** Mail Archiver stores SentDate as wall-clock time in its display zone: not UTC, to test that. */
+const ZONE = 'Europe/Berlin';
+const WORDS = [
+  'budget',
+  'review',
+  'meeting',
+  'report',
+  'reports',
+  'reporting',
+  'invoice',
+  'receipt',
+  'draft',
+  'quarterly',
+  'project',
+  'Café',
+  'cafe',
+  'München',
+  'munchen',
+  'Grüße',
+  'grusse',
+  'Ångström',
+  'naïve',
+  'e-mail',
+  'co-operation',
+  '日本語',
+  '東京',
+  'Łódź',
+  'résumé',
+  'ZANZIBAR',
+  'Zürich',
+  'x1',
+  '2024',
+  'v2.0',
+  'foo_bar',
+  "O'Brien",
+  'señor',
+  'İstanbul',
+  'ǡpple',
+  'µ-law',
+  'the',
+  'and',
+  'or',
+  'not',
+  'NEAR',
+  'Straße',
+  'ØRESUND',
+  'déjà-vu',
+  'a',
+  'rank',
+  'subject',
+];
+const ADDRESSES = [
+  'alice@work.example',
+  'malice@work.example',
+  'bob@home.example',
+  'Carol Müller <carol@firma.example>',
+  'team@work.example',
+  "dave.o'neil@x.example",
+  'Zoë <zoe@café.example>',
+];
+const FILES = ['report-2024.pdf', 'Grüße.txt', 'invoice 77.csv', 'photo.JPG', 'budget_review.xlsx', 'München.png'];
+const FOLDERS = ['INBOX', 'Sent', 'Archive/2023', 'Projekte/München', 'inbox'];
+const START = Date.UTC(2022, 0, 1);
+const SPAN_S = 3 * 365 * 86400;
+
+let dir: { dir: string; cleanup: () => void };
+let db: Db;
+let pgdb: TestDatabase;
+let store: PgStore;
+const accounts: number[] = [];
+const users = { admin: 0, alice: 0, carol: 0 };
+
+function buildArchive(path: string): void {
+  const archive = openArchive(path);
+  try {
+    accounts.push(addAccount(archive, { name: 'Work', emailAddress: 'alice@work.example' }).id);
+    accounts.push(addAccount(archive, { name: 'Home', emailAddress: 'bob@home.example' }).id);
+    accounts.push(addAccount(archive, { name: 'Team', emailAddress: 'team@work.example' }).id);
+    users.admin = addUser(archive, { username: 'admin', isAdmin: true }).id;
+    users.alice = addUser(archive, { username: 'alice' }).id;
+    users.carol = addUser(archive, { username: 'carol' }).id;
+    assignAccount(archive, 'alice', accounts[0]!);
+    assignAccount(archive, 'alice', accounts[2]!);
+    const rng = new Random(20261123);
+    const pick = <T>(list: readonly T[]) => list[rng.int(0, list.length - 1)]!;
+    const text = (min: number, max: number) => Array.from({ length: rng.int(min, max) }, () => pick(WORDS)).join(' ');
+    const writer = new ArchiveWriter(archive);
+    let sent = START;
+    writer.batch(() => {
+      for (let i = 0; i < MESSAGES; i++) {
+        // One message in ten shares its sent second with another: ties must order alike.
+        if (!rng.chance(0.1)) sent = START + rng.int(0, SPAN_S) * 1000;
+        const attachments: NewAttachment[] = rng.chance(0.25)
+          ? Array.from({ length: rng.int(1, 2) }, () => ({
+              fileName: pick(FILES),
+              contentType: 'application/octet-stream',
+              content: Buffer.from(`file ${rng.int(0, 20)}`),
+              isInline: rng.chance(0.2),
+            }))
+          : [];
+        const messageId = `<m${i}@gen.example>`;
+        writer.add({
+          accountId: pick(accounts),
+          folder: pick(FOLDERS),
+          messageId,
+          subject: rng.chance(0.05) ? '' : text(1, 6),
+          from: pick(ADDRESSES),
+          to: Array.from({ length: rng.int(1, 3) }, () => pick(ADDRESSES)).join(', '),
+          cc: rng.chance(0.3) ? pick(ADDRESSES) : '',
+          bcc: rng.chance(0.1) ? pick(ADDRESSES) : '',
+          sentDate: sent,
+          receivedDate: sent + rng.int(0, 3600) * 1000,
+          isOutgoing: rng.chance(0.3),
+          textBody: rng.chance(0.1) ? null : text(0, 60),
+          htmlBody: rng.chance(0.2) ? `<p>${text(0, 10)}</p>` : null,
+          attachments,
+          dedupKey: dedupKeyFor(messageId, ''),
+        });
+      }
+    });
+  } finally {
+    archive.close();
+  }
+}
+
+test.before(async () => {
+  dir = tempDir();
+  const path = join(dir.dir, 'archive.db');
+  buildArchive(path);
+  db = openArchive(path);
+  pgdb = await createTestDatabase('search_equivalence');
+  await prepareArchive({ path: pgdb.url }, { createIfEmpty: true });
+  await copySqliteToPostgres(path, pgdb.url, { timeZone: ZONE });
+  store = new PgStore({ url: pgdb.url, timeZone: ZONE });
+});
+
+test.after.always(async () => {
+  await store?.close();
+  await pgdb?.drop();
+  db?.close();
+  dir?.cleanup();
+});
+
+// Queries that mean something on this archive: its words, prefixes, phrases, fields, addresses.
+const word = fc.constantFrom(...WORDS, 'cafe', 'grusse', 'munchen', 'zurich', 'LODZ', 'resume', 'apple', 'mail');
+const term = fc.oneof(
+  { weight: 4, arbitrary: word },
+  { weight: 2, arbitrary: word.map((w) => `${w.slice(0, Math.max(1, Math.min(3, w.length - 1)))}*`) },
+  { weight: 2, arbitrary: fc.tuple(word, word).map(([a, b]) => `"${a} ${b}"`) },
+  { weight: 1, arbitrary: fc.constantFrom('has:attachment', 'has:attachments') },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(...ADDRESSES.map((a) => a.replace(/^.*<|>$/g, '')), 'alice', 'work.example'),
+  },
+);
+const fieldTerm = fc
+  .tuple(fc.constantFrom('subject:', 'from:', 'to:', 'cc:', 'bcc:', 'body:', 'filename:', ''), term)
+  .map(([f, t]) => (t.startsWith('has:') ? t : f + t));
+const unary = fc.tuple(fc.constantFrom('', '', '', '-', 'NOT '), fieldTerm).map(([op, t]) => op + t);
+const meaningful = fc
+  .array(fc.tuple(unary, fc.constantFrom(' ', ' ', ' OR ', ' AND ')), { minLength: 1, maxLength: 4 })
+  .chain((parts) =>
+    fc.boolean().map((group) => {
+      const q = parts.map(([t, op], i) => (i === 0 ? t : op + t)).join('');
+      return group && parts.length > 1 ? `(${q}) ${parts[0]![0]}` : q;
+    }),
+  );
+const day = fc.integer({ min: -30, max: 3 * 365 + 30 }).map((d) => new Date(START + d * 86400_000).toISOString());
+/** null (not given) `odds` times as often as a value. */
+const sometimes = <T>(arb: fc.Arbitrary<T>, odds: number) =>
+  fc.oneof({ weight: odds, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: arb });
+const filters = fc.record({
+  accountId: sometimes(fc.constantFrom('1', '2', '3', '99'), 3),
+  folder: sometimes(fc.constantFrom(...FOLDERS, 'Nowhere'), 3),
+  direction: sometimes(fc.constantFrom('incoming', 'outgoing'), 3),
+  from: sometimes(day, 3),
+  to: sometimes(day, 3),
+  sortBy: fc.constantFrom('sentDate', 'receivedDate', 'subject', 'from', 'to', 'relevance'),
+  sortOrder: fc.constantFrom('asc', 'desc'),
+  page: sometimes(fc.constantFrom('2', '3'), 8),
+  viewer: fc.constantFrom('admin', 'admin', 'alice', 'carol'),
+});
+
+const limits = { defaultPageSize: 20, maxPageSize: 100 };
+
+test.serial('generated queries and filters: the same totals and first pages on SQLite and PostgreSQL', async (t) => {
+  const t0 = performance.now();
+  const indexed = await catchUpSearchIndex(store);
+  const indexMs = performance.now() - t0;
+  t.is(indexed, MESSAGES);
+
+  const queries = [
+    ...fc.sample(meaningful, { numRuns: 3000, seed: 11 }),
+    ...fc.sample(structured, { numRuns: 300, seed: 12 }),
+    ...fc.sample(spaced, { numRuns: 300, seed: 13 }),
+    ...fc.sample(anyText, { numRuns: 200, seed: 15 }),
+    ...fc.sample(long, { numRuns: 10, seed: 16 }),
+    '',
+    'budget',
+    'e-mail',
+    'cafe',
+    '"quarterly budget"',
+    'from:alice@work.example',
+    '-budget',
+    'a OR -b',
+    // A phrase of 1,400 words (10,000 characters, the limit): one long chain of <-> on PostgreSQL.
+    `"${'budget '.repeat(1400)}"`,
+    `subject:"${'a b '.repeat(2400)}"*`,
+  ];
+  const filterSets = fc.sample(filters, { numRuns: queries.length, seed: 14 });
+  let compared = 0;
+  let refused = 0;
+  const refusedMeaningful: string[] = [];
+  let nonEmpty = 0;
+  let relevanceCountOnly = 0;
+  const mismatches: string[] = [];
+  const timing = { sqlite: [] as number[], pg: [] as number[] };
+  for (let i = 0; i < queries.length; i++) {
+    const q = queries[i]!; // as the MCP tool may pass it: NULs and lone surrogates included
+    const { viewer: who, ...f } = filterSets[i]!;
+    if (f.from !== null && f.to !== null && f.from > f.to) [f.from, f.to] = [f.to, f.from];
+    let query: SearchQuery;
+    try {
+      const raw = Object.fromEntries(Object.entries({ q, ...f }).filter(([, v]) => v !== null));
+      query = parseSearchInput(raw, limits);
+    } catch (err) {
+      if (!(err instanceof InvalidInput)) throw err;
+      refused++;
+      if (i < 3000 && err.param === 'q') refusedMeaningful.push(q);
+      continue;
+    }
+    const viewer = { isAdmin: who === 'admin', userId: users[who as keyof typeof users] };
+    let s = performance.now();
+    const a = sqliteSearch(db, viewer, query);
+    timing.sqlite.push(performance.now() - s);
+    s = performance.now();
+    const b = await pgSearch(store, viewer, query);
+    timing.pg.push(performance.now() - s);
+    compared++;
+    if (a.totalItems > 0) nonEmpty++;
+    const idsA = a.items.map((m) => m.id);
+    const idsB = b.items.map((m) => m.id);
+    const compiled = compileSearch(query.q);
+    const ranked = query.sortBy === 'relevance' && compiled.kind === 'query' && compiled.match !== null;
+    let same = a.totalItems === b.totalItems;
+    if (same && !ranked)
+      same = JSON.stringify(idsA) === JSON.stringify(idsB) && JSON.stringify(a) === JSON.stringify(b);
+    else if (same && ranked) {
+      if (query.page === 1 && a.totalItems <= query.pageSize)
+        same = JSON.stringify(idsA.sort()) === JSON.stringify(idsB.sort());
+      else {
+        // Another ranking may pick another page, but only from the same matches.
+        relevanceCountOnly++;
+        if (a.totalItems <= 100) {
+          const every = new Set(sqliteSearch(db, viewer, { ...query, page: 1, pageSize: 100 }).items.map((m) => m.id));
+          same = idsB.length === idsA.length && idsB.every((id) => every.has(id));
+        }
+      }
+    }
+    if (!same) {
+      mismatches.push(
+        `${JSON.stringify({ q: query.q, ...f, viewer: who })}: sqlite ${a.totalItems} [${idsA.slice(0, 5).join(',')}…], postgres ${b.totalItems} [${idsB.slice(0, 5).join(',')}…]`,
+      );
+    }
+  }
+  const pct = (list: number[], p: number) => {
+    const sorted = [...list].sort((x, y) => x - y);
+    return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!.toFixed(2);
+  };
+  t.log(`indexed ${indexed} messages in ${indexMs.toFixed(0)} ms`);
+  t.log(
+    `${compared} compared (${nonEmpty} with matches), ${refused} refused by validation on both, ${relevanceCountOnly} relevance counts only`,
+  );
+  t.log(
+    `SQLite ms p50 ${pct(timing.sqlite, 50)} p99 ${pct(timing.sqlite, 99)}; PostgreSQL ms p50 ${pct(timing.pg, 50)} p99 ${pct(timing.pg, 99)}`,
+  );
+  t.deepEqual(refusedMeaningful.slice(0, 5), []);
+  t.deepEqual(mismatches.slice(0, 15), [], `${mismatches.length} mismatches`);
+  t.true(compared >= 2500);
+  t.true(nonEmpty >= 1000);
+});
+
+test.serial('messages inserted by plain SQL are found by the next search; deleted ones never', async (t) => {
+  const admin = { isAdmin: true, userId: users.admin };
+  const query = parseSearchInput({ q: 'xylophonist' }, limits);
+  t.is((await pgSearch(store, admin, query)).totalItems, 0);
+  const [row] = await store.primary<{ id: number }>(
+    sql`INSERT INTO mail_archiver."ArchivedEmails" ("MailAccountId", "MessageId", "Subject", "Body", "HtmlBody", "From",
+          "To", "Cc", "Bcc", "SentDate", "ReceivedDate", "IsOutgoing", "HasAttachments", "FolderName")
+        VALUES (1, '<new@x>', 'Xylophonist news', 'body', '', 'new@x.example', 'alice@work.example', '', '',
+          '2025-06-01 10:00:00', '2025-06-01 10:00:00', false, false, 'INBOX') RETURNING "Id" AS id`,
+  );
+  const found = await pgSearch(store, admin, query);
+  t.deepEqual(
+    found.items.map((m) => m.id),
+    [row!.id],
+  );
+  await store.primary(sql`DELETE FROM mail_archiver."ArchivedEmails" WHERE "Id" = ${row!.id}`);
+  t.is((await pgSearch(store, admin, query)).totalItems, 0);
+});
+
+const insertRow = (id: number, subject: string, body: string) =>
+  store.primary(
+    sql`INSERT INTO mail_archiver."ArchivedEmails" ("Id", "MailAccountId", "MessageId", "Subject", "Body", "HtmlBody",
+          "From", "To", "Cc", "Bcc", "SentDate", "ReceivedDate", "IsOutgoing", "HasAttachments", "FolderName")
+        VALUES (${id}, 1, ${`<${id}@x>`}, ${subject}, ${body}, '', 'new@x.example', '', '', '',
+          '2025-06-02 10:00:00', '2025-06-02 10:00:00', false, false, 'INBOX')`,
+  );
+
+test.serial('a message committed late below the watermark is found by the next catch-up', async (t) => {
+  const admin = { isAdmin: true, userId: users.admin };
+  // Above every id ever used: Mail Archiver's identity never hands out an id twice.
+  const [top] = await store.primary<{ id: number }>(
+    sql`SELECT greatest((SELECT max("Id") FROM mail_archiver."ArchivedEmails"),
+                        (SELECT max(email_id) FROM mail_archive_gateway.search_docs)) AS id`,
+  );
+  // Id top+1 stands for a transaction that took its id first but commits after top+2 was indexed.
+  await insertRow(top!.id + 2, 'Marimba one', 'x');
+  t.is((await pgSearch(store, admin, parseSearchInput({ q: 'marimba' }, limits))).totalItems, 1);
+  await insertRow(top!.id + 1, 'Marimba two', 'x');
+  await insertRow(top!.id + 3, 'Marimba three', 'x');
+  t.is((await pgSearch(store, admin, parseSearchInput({ q: 'marimba' }, limits))).totalItems, 3);
+});
+
+test.serial('a word past the lexeme size limit and a long body are indexed, not refused', async (t) => {
+  const admin = { isAdmin: true, userId: users.admin };
+  const [top] = await store.primary<{ id: number }>(
+    sql`SELECT greatest((SELECT max("Id") FROM mail_archiver."ArchivedEmails"),
+                        (SELECT max(email_id) FROM mail_archive_gateway.search_docs)) AS id`,
+  );
+  const giant = 'q'.repeat(5000);
+  const distinct = Array.from({ length: 60_000 }, (_, i) => `w${i.toString(36)}x${'z'.repeat(5)}`).join(' ');
+  await insertRow(top!.id + 1, `Gong ${giant}`, `${'gong '.repeat(20_000)}tail ${distinct}`);
+  const found = await pgSearch(store, admin, parseSearchInput({ q: 'gong' }, limits));
+  t.deepEqual(
+    found.items.map((m) => m.id),
+    [top!.id + 1],
+  );
+  t.is((await pgSearch(store, admin, parseSearchInput({ q: `subject:${giant}` }, limits))).totalItems, 1);
+});
