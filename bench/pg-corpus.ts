@@ -72,6 +72,9 @@ export async function ensurePgCorpus(options: CorpusOptions & { rebuild?: boolea
           `pg corpus: ${Math.min(messages, start + CORPUS_BATCH)} / ${messages} messages (${((Date.now() - started) / 1000).toFixed(0)} s)`,
         );
     }
+    // Each batch was indexed for search as it was written; this finds nothing left to do unless
+    // the build was made by an older writer.
+    await store.refreshSearchIndex();
   } finally {
     await store.close();
   }

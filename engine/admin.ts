@@ -68,6 +68,12 @@ export interface ArchiveAdmin {
   listAccessLog(filter?: { userId?: number; type?: AccessType; limit?: number }): Promise<AccessLogRow[]>;
 
   contents(): Promise<ArchiveContents>;
+  /**
+   * Brings the search index up to date with every message, and drops entries of deleted ones.
+   * SQLite's full-text index is kept by triggers in the same transaction, so there it is a no-op;
+   * PostgreSQL's side index (engine/pg/search-index.ts) may lag mail Mail Archiver wrote itself.
+   */
+  refreshSearchIndex(onProgress?: (indexed: number) => void): Promise<{ indexed: number; pruned: number }>;
   openWriter(): MailWriter;
   /** Runs `work` in one transaction (nested calls join the outer one). */
   transaction<T>(work: (admin: ArchiveAdmin) => Promise<T>): Promise<T>;
@@ -112,6 +118,7 @@ export class SqliteAdmin implements ArchiveAdmin {
   revokeKey = async (id: number, now?: number) => revokeKey(this.db, id, now);
   listAccessLog = async (filter: Parameters<ArchiveAdmin['listAccessLog']>[0] = {}) => listAccessLog(this.db, filter);
   contents = async () => archiveContents(this.db);
+  refreshSearchIndex = async () => ({ indexed: 0, pruned: 0 });
 
   openWriter(): MailWriter {
     const writer = new ArchiveWriter(this.db);

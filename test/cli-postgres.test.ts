@@ -391,3 +391,27 @@ test('afterBatch runs once per committed batch, after its commit', async (t) => 
   await writer.writeBatch([email('b'), email('c')]);
   t.deepEqual(seen, [2, 3]);
 });
+
+test('index catches the search index up with mail Mail Archiver wrote itself, and drops deleted mail', async (t) => {
+  const a = await cliArchive(t, 'postgres');
+  t.is(ok(t, await a.cli(['accounts', 'add', '--name', 'Work', '--email', 'work@example.com'])), '1\n');
+  const insert = (subject: string) =>
+    a.pgQuery<{ Id: number }>(
+      `INSERT INTO mail_archiver."ArchivedEmails" ("MailAccountId", "MessageId", "Subject", "Body", "HtmlBody", "From",
+         "To", "Cc", "Bcc", "SentDate", "ReceivedDate", "IsOutgoing", "HasAttachments", "FolderName")
+       VALUES (1, $1, $2, 'body', '', 'a@example.com', 'b@example.com', '', '', now(), now(), false, false, 'INBOX')
+       RETURNING "Id"`,
+      [`<${subject}@example.com>`, subject],
+    );
+  await insert('first');
+  const [second] = await insert('second');
+  const first = json<{ indexed: number; pruned: number; seconds: number }>(t, await a.cli(['index', '--json']));
+  t.like(first, { indexed: 2, pruned: 0 });
+  const [docs] = await a.pgQuery<{ n: number }>('SELECT count(*)::int AS n FROM mail_archive_gateway.search_docs');
+  t.is(docs!.n, 2);
+  await a.pgQuery('DELETE FROM mail_archiver."ArchivedEmails" WHERE "Id" = $1', [second!.Id]);
+  t.regex(
+    ok(t, await a.cli(['index'])),
+    /^Search index up to date: 0 messages indexed, 1 entries of deleted messages removed \(\d+\.\d s\)\.\n$/,
+  );
+});

@@ -13,6 +13,7 @@ import { registerAccounts } from './commands/accounts.js';
 import { registerBackup } from './commands/backup.js';
 import { registerDemo } from './commands/demo.js';
 import { registerImport } from './commands/import.js';
+import { registerIndex } from './commands/index.js';
 import { registerKeys } from './commands/keys.js';
 import { registerUsers } from './commands/users.js';
 import { UsageError } from './context.js';
@@ -44,6 +45,7 @@ export function buildProgram(): Command {
   registerAccounts(program);
   registerKeys(program);
   registerImport(program);
+  registerIndex(program);
   registerAccessLog(program);
   registerBackup(program);
   registerDemo(program);

@@ -16,7 +16,7 @@ import { T, utcMs, utcTimestamp } from './columns.js';
 import { ACCESS_TYPE_CODES, accessTypeOf, ACCOUNT_COLUMNS, insertKey, KEY_COLUMNS, toAccountDto } from './handlers.js';
 import { sql, type Sql } from './sql.js';
 import { PgStore, type PgContext, type Query } from './store.js';
-import { catchUpSearchIndex } from './search-index.js';
+import { catchUpSearchIndex, pruneSearchIndex } from './search-index.js';
 import { PgArchiveWriter } from './writer.js';
 
 /**
@@ -336,6 +336,11 @@ export class PgAdmin implements ArchiveAdmin {
                  (SELECT count(*) FROM ${T.users}) AS users`,
     );
     return rows[0]!;
+  }
+
+  async refreshSearchIndex(onProgress?: (indexed: number) => void): Promise<{ indexed: number; pruned: number }> {
+    const indexed = await catchUpSearchIndex(this.ctx, (p) => onProgress?.(p.indexed));
+    return { indexed, pruned: await pruneSearchIndex(this.ctx) };
   }
 
   openWriter(): MailWriter {

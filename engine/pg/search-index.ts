@@ -225,9 +225,13 @@ async function indexBatch(
 /**
  * Indexes every message not yet in the search index, in batches on the primary; returns how
  * many it indexed. Safe to call from several processes at once (they take turns per batch).
+ * `onBatch` hears after each batch (the CLI's `index` command shows progress with it).
  * The import writer calls it after each batch; a search calls it when the index is behind.
  */
-export async function catchUpSearchIndex(ctx: PgContext): Promise<number> {
+export async function catchUpSearchIndex(
+  ctx: PgContext,
+  onBatch?: (progress: { indexed: number; through: number }) => void,
+): Promise<number> {
   const [state] = await ctx.primary<{ through: number }>(sql`SELECT indexed_through AS through FROM ${STATE}`);
   let after = Math.max(0, state!.through - RECHECK_WINDOW);
   let indexed = 0;
@@ -235,6 +239,7 @@ export async function catchUpSearchIndex(ctx: PgContext): Promise<number> {
     const { seen, indexed: n, last } = await ctx.transaction((query) => indexBatch(query, after, CATCH_UP_BATCH));
     indexed += n;
     after = last;
+    onBatch?.({ indexed, through: last });
     if (seen < CATCH_UP_BATCH) break;
   }
   // Fresh statistics let the planner tell a common word (walk the date index) from a rare one

@@ -1,0 +1,35 @@
+import type { Command } from 'commander';
+import { printJson, withArchive } from '../context.js';
+
+/**
+ * `index`: brings the search index up to date. On a PostgreSQL archive that Mail Archiver fills
+ * itself, the service's side index (docs/search.md, "On PostgreSQL") catches up by itself before
+ * a search, but the first catch-up of a large existing database takes minutes: run this once
+ * after pointing the service at it, so that no request has to wait for it.
+ */
+export function registerIndex(program: Command): void {
+  program
+    .command('index')
+    .description('bring the search index up to date with every archived message (PostgreSQL archives)')
+    .option('--json', 'print {"indexed":N,"pruned":N,"seconds":S}')
+    .action(async (opts: { json?: boolean }, cmd: Command) => {
+      const started = Date.now();
+      const tty = process.stderr.isTTY && !opts.json;
+      let shown = 0;
+      const result = await withArchive(cmd, (admin) =>
+        admin.refreshSearchIndex((indexed) => {
+          if (tty && indexed - shown >= 10_000) {
+            shown = indexed;
+            process.stderr.write(`\rindexed ${indexed.toLocaleString('en')} messages`);
+          }
+        }),
+      );
+      if (tty && shown > 0) process.stderr.write('\n');
+      const seconds = (Date.now() - started) / 1000;
+      if (opts.json) printJson({ ...result, seconds });
+      else
+        process.stdout.write(
+          `Search index up to date: ${result.indexed} messages indexed, ${result.pruned} entries of deleted messages removed (${seconds.toFixed(1)} s).\n`,
+        );
+    });
+}
