@@ -1,11 +1,12 @@
 // SPEC.md sections 3 and 5: bearer API keys, the permission model on every endpoint, key
 // states taking effect on the very next request, and the LastUsedAt write throttle.
 import anyTest, { type TestFn } from 'ava';
-import { createKey, hashKey, LAST_USED_INTERVAL_MS } from '../engine/store/keys.js';
+import { hashKey, LAST_USED_INTERVAL_MS } from '../engine/store/keys.js';
 import type { EmailSummaryDto, MailAccountDto } from '../shared/dto.js';
 import { bearer, startApi, unknownKey, type ApiHarness } from './helpers/api.js';
 import type { Fixture } from './helpers/fixture.js';
 import { PASSWORDS, sessionCookies, signIn, startWeb } from './helpers/web.js';
+import { changeArchive, queryArchive, withAdmin } from './helpers/store.js';
 
 const test = anyTest as TestFn<{ api: ApiHarness }>;
 
@@ -212,11 +213,11 @@ test('the unknown-key problem says nothing about whether a key exists in another
 
 test.serial('revoking a key takes effect on the very next request', async (t) => {
   const { api } = t.context;
-  const db = api.db();
-  const created = createKey(db, { username: 'alice', name: 'to revoke' });
+  const path = api.settings.Database.Path;
+  const created = await withAdmin(path, (a) => a.createKey({ username: 'alice', name: 'to revoke' }));
   const first = await api.request.get('/api/v1/accounts').set(bearer(created.key));
   t.is(first.status, 200);
-  db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ?').run(Date.now(), created.id);
+  await withAdmin(path, (a) => a.revokeKey(created.id));
   const next = await api.request.get('/api/v1/accounts').set(bearer(created.key));
   t.is(next.status, 401);
   t.is(next.headers['www-authenticate'], 'Bearer error="invalid_token"');
@@ -225,28 +226,37 @@ test.serial('revoking a key takes effect on the very next request', async (t) =>
 
 test.serial('deactivating the owner takes effect on the very next request, reactivating restores access', async (t) => {
   const { api } = t.context;
-  const db = api.db();
-  db.prepare("INSERT INTO users (username, is_admin, created_at) VALUES ('erin', 0, ?)").run(Date.now());
-  db.prepare("INSERT INTO user_accounts (user_id, account_id) SELECT id, ? FROM users WHERE username = 'erin'").run(
-    api.fixture.accounts.shared,
-  );
-  const created = createKey(db, { username: 'erin', name: 'erin key' });
-  const path = `/api/v1/emails/${api.fixture.emails.team}`;
-  t.is((await api.request.get(path).set(bearer(created.key))).status, 200);
-  db.prepare("UPDATE users SET is_active = 0 WHERE username = 'erin'").run();
-  const denied = await api.request.get(path).set(bearer(created.key));
+  const path = api.settings.Database.Path;
+  const created = await withAdmin(path, async (a) => {
+    await a.addUser({ username: 'erin', email: 'erin@example.com' });
+    await a.assignAccount('erin', api.fixture.accounts.shared);
+    return a.createKey({ username: 'erin', name: 'erin key' });
+  });
+  const email = `/api/v1/emails/${api.fixture.emails.team}`;
+  t.is((await api.request.get(email).set(bearer(created.key))).status, 200);
+  await withAdmin(path, (a) => a.setUserActive('erin', false));
+  const denied = await api.request.get(email).set(bearer(created.key));
   t.is(denied.status, 401);
   t.regex(denied.body.detail, /owner is not active/);
-  db.prepare("UPDATE users SET is_active = 1 WHERE username = 'erin'").run();
-  t.is((await api.request.get(path).set(bearer(created.key))).status, 200);
+  await withAdmin(path, (a) => a.setUserActive('erin', true));
+  t.is((await api.request.get(email).set(bearer(created.key))).status, 200);
 });
 
 test.serial('a key expires on the very next request after its ExpiresAt passes', async (t) => {
   const { api } = t.context;
-  const db = api.db();
-  const created = createKey(db, { username: 'bob', name: 'short-lived', expiresAt: Date.now() + 60_000 });
+  const path = api.settings.Database.Path;
+  const created = await withAdmin(path, (a) =>
+    a.createKey({ username: 'bob', name: 'short-lived', expiresAt: Date.now() + 60_000 }),
+  );
   t.is((await api.request.get('/api/v1/stats').set(bearer(created.key))).status, 200);
-  db.prepare('UPDATE api_keys SET expires_at = ? WHERE id = ?').run(Date.now() - 1, created.id);
+  await queryArchive(
+    path,
+    {
+      sqlite: 'UPDATE api_keys SET expires_at = ? WHERE id = ?',
+      postgres: `UPDATE mail_archiver."ApiKeys" SET "ExpiresAt" = to_timestamp($1::float8 / 1000) AT TIME ZONE 'UTC' WHERE "Id" = $2`,
+    },
+    [Date.now() - 1, created.id],
+  );
   const res = await api.request.get('/api/v1/stats').set(bearer(created.key));
   t.is(res.status, 401);
   t.regex(res.body.detail, /expired/);
@@ -256,90 +266,126 @@ test.serial(
   'unassigning an account hides it on the very next request; admin rights follow the owner too',
   async (t) => {
     const { api } = t.context;
-    const db = api.db();
+    const path = api.settings.Database.Path;
     const f = api.fixture;
-    db.prepare("INSERT INTO users (username, is_admin, created_at) VALUES ('frank', 0, ?)").run(Date.now());
-    const frank = db.prepare("SELECT id FROM users WHERE username = 'frank'").pluck().get() as number;
-    db.prepare('INSERT INTO user_accounts (user_id, account_id) VALUES (?, ?)').run(frank, f.accounts.personal);
-    const { key } = createKey(db, { username: 'frank', name: 'frank key' });
-    const path = `/api/v1/emails/${f.emails.family}`;
-    t.is((await api.request.get(path).set(bearer(key))).status, 200);
-    db.prepare('DELETE FROM user_accounts WHERE user_id = ?').run(frank);
-    t.is((await api.request.get(path).set(bearer(key))).status, 404);
-    db.prepare('UPDATE users SET is_admin = 1 WHERE id = ?').run(frank);
-    t.is((await api.request.get(path).set(bearer(key))).status, 200);
+    const { key } = await withAdmin(path, async (a) => {
+      await a.addUser({ username: 'frank', email: 'frank@example.com' });
+      await a.assignAccount('frank', f.accounts.personal);
+      return a.createKey({ username: 'frank', name: 'frank key' });
+    });
+    const email = `/api/v1/emails/${f.emails.family}`;
+    t.is((await api.request.get(email).set(bearer(key))).status, 200);
+    await withAdmin(path, (a) => a.unassignAccount('frank', f.accounts.personal));
+    t.is((await api.request.get(email).set(bearer(key))).status, 404);
+    await queryArchive(path, {
+      sqlite: "UPDATE users SET is_admin = 1 WHERE username = 'frank'",
+      postgres: `UPDATE mail_archiver."Users" SET "IsAdmin" = true WHERE "Username" = 'frank'`,
+    });
+    t.is((await api.request.get(email).set(bearer(key))).status, 200);
     t.not((await api.request.get('/api/v1/stats').set(bearer(key))).body.databaseSizeInMB, '');
   },
 );
 
 test.serial('LastUsedAt: two requests in a row make one write; a stale value is refreshed again', async (t) => {
   const { api } = t.context;
-  const db = api.db();
-  const created = createKey(db, { username: 'carol', name: 'usage' });
-  // Count real row updates of last_used_at with a trigger.
-  db.exec(`CREATE TABLE IF NOT EXISTS test_last_used_writes (key_id INTEGER, at INTEGER);
-           CREATE TRIGGER IF NOT EXISTS test_count_last_used AFTER UPDATE OF last_used_at ON api_keys
-           BEGIN INSERT INTO test_last_used_writes VALUES (NEW.id, NEW.last_used_at); END;`);
-  const writes = () =>
-    db.prepare('SELECT count(*) FROM test_last_used_writes WHERE key_id = ?').pluck().get(created.id) as number;
-  const lastUsed = () =>
-    db.prepare('SELECT last_used_at FROM api_keys WHERE id = ?').pluck().get(created.id) as number | null;
-  t.is(lastUsed(), null);
+  const path = api.settings.Database.Path;
+  const created = await withAdmin(path, (a) => a.createKey({ username: 'carol', name: 'usage' }));
+  // Count real row updates of LastUsedAt with a trigger (this test's archive only).
+  await changeArchive(path, {
+    sqlite: (db) =>
+      db.exec(`CREATE TABLE IF NOT EXISTS test_last_used_writes (key_id INTEGER, at INTEGER);
+               CREATE TRIGGER IF NOT EXISTS test_count_last_used AFTER UPDATE OF last_used_at ON api_keys
+               BEGIN INSERT INTO test_last_used_writes VALUES (NEW.id, NEW.last_used_at); END;`),
+    postgres: (client) =>
+      client.query(`CREATE TABLE IF NOT EXISTS public.test_last_used_writes (key_id integer);
+        CREATE OR REPLACE FUNCTION public.test_count_last_used() RETURNS trigger LANGUAGE plpgsql AS
+          $$ BEGIN INSERT INTO public.test_last_used_writes VALUES (NEW."Id"); RETURN NEW; END; $$;
+        CREATE OR REPLACE TRIGGER test_count_last_used AFTER UPDATE OF "LastUsedAt" ON mail_archiver."ApiKeys"
+          FOR EACH ROW EXECUTE FUNCTION public.test_count_last_used();`),
+  });
+  const writes = async () =>
+    (
+      await queryArchive<{ n: number }>(
+        path,
+        {
+          sqlite: 'SELECT count(*) AS n FROM test_last_used_writes WHERE key_id = ?',
+          postgres: 'SELECT count(*)::int AS n FROM public.test_last_used_writes WHERE key_id = $1',
+        },
+        [created.id],
+      )
+    )[0]!.n;
+  const lastUsed = async () =>
+    (
+      await queryArchive<{ at: number | null }>(
+        path,
+        {
+          sqlite: 'SELECT last_used_at AS at FROM api_keys WHERE id = ?',
+          postgres: `SELECT (extract(epoch FROM ("LastUsedAt" AT TIME ZONE 'UTC')) * 1000)::float8 AS at FROM mail_archiver."ApiKeys" WHERE "Id" = $1`,
+        },
+        [created.id],
+      )
+    )[0]!.at;
+  const setLastUsed = (ms: number) =>
+    queryArchive(
+      path,
+      {
+        sqlite: 'UPDATE api_keys SET last_used_at = ? WHERE id = ?',
+        postgres: `UPDATE mail_archiver."ApiKeys" SET "LastUsedAt" = to_timestamp($1::float8 / 1000) AT TIME ZONE 'UTC' WHERE "Id" = $2`,
+      },
+      [ms, created.id],
+    );
+  t.is(await lastUsed(), null);
 
   const before = Date.now();
   t.is((await api.request.get('/api/v1/accounts').set(bearer(created.key))).status, 200);
   const after = Date.now();
-  const first = lastUsed();
+  const first = await lastUsed();
   t.truthy(first);
   t.true(first! >= before && first! <= after, 'set to the time of the request');
   t.is((await api.request.get('/api/v1/stats').set(bearer(created.key))).status, 200);
   t.is((await api.request.get('/api/v1/emails').set(bearer(created.key))).status, 200);
-  t.is(lastUsed(), first, 'not rewritten within the interval');
-  t.is(writes(), 1, 'three requests, one write');
+  t.is(await lastUsed(), first, 'not rewritten within the interval');
+  t.is(await writes(), 1, 'three requests, one write');
 
   // A value older than the interval is refreshed by the next accepted request, once.
-  db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?').run(
-    Date.now() - LAST_USED_INTERVAL_MS - 1000,
-    created.id,
-  );
-  const countBefore = writes();
+  await setLastUsed(Date.now() - LAST_USED_INTERVAL_MS - 1000);
+  const countBefore = await writes();
   await api.request.get('/api/v1/accounts').set(bearer(created.key));
   await api.request.get('/api/v1/accounts').set(bearer(created.key));
-  t.is(writes(), countBefore + 1);
-  t.true(lastUsed()! >= Date.now() - 10_000);
+  t.is(await writes(), countBefore + 1);
+  t.true((await lastUsed())! >= Date.now() - 10_000);
 
   // A value just inside the interval is left alone.
   const recent = Date.now() - LAST_USED_INTERVAL_MS + 60_000;
-  db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?').run(recent, created.id);
-  const countRecent = writes();
+  await setLastUsed(recent);
+  const countRecent = await writes();
   await api.request.get('/api/v1/accounts').set(bearer(created.key));
-  t.is(lastUsed(), recent);
-  t.is(writes(), countRecent);
+  t.is(await lastUsed(), recent);
+  t.is(await writes(), countRecent);
 });
 
 test.serial('rejected keys never touch LastUsedAt', async (t) => {
   const { api } = t.context;
-  const db = api.db();
   const f = api.fixture;
-  const before = db.prepare('SELECT id, last_used_at FROM api_keys ORDER BY id').all();
+  const rejected = [f.keys.expired, f.keys.revoked, f.keys.inactive].map(hashKey);
+  const lastUsed = () =>
+    queryArchive<{ id: number; used: number | null }>(
+      api.settings.Database.Path,
+      {
+        sqlite: 'SELECT id, last_used_at AS used FROM api_keys WHERE key_hash IN (?, ?, ?) ORDER BY id',
+        postgres: `SELECT "Id" AS id, (extract(epoch FROM "LastUsedAt") * 1000)::float8 AS used
+                     FROM mail_archiver."ApiKeys" WHERE "KeyHash" IN ($1, $2, $3) ORDER BY "Id"`,
+      },
+      rejected,
+    );
+  const before = await lastUsed();
+  t.is(before.length, 3);
   for (const key of [f.keys.expired, f.keys.revoked, f.keys.inactive]) {
     t.is((await api.request.get('/api/v1/accounts').set(bearer(key))).status, 401);
   }
-  const after = db.prepare('SELECT id, last_used_at FROM api_keys ORDER BY id').all() as Array<{
-    id: number;
-    last_used_at: number | null;
-  }>;
-  const changed = after.filter((row, i) => JSON.stringify(row) !== JSON.stringify(before[i]));
-  // Only keys used by other tests of this file may have changed; the three rejected ones must not.
-  const rejectedIds = db
-    .prepare('SELECT id FROM api_keys WHERE key_hash IN (?, ?, ?)')
-    .pluck()
-    .all(hashKey(f.keys.expired), hashKey(f.keys.revoked), hashKey(f.keys.inactive)) as number[];
-  t.is(rejectedIds.length, 3);
-  for (const id of rejectedIds) {
-    t.false(changed.some((r) => r.id === id));
-    t.is(after.find((r) => r.id === id)!.last_used_at, null);
-  }
+  const after = await lastUsed();
+  t.deepEqual(after, before);
+  t.true(after.every((r) => r.used === null));
 });
 
 test('a real web session cookie (signed in as admin) is not honoured on any /api endpoint', async (t) => {

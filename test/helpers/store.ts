@@ -4,6 +4,7 @@
 // (test/helpers/pg-copy.ts) which the gateway serves. Nothing is copied between test bodies.
 import pg from 'pg';
 import Database from '../../engine/db/driver.js';
+import { openAdmin, type ArchiveAdmin } from '../../engine/admin.js';
 import { prepareArchive } from '../../engine/archive.js';
 import { accessTypeOf } from '../../engine/pg/handlers.js';
 import { copySqliteToPostgres } from './pg-copy.js';
@@ -108,4 +109,33 @@ export async function changeArchive(
   } finally {
     await client.end();
   }
+}
+
+/** Runs `work` with the operator's interface (engine/admin.ts) to the served archive. */
+export async function withAdmin<T>(path: string, work: (admin: ArchiveAdmin) => Promise<T>): Promise<T> {
+  const admin = await openAdmin(path);
+  try {
+    return await work(admin);
+  } finally {
+    await admin.close();
+  }
+}
+
+/** One statement per store, with positional parameters (`?` for SQLite, `$n` for PostgreSQL). */
+export async function queryArchive<R = Record<string, unknown>>(
+  path: string,
+  statement: { sqlite: string; postgres: string },
+  params: unknown[] = [],
+): Promise<R[]> {
+  let rows: R[] = [];
+  await changeArchive(path, {
+    sqlite: (db) => {
+      const s = db.prepare(statement.sqlite);
+      rows = (s.reader ? s.all(...params) : (s.run(...params), [])) as R[];
+    },
+    postgres: async (client) => {
+      rows = (await client.query(statement.postgres, params)).rows as R[];
+    },
+  });
+  return rows;
 }
