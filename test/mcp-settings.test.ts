@@ -171,12 +171,9 @@ test('the tools write Search, Open and Download to the access log for the key ow
   ];
   t.deepEqual(view('mcp'), expected);
   t.deepEqual(view('api'), expected);
-  const mcpSearch = rows.find((r) => r.source === 'mcp' && r.type === 'Search') as unknown as {
-    search_params: string;
-    key_prefix: string;
-  };
-  t.like(JSON.parse(mcpSearch.search_params), { q: 'budget', accountId: h.fixture.accounts.work });
-  t.is(mcpSearch.key_prefix, h.fixture.keys.alice.slice(0, mcpSearch.key_prefix.length));
+  const mcpSearch = rows.find((r) => r.source === 'mcp' && r.type === 'Search')!;
+  t.like(mcpSearch.search_params, { q: 'budget', accountId: h.fixture.accounts.work });
+  t.is(mcpSearch.key_prefix, h.fixture.keys.alice.slice(0, mcpSearch.key_prefix!.length));
 });
 
 test.serial('an engine failure is a tool error that reveals nothing, never a JSON-RPC error', async (t) => {
