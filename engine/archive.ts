@@ -6,7 +6,7 @@ import { isPostgresUrl } from '../shared/config.js';
 import type { Job, JobKind, JobResult } from '../shared/jobs.js';
 import { openArchive, ArchiveOpenError } from './db/open.js';
 import { runJob } from './handlers.js';
-import { describeConnectError } from './pg/connect.js';
+import { describeConnectError, serverOf } from './pg/connect.js';
 
 export { isPostgresUrl };
 
@@ -79,14 +79,7 @@ export async function prepareArchive(config: ArchiveConfig, options: { createIfE
 }
 
 /** host:port/database of a URL, without credentials. */
-export function describeWhere(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.hostname || 'localhost'}${u.port ? `:${u.port}` : ''}${u.pathname}`;
-  } catch {
-    return 'the database named by Database:Path';
-  }
-}
+export const describeWhere = serverOf;
 
 /**
  * The web-session signing secret every gateway on this PostgreSQL database shares (stored in our

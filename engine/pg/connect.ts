@@ -65,13 +65,7 @@ export function isUnavailable(err: unknown): boolean {
  */
 export function describeConnectError(url: string, setting: string, err: unknown): string {
   const e = err as { code?: string; message?: string };
-  let where = url;
-  try {
-    const u = new URL(url);
-    where = `${u.hostname || 'localhost'}${u.port ? `:${u.port}` : ''}${u.pathname}`;
-  } catch {
-    where = 'the URL given';
-  }
+  const where = serverOf(url);
   const why =
     e.code === '28P01' || e.code === '28000'
       ? 'the server refused the credentials'

@@ -2,7 +2,16 @@
 // mappers, body fallback, folder tree and key rules as the SQLite store (engine/handlers.ts);
 // only the SQL differs. Every read applies the visibility rule of SPEC.md section 5.6.
 import type { AccessType, AttachmentDto, EmailDetailDto, MailAccountDto } from '../../shared/dto.js';
-import type { AccessLogEntry, AuthResult, Job, JobKind, JobResult, KeyRow, WebUser } from '../../shared/jobs.js';
+import type {
+  AccessLogEntry,
+  AttachmentHandle,
+  AuthResult,
+  Job,
+  JobKind,
+  JobResult,
+  KeyRow,
+  WebUser,
+} from '../../shared/jobs.js';
 import { resolveBody } from '../body.js';
 import { buildFolderTree } from '../store/folders.js';
 import {
@@ -11,11 +20,13 @@ import {
   KEY_PREFIX_LENGTH,
   LAST_USED_INTERVAL_MS,
   MAX_KEY_NAME_LENGTH,
+  accepted,
   statusOf,
   toRow,
   type RawKey,
 } from '../store/keys.js';
-import { toSummary, type RawSummary } from '../store/summary.js';
+import type { RawDetail } from '../store/emails.js';
+import { toSummary } from '../store/summary.js';
 import { ATTACHMENT_CHUNK_BYTES } from '../store/writer.js';
 import { verifyPasswordSync } from '../store/users.js';
 import { decoyHash, forbidden, notFound, stampOf } from '../store/web.js';
@@ -85,16 +96,7 @@ async function authenticate(ctx: PgContext, keyHash: string, now: number): Promi
            WHERE "Id" = ${row.id} AND ("LastUsedAt" IS NULL OR "LastUsedAt" <= ${utcTimestamp(now - LAST_USED_INTERVAL_MS)})`,
     );
   }
-  return {
-    ok: true,
-    principal: {
-      userId: row.user_id,
-      username: row.username,
-      isAdmin: row.is_admin === 1,
-      keyId: row.id,
-      keyPrefix: row.key_prefix,
-    },
-  };
+  return accepted(row);
 }
 
 interface RawAccount {
@@ -138,19 +140,6 @@ async function folders(ctx: PgContext, viewer: Viewer, accountId: number) {
   return buildFolderTree(counts);
 }
 
-interface RawDetail extends RawSummary {
-  cc_addr: string;
-  bcc_addr: string;
-  received_date: number;
-  message_id: string;
-  text_body: string | null;
-  html_body: string | null;
-  text_untruncated: string | null;
-  html_untruncated: string | null;
-  text_original: Buffer | null;
-  html_original: Buffer | null;
-}
-
 async function detail(ctx: PgContext, viewer: Viewer, id: number): Promise<EmailDetailDto | null> {
   // Mail Archiver stores '' for "no body"; an empty legacy untruncated body does not count.
   const rows = await ctx.read<RawDetail>(
@@ -185,15 +174,7 @@ async function detail(ctx: PgContext, viewer: Viewer, id: number): Promise<Email
  * legacy EmailAttachments.Content of that attachment (its id, negated), or nowhere (0: empty).
  */
 async function attachment(ctx: PgContext, viewer: Viewer, emailId: number, attachmentId: number) {
-  const rows = await ctx.read<{
-    id: number;
-    emailId: number;
-    accountId: number;
-    fileName: string;
-    contentType: string;
-    size: number;
-    contentId: number;
-  }>(
+  const rows = await ctx.read<Omit<AttachmentHandle, 'chunkCount'>>(
     sql`SELECT a."Id" AS id, a."ArchivedEmailId" AS "emailId", e."MailAccountId" AS "accountId",
                a."FileName" AS "fileName", a."ContentType" AS "contentType",
                COALESCE(octet_length(c."Content"), octet_length(a."Content"), 0)::bigint AS size,

@@ -5,7 +5,7 @@
 import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
 import type { SearchQuery, SortKey } from '../../shared/jobs.js';
 import { compileSearch } from '../search/compile.js';
-import { toSummary, type RawSummary } from '../store/summary.js';
+import { pageOf, toSummary, type RawSummary } from '../store/summary.js';
 import { summaryColumns, T, visibleAccounts, zonedTimestamp } from './columns.js';
 import { compileTsQuery, DOCS, ensureSearchIndex } from './search-index.js';
 import { join, raw, sql, type Sql } from './sql.js';
@@ -38,13 +38,7 @@ export async function searchEmails(
   viewer: Viewer,
   query: SearchQuery,
 ): Promise<PagedResult<EmailSummaryDto>> {
-  const page = (items: EmailSummaryDto[], totalItems: number): PagedResult<EmailSummaryDto> => ({
-    items,
-    page: query.page,
-    pageSize: query.pageSize,
-    totalItems,
-    totalPages: Math.ceil(totalItems / query.pageSize),
-  });
+  const page = (items: EmailSummaryDto[], totalItems: number) => pageOf(query, items, totalItems);
   const filters = filterConditions(ctx, viewer, query);
   const offset = (query.page - 1) * query.pageSize;
   const desc = query.sortOrder === 'desc';

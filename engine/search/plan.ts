@@ -12,7 +12,7 @@ import type { Principal, SearchQuery, SortKey } from '../../shared/jobs.js';
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
 import { visibleAccountsClause } from '../store/accounts.js';
-import { SUMMARY_COLUMNS, toSummary, type RawSummary } from '../store/summary.js';
+import { pageOf, SUMMARY_COLUMNS, toSummary, type RawSummary } from '../store/summary.js';
 import { keyRange } from './fts-key.js';
 import { accountTag, directionTag, folderTag } from './tags.js';
 import { compileSearch, type SqlCondition } from './compile.js';
@@ -49,13 +49,7 @@ function cachedCount(db: Db, key: string, count: () => number): number {
 }
 
 export function searchEmails(db: Db, viewer: Viewer, query: SearchQuery): PagedResult<EmailSummaryDto> {
-  const page = (items: EmailSummaryDto[], totalItems: number): PagedResult<EmailSummaryDto> => ({
-    items,
-    page: query.page,
-    pageSize: query.pageSize,
-    totalItems,
-    totalPages: Math.ceil(totalItems / query.pageSize),
-  });
+  const page = (items: EmailSummaryDto[], totalItems: number) => pageOf(query, items, totalItems);
   const compiled = compileSearch(query.q);
   if (compiled.kind === 'none') return page([], 0);
   const match = compiled.kind === 'query' ? compiled.match : null;

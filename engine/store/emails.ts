@@ -18,7 +18,8 @@ type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
 /** Search lives in the planner; re-exported so every read query is reachable from here. */
 export { searchEmails };
 
-interface RawDetail extends RawSummary {
+/** A message's detail row, in the column names both stores select (engine/pg/handlers.ts too). */
+export interface RawDetail extends RawSummary {
   cc_addr: string;
   bcc_addr: string;
   received_date: number;

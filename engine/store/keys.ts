@@ -177,6 +177,17 @@ export function authenticate(db: Db, keyHash: string, now: number): AuthResult {
       'UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)',
     ).run(now, row.id, now - LAST_USED_INTERVAL_MS);
   }
+  return accepted(row);
+}
+
+/** The principal of an accepted key, from its row (either store's columns, same names). */
+export function accepted(row: {
+  id: number;
+  key_prefix: string;
+  user_id: number;
+  username: string;
+  is_admin: number;
+}): AuthResult {
   return {
     ok: true,
     principal: {

@@ -1,5 +1,5 @@
 // The columns and mapping of EmailSummaryDto, shared by search and detail reads.
-import type { EmailSummaryDto } from '../../shared/dto.js';
+import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
 import { iso } from '../time.js';
 
 export const SUMMARY_COLUMNS = `e.id, e.account_id, e.subject, e.from_addr, e.to_addr, e.sent_date,
@@ -28,3 +28,18 @@ export const toSummary = (r: RawSummary): EmailSummaryDto => ({
   hasAttachments: r.has_attachments === 1,
   folderName: r.folder,
 });
+
+/** One page of search results in SPEC.md's envelope; totalPages from the exact count. */
+export function pageOf(
+  query: { page: number; pageSize: number },
+  items: EmailSummaryDto[],
+  totalItems: number,
+): PagedResult<EmailSummaryDto> {
+  return {
+    items,
+    page: query.page,
+    pageSize: query.pageSize,
+    totalItems,
+    totalPages: Math.ceil(totalItems / query.pageSize),
+  };
+}
