@@ -12,7 +12,6 @@ import type {
   KeyRow,
   WebUser,
 } from '../../shared/jobs.js';
-import { resolveBody } from '../body.js';
 import { buildFolderTree } from '../store/folders.js';
 import {
   generateKey,
@@ -25,8 +24,7 @@ import {
   toRow,
   type RawKey,
 } from '../store/keys.js';
-import type { RawDetail } from '../store/emails.js';
-import { toSummary } from '../store/summary.js';
+import { toDetail, type RawDetail } from '../store/emails.js';
 import { ATTACHMENT_CHUNK_BYTES } from '../store/writer.js';
 import { verifyPasswordSync } from '../store/users.js';
 import { decoyHash, forbidden, notFound, stampOf } from '../store/web.js';
@@ -157,16 +155,7 @@ async function detail(ctx: PgContext, viewer: Viewer, id: number): Promise<Email
     sql`SELECT "Id" AS id, "FileName" AS "fileName", "ContentType" AS "contentType", "Size" AS size
           FROM ${T.attachments} WHERE "ArchivedEmailId" = ${id} ORDER BY "Id"`,
   );
-  return {
-    ...toSummary(row),
-    cc: row.cc_addr,
-    bcc: row.bcc_addr,
-    receivedDate: iso(row.received_date),
-    messageId: row.message_id,
-    textBody: resolveBody(row.text_original, row.text_untruncated, row.text_body),
-    htmlBody: resolveBody(row.html_original, row.html_untruncated, row.html_body),
-    attachments,
-  };
+  return toDetail(row, attachments);
 }
 
 /**

@@ -46,6 +46,11 @@ export function getEmailDetail(db: Db, viewer: Viewer, id: number): EmailDetailD
     db,
     'SELECT id, file_name AS fileName, content_type AS contentType, size FROM attachments WHERE email_id = ? ORDER BY id',
   ).all(id) as AttachmentDto[];
+  return toDetail(row, attachments);
+}
+
+/** The detail DTO from either store's row: the body fallback chain of SPEC.md section 2. */
+export function toDetail(row: RawDetail, attachments: AttachmentDto[]): EmailDetailDto {
   return {
     ...toSummary(row),
     cc: row.cc_addr,
