@@ -25,6 +25,10 @@ export function createPgPool(url: string, options: PgPoolOptions): pg.Pool {
     connectionString: url,
     max: options.max ?? 2,
     application_name: 'mail-archive-gateway',
+    // JIT compiles a plan for whole seconds' worth of estimated cost: searches pay tens of
+    // milliseconds each and never win it back. Exact bitmaps need more than the 4 MB default
+    // at a million messages (a lossy bitmap rechecks every document of a page).
+    options: '-c jit=off -c work_mem=32MB',
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
     types,

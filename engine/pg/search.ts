@@ -8,7 +8,7 @@ import { compileSearch } from '../search/compile.js';
 import { pageOf, toSummary, type RawSummary } from '../store/summary.js';
 import { summaryColumns, T, visibleAccounts, zonedTimestamp } from './columns.js';
 import { compileTsQuery, DOCS, ensureSearchIndex } from './search-index.js';
-import { join, raw, sql, type Sql } from './sql.js';
+import { join, planned, raw, sql, type Sql } from './sql.js';
 import type { PgContext } from './store.js';
 
 type Viewer = { isAdmin: boolean; userId: number };
@@ -63,8 +63,13 @@ export async function searchEmails(
   await ensureSearchIndex(ctx);
   const where = join(filters, ' AND ', 'true');
   const matches = sql`d.doc @@ ${tsq}::tsquery`;
+  // Counting a common word, the planner picks a sequential scan of the side index, which reads
+  // and unpacks every document (1.5 s at 1M messages); the GIN bitmap it rejects takes 0.7 s.
   const [count] = await ctx.read<{ n: number }>(
-    sql`SELECT count(*) AS n FROM ${T.emails} e JOIN ${DOCS} d ON d.email_id = e."Id" WHERE ${where} AND ${matches}`,
+    planned(
+      sql`SELECT count(*) AS n FROM ${T.emails} e JOIN ${DOCS} d ON d.email_id = e."Id" WHERE ${where} AND ${matches}`,
+      { enable_seqscan: 'off' },
+    ),
   );
   const total = count!.n;
   if (offset >= total) return page([], total);

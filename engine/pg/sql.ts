@@ -6,6 +6,8 @@ export class Sql {
   constructor(
     readonly parts: readonly string[],
     readonly values: readonly unknown[],
+    /** Planner settings for this statement alone (SET LOCAL in its own transaction); see planned(). */
+    readonly settings?: Readonly<Record<string, string>>,
   ) {}
 
   /** The text and values pg's query() takes. */
@@ -35,6 +37,12 @@ export function sql(strings: TemplateStringsArray, ...args: unknown[]): Sql {
   });
   return new Sql(parts, values);
 }
+
+/**
+ * The statement run with planner settings of its own, e.g. `{ enable_seqscan: 'off' }` where
+ * the planner's estimate is known to be wrong for our data. Names and values come from code.
+ */
+export const planned = (q: Sql, settings: Record<string, string>): Sql => new Sql(q.parts, q.values, settings);
 
 /** Trusted SQL text (identifiers, keywords chosen by code, never by input). */
 export const raw = (text: string): Sql => new Sql([text], []);

@@ -59,6 +59,32 @@ const lsnBytes = (lsn: string): number => {
   return parseInt(hi, 16) * 2 ** 32 + parseInt(lo, 16);
 };
 
+/**
+ * One statement on a pool. With planner settings (sql.ts planned()), it runs in a read-only
+ * transaction of its own, with SET LOCAL, so the settings never leak to the connection's
+ * next user: three round trips instead of one, only for the statements that need them.
+ */
+async function execute(pool: pg.Pool, q: Sql): Promise<unknown[]> {
+  if (!q.settings) return (await pool.query(q.toQuery())).rows;
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    const set = Object.entries(q.settings).map(
+      ([name, value]) => `SET LOCAL ${name} = '${value.replaceAll("'", "''")}'`,
+    );
+    await client.query(`BEGIN READ ONLY; ${set.join('; ')}`);
+    const { rows } = await client.query(q.toQuery());
+    await client.query('COMMIT');
+    return rows;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => (broken = true));
+    if (isUnavailable(err)) broken = true;
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
+
 /** A health probe waits this long for a server before calling it down. */
 const HEALTH_TIMEOUT_MS = 1_500;
 
@@ -86,7 +112,7 @@ export class PgStore implements PgContext {
 
   readonly primary: Query = async <R extends Row>(q: Sql) => {
     try {
-      return (await this.#primary.query(q.toQuery())).rows as R[];
+      return (await execute(this.#primary, q)) as R[];
     } catch (err) {
       if (isUnavailable(err)) throw new ArchiveUnavailable();
       throw err;
@@ -108,7 +134,7 @@ export class PgStore implements PgContext {
       const replica = this.#replicas[this.#next++ % count]!;
       if (replica.downSince !== 0) continue;
       try {
-        return (await replica.pool.query(q.toQuery())).rows as R[];
+        return (await execute(replica.pool, q)) as R[];
       } catch (err) {
         if (isRecoveryConflict(err)) continue;
         if (!isUnavailable(err)) throw err;
