@@ -160,6 +160,8 @@ export interface OpenAdminOptions {
   create?: boolean;
   /** Database:TimeZone (PostgreSQL only): the zone SentDate is written in. */
   timeZone?: string;
+  /** Where the path came from, for messages: `Database:Path` (default) or `--db`. */
+  setting?: string;
 }
 
 /**
@@ -169,7 +171,10 @@ export interface OpenAdminOptions {
  */
 export async function openAdmin(path: string, options: OpenAdminOptions = {}): Promise<ArchiveAdmin> {
   if (storeKind(path) === 'sqlite') return new SqliteAdmin(openArchive(path, { mustExist: !options.create }));
-  await prepareArchive({ path }, { createIfEmpty: options.create ?? false });
+  await prepareArchive(
+    { path, ...(options.setting ? { setting: options.setting } : {}) },
+    { createIfEmpty: options.create ?? false },
+  );
   const { PgAdmin } = await import('./pg/admin.js');
   return PgAdmin.open(path, options.timeZone ?? 'UTC', describeWhere(path));
 }

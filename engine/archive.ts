@@ -15,6 +15,8 @@ export interface ArchiveConfig {
   path: string;
   /** Database:TimeZone (PostgreSQL only). */
   timeZone?: string;
+  /** Where the path came from, for messages: `Database:Path` (default) or the CLI's `--db`. */
+  setting?: string;
   /** Database:ReadReplicas (PostgreSQL only). */
   readReplicas?: readonly string[];
 }
@@ -66,13 +68,13 @@ export async function prepareArchive(config: ArchiveConfig, options: { createIfE
   try {
     await client.connect();
   } catch (err) {
-    throw new ArchiveOpenError(describeConnectError(config.path, 'Database:Path', err));
+    throw new ArchiveOpenError(describeConnectError(config.path, config.setting ?? 'Database:Path', err));
   }
   try {
     await prepareSchema(client, describeWhere(config.path), options);
   } catch (err) {
     if (err instanceof ArchiveOpenError) throw err;
-    throw new ArchiveOpenError(describeConnectError(config.path, 'Database:Path', err));
+    throw new ArchiveOpenError(describeConnectError(config.path, config.setting ?? 'Database:Path', err));
   } finally {
     await client.end().catch(() => {});
   }
@@ -92,6 +94,6 @@ export async function sharedSessionSecret(config: ArchiveConfig): Promise<string
   try {
     return await read(config.path);
   } catch (err) {
-    throw new ArchiveOpenError(describeConnectError(config.path, 'Database:Path', err));
+    throw new ArchiveOpenError(describeConnectError(config.path, config.setting ?? 'Database:Path', err));
   }
 }

@@ -163,12 +163,13 @@ test('a wrong URL or a refused connection is one sentence, exit 1, and never the
     for (const args of [['users', 'add', 'alice'], ['keys', 'list'], ['access-log'], ['import', '1', dir], ['demo']]) {
       const r = await runCli(['--db', url, ...args], { cwd: dir });
       t.is(r.code, 1, `${args.join(' ')}: ${r.stderr}`);
-      const err = fails(t, r, why, 'Database:Path');
+      const err = fails(t, r, why, 'named by --db');
       t.false(err.includes(secret), 'no password');
     }
-    // Database:Path from the environment behaves the same.
+    // Database:Path from the environment behaves the same, and is named as such.
     const fromEnv = await runCli(['users', 'list'], { cwd: dir, env: { Database__Path: url } });
     t.is(fromEnv.code, 1);
+    t.regex(fromEnv.stderr, /named by Database:Path/);
     t.false(fromEnv.stderr.includes(secret));
   }
 });

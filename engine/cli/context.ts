@@ -28,6 +28,7 @@ export async function withArchive<T>(
   const path = archivePath(cmd);
   const admin = await openAdmin(path, {
     create: options.create ?? false,
+    setting: cmd.optsWithGlobals<GlobalOptions>().db !== undefined ? '--db' : 'Database:Path',
     // SentDate is written in Mail Archiver's display zone (PostgreSQL only).
     ...(storeKind(path) === 'postgres' ? { timeZone: loadSettings().Database.TimeZone } : {}),
   });
