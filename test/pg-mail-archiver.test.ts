@@ -361,3 +361,42 @@ test('an unreachable server or refused credentials: one sentence naming Database
   });
   t.regex(missing!.message, /the database does not exist/);
 });
+
+test.serial('a large compressed attachment is served whole and intact, chunk by chunk', async (t) => {
+  const { client, request, ids } = t.context;
+  // Compressible text: PostgreSQL stores it compressed, which slicing would decompress again and
+  // again (engine/pg/handlers.ts, WHOLE_READ_LIMIT).
+  const bytes = Buffer.from(
+    Array.from({ length: 60_000 }, (_, i) => `line ${i}: the quarterly numbers, again\n`).join(''),
+  );
+  const hash = sha256hex(bytes);
+  const content = (
+    await client.query<{ Id: number }>(
+      `INSERT INTO mail_archiver."AttachmentContents" ("Hash", "Content", "Size") VALUES ($1, $2, $3)
+       RETURNING "Id"`,
+      [hash, bytes, bytes.length],
+    )
+  ).rows[0]!;
+  const stored = await client.query<{ compressed: boolean }>(
+    `SELECT pg_column_compression("Content") IS NOT NULL AS compressed FROM mail_archiver."AttachmentContents" WHERE "Id" = $1`,
+    [content.Id],
+  );
+  t.true(stored.rows[0]!.compressed, 'PostgreSQL stored the value compressed');
+  const attachment = (
+    await client.query<{ Id: number }>(
+      `INSERT INTO mail_archiver."EmailAttachments" ("ArchivedEmailId", "FileName", "ContentType", "Size", "AttachmentContentId")
+       VALUES ($1, 'numbers.txt', 'text/plain', $2, $3) RETURNING "Id"`,
+      [ids.legacy, bytes.length, content.Id],
+    )
+  ).rows[0]!;
+  for (let i = 0; i < 2; i++) {
+    const res = await request
+      .get(`/api/v1/emails/${ids.legacy}/attachments/${attachment.Id}`)
+      .set(bearer(KEY))
+      .buffer(true)
+      .parse(rawBody);
+    t.is(res.status, 200);
+    t.is(Number(res.headers['content-length']), bytes.length);
+    t.is(sha256hex(res.body as Buffer), hash, `download ${i + 1} intact`);
+  }
+});
