@@ -20,7 +20,8 @@ import {
   LAST_USED_INTERVAL_MS,
   MAX_KEY_NAME_LENGTH,
   accepted,
-  statusOf,
+  lastUsedDue,
+  refusal,
   toRow,
   type RawKey,
 } from '../store/keys.js';
@@ -82,13 +83,9 @@ async function authenticate(ctx: PgContext, keyHash: string, now: number): Promi
           FROM ${T.keys} k JOIN ${T.users} u ON u."Id" = k."UserId" WHERE k."KeyHash" = ${keyHash}`,
   );
   const row = rows[0];
-  if (!row) return { ok: false, reason: 'unknown' };
-  const status = statusOf(row, now);
-  if (status === 'revoked') return { ok: false, reason: 'revoked' };
-  if (status === 'expired') return { ok: false, reason: 'expired' };
-  if (status === 'owner inactive') return { ok: false, reason: 'inactive' };
-  if (row.last_used_at === null || now - row.last_used_at >= LAST_USED_INTERVAL_MS) {
-    // Mail Archiver's rule: refresh only when unset or more than five minutes old.
+  const refused = refusal(row, now);
+  if (refused || !row) return refused ?? { ok: false, reason: 'unknown' };
+  if (lastUsedDue(row.last_used_at, now)) {
     await ctx.primary(
       sql`UPDATE ${T.keys} SET "LastUsedAt" = ${utcTimestamp(now)}
            WHERE "Id" = ${row.id} AND ("LastUsedAt" IS NULL OR "LastUsedAt" <= ${utcTimestamp(now - LAST_USED_INTERVAL_MS)})`,

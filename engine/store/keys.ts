@@ -166,12 +166,9 @@ export function authenticate(db: Db, keyHash: string, now: number): AuthResult {
               u.id AS user_id, u.username, u.is_admin, u.is_active
        FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?`,
   ).get(keyHash) as AuthRow | undefined;
-  if (!row) return { ok: false, reason: 'unknown' };
-  const status = statusOf(row, now);
-  if (status === 'revoked') return { ok: false, reason: 'revoked' };
-  if (status === 'expired') return { ok: false, reason: 'expired' };
-  if (status === 'owner inactive') return { ok: false, reason: 'inactive' };
-  if (row.last_used_at === null || now - row.last_used_at >= LAST_USED_INTERVAL_MS) {
+  const refused = refusal(row, now);
+  if (refused || !row) return refused ?? { ok: false, reason: 'unknown' };
+  if (lastUsedDue(row.last_used_at, now)) {
     prepared(
       db,
       'UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)',
@@ -179,6 +176,23 @@ export function authenticate(db: Db, keyHash: string, now: number): AuthResult {
   }
   return accepted(row);
 }
+
+/** Why a key row is refused now (either store's row), or null when it is accepted. */
+export function refusal(
+  row: { revoked_at: number | null; expires_at: number | null; is_active: number } | undefined,
+  now: number,
+): AuthResult | null {
+  if (!row) return { ok: false, reason: 'unknown' };
+  const status = statusOf(row, now);
+  if (status === 'revoked') return { ok: false, reason: 'revoked' };
+  if (status === 'expired') return { ok: false, reason: 'expired' };
+  if (status === 'owner inactive') return { ok: false, reason: 'inactive' };
+  return null;
+}
+
+/** Mail Archiver's rule, kept by both stores: LastUsedAt is written when unset or older than five minutes. */
+export const lastUsedDue = (lastUsedAt: number | null, now: number): boolean =>
+  lastUsedAt === null || now - lastUsedAt >= LAST_USED_INTERVAL_MS;
 
 /** The principal of an accepted key, from its row (either store's columns, same names). */
 export function accepted(row: {
