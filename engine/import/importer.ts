@@ -33,6 +33,13 @@ export interface ImportOptions {
   onProgress?: (progress: ImportProgress) => void;
   /** One sentence per skipped message, naming where it came from. */
   onWarning?: (message: string) => void;
+  /**
+   * After each batch is committed: the last message read up to it (stored, duplicate or
+   * skipped). The IMAP sync records its checkpoint here, so a pass cut short resumes after it.
+   */
+  onCommitted?: (last: RawMessage) => Promise<void>;
+  /** Set the account's lastSync when done (default true; the sync sets it per pass instead). */
+  touchLastSync?: boolean;
 }
 
 export const DEFAULT_BATCH_SIZE = 500;
@@ -73,27 +80,39 @@ export async function importMessages(
   };
   let pending: NewEmail[] = [];
   let pendingBytes = 0;
+  let lastRead: RawMessage | undefined;
+  let committed: RawMessage | undefined;
 
   // One batch may be in flight while the next is parsed: a PostgreSQL server stores it
   // meanwhile. (The SQLite writer finishes within the call, so there it changes nothing.)
   let inflight: Promise<void> = Promise.resolve();
   const flush = async () => {
-    if (pending.length === 0) return;
+    const upTo = lastRead;
+    if (pending.length === 0) {
+      // Only skipped messages since the last batch: nothing to write, but they are done with.
+      await inflight;
+      if (upTo && upTo !== committed && options.onCommitted) await options.onCommitted(upTo);
+      committed = upTo;
+      return;
+    }
     const batch = pending;
     pending = [];
     pendingBytes = 0;
     await inflight;
-    inflight = writer.writeBatch(batch).then((ids) => {
+    inflight = writer.writeBatch(batch).then(async (ids) => {
       for (const id of ids) {
         if (id === null) progress.duplicates++;
         else progress.imported++;
       }
+      if (upTo && options.onCommitted) await options.onCommitted(upTo);
+      committed = upTo;
     });
     // Seen by the next flush (or the end); not an unhandled rejection in between.
     inflight.catch(() => {});
   };
 
   for await (const m of messages) {
+    lastRead = m;
     progress.messages++;
     progress.bytesDone += m.bytes;
     try {
@@ -116,7 +135,7 @@ export async function importMessages(
   }
   await flush();
   await inflight;
-  await admin.touchLastSync(account.id, Date.now());
+  if (options.touchLastSync !== false) await admin.touchLastSync(account.id, Date.now());
   options.onProgress?.(progress);
   const { imported, duplicates, failed } = progress;
   return { imported, duplicates, failed, seconds: (performance.now() - started) / 1000 };

@@ -30,6 +30,8 @@ export interface RawMessage {
   bytes: number;
   /** Set when the file could not be read (a Maildir in use may move or delete it meanwhile). */
   readError?: string;
+  /** The message's IMAP UID, when it comes from a server (engine/sync/): the sync's checkpoint. */
+  uid?: number;
 }
 
 function statOrFail(path: string): Stats {

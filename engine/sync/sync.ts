@@ -1,0 +1,142 @@
+// One sync pass: every enabled IMAP account (or those named), folder by folder, new UIDs only,
+// each message through the importer's own parser and writer (engine/import/importer.ts), so a
+// synced message is stored exactly as an imported one and deduplicated against it. Failures are
+// per account: recorded with their reason, retried on a later pass, never stopping the others.
+import type { ImapFlow } from 'imapflow';
+import type { ArchiveAdmin } from '../admin.js';
+import { importMessages, type ImportProgress } from '../import/importer.js';
+import { archiveFolder, connect, describeImapError, foldersToSync, messagesAfter } from './imap.js';
+import type { SyncAccount, SyncState } from './types.js';
+
+/** A lease outlives a stalled runner by this much; a running pass renews it folder by folder. */
+export const LEASE_MS = 10 * 60_000;
+
+export interface AccountSummary {
+  accountId: number;
+  name: string;
+  status: 'synced' | 'failed' | 'skipped' | 'busy' | 'stopped';
+  /** Why it failed or was skipped, in one sentence. */
+  reason?: string;
+  folders: number;
+  imported: number;
+  duplicates: number;
+  failed: number;
+  seconds: number;
+}
+
+export interface SyncOptions {
+  /** Account ids; default: every account. */
+  ids?: readonly number[];
+  /** Who holds the leases this pass takes (host, pid): two runners never sync one account at once. */
+  holder: string;
+  /** Aborting stops after the message in hand; the pass is then not recorded as complete. */
+  signal?: AbortSignal;
+  /** Skip accounts whose last pass failed until their back-off has passed (`sync --watch`). */
+  backoff?: boolean;
+  /** CA certificate to trust (tests: a private server's self-signed certificate). */
+  ca?: string | Buffer;
+  onProgress?: (account: SyncAccount, folder: string, progress: ImportProgress) => void;
+  onWarning?: (message: string) => void;
+  now?: () => number;
+}
+
+/** After n failed passes in a row, wait 1, 2, 4 … minutes, at most an hour. */
+export const backoffMs = (failures: number) => Math.min(60, 2 ** Math.max(0, failures - 1)) * 60_000;
+
+export async function syncPass(admin: ArchiveAdmin, state: SyncState, options: SyncOptions): Promise<AccountSummary[]> {
+  const now = options.now ?? Date.now;
+  const out: AccountSummary[] = [];
+  for (const entry of await state.accounts(options.ids)) {
+    if (options.signal?.aborted) break;
+    out.push(await syncAccount(admin, state, entry, options, now));
+  }
+  return out;
+}
+
+async function syncAccount(
+  admin: ArchiveAdmin,
+  state: SyncState,
+  entry: SyncAccount,
+  options: SyncOptions,
+  now: () => number,
+): Promise<AccountSummary> {
+  const { account, imap } = entry;
+  const started = performance.now();
+  const summary: AccountSummary = {
+    accountId: account.id,
+    name: account.name,
+    status: 'skipped',
+    folders: 0,
+    imported: 0,
+    duplicates: 0,
+    failed: 0,
+    seconds: 0,
+  };
+  const done = (status: AccountSummary['status'], reason?: string) => {
+    summary.status = status;
+    if (reason !== undefined) summary.reason = reason;
+    summary.seconds = (performance.now() - started) / 1000;
+    return summary;
+  };
+  if (!imap) return done('skipped', `provider ${account.provider} is not synced by this service`);
+  if (!account.isEnabled) return done('skipped', 'the account is disabled');
+  const last = entry.lastOutcome;
+  if (options.backoff && last && !last.ok && now() < last.at + backoffMs(entry.failures)) {
+    return done(
+      'skipped',
+      `retrying after ${new Date(last.at + backoffMs(entry.failures)).toISOString()} (last error: ${last.error})`,
+    );
+  }
+  if (!(await state.acquireLease(account.id, options.holder, LEASE_MS))) {
+    return done('busy', 'another sync runner is syncing this account');
+  }
+  let client: ImapFlow | undefined;
+  try {
+    client = connect(imap, options.ca !== undefined ? { ca: options.ca } : {});
+    client.on('error', () => {}); // reported through the failing call
+    await client.connect();
+    const folders = foldersToSync(await client.list(), imap);
+    for (const folder of folders) {
+      if (options.signal?.aborted) break;
+      const name = archiveFolder(folder);
+      const lock = await client.getMailboxLock(folder.path, { readOnly: true });
+      try {
+        const mailbox = client.mailbox;
+        const uidValidity = String(mailbox ? mailbox.uidValidity : '');
+        const known = await state.folderState(account.id, name);
+        // A new UIDVALIDITY means the UIDs mean other messages now: read the whole folder again;
+        // the importer's deduplication keeps what is already archived from being stored twice.
+        const after = known && known.uidValidity === uidValidity ? known.lastUid : 0;
+        if (!known || known.uidValidity !== uidValidity)
+          await state.saveFolderState(account.id, name, { uidValidity, lastUid: after });
+        const result = await importMessages(admin, messagesAfter(client, name, after, options.signal), {
+          accountId: account.id,
+          touchLastSync: false,
+          onWarning: (message) => options.onWarning?.(`${account.name}: ${message}`),
+          onProgress: (progress) => options.onProgress?.(entry, name, progress),
+          onCommitted: (lastMessage) =>
+            state.saveFolderState(account.id, name, { uidValidity, lastUid: lastMessage.uid ?? after }),
+        });
+        summary.folders++;
+        summary.imported += result.imported;
+        summary.duplicates += result.duplicates;
+        summary.failed += result.failed;
+      } finally {
+        lock.release();
+      }
+      await state.acquireLease(account.id, options.holder, LEASE_MS);
+    }
+    await client.logout().catch(() => {});
+    if (options.signal?.aborted) return done('stopped', 'stopped before the pass completed; the next pass resumes it');
+    await state.recordOutcome(account.id, { ok: true, at: now() });
+    return done('synced');
+  } catch (err) {
+    const reason = describeImapError(err, imap);
+    // Recorded for `accounts list` and the back-off; a failure to record it must not hide it.
+    await state.recordOutcome(account.id, { ok: false, at: now(), error: reason }).catch(() => {});
+    return done('failed', reason);
+  } finally {
+    client?.close();
+    await state.releaseLease(account.id, options.holder).catch(() => {});
+  }
+}
