@@ -72,6 +72,7 @@ interface Teardown {
 }
 
 const CERT_DAYS = '2';
+const STOP_GRACE_MS = 500;
 
 function accountsOf(runAsRoot: boolean) {
   if (!runAsRoot) {
@@ -103,13 +104,26 @@ export async function startDovecot(options: DovecotOptions = {}, t?: Teardown): 
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
 
+  let ports: number[] = [];
+
+  // The master runs in its own process group with its login, auth and imap processes: signal the
+  // whole group, or a login process outliving the master would keep the ports (a restart then
+  // fails with "Address already in use"). The master alone takes a second to exit, and now and then
+  // hangs after SIGTERM (seen with 2.3.19): the group gets SIGKILL after a short grace period.
   const stop = async (): Promise<void> => {
     const proc = child;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-    proc.kill('SIGTERM');
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(timer);
+    if (!proc || proc.pid === undefined) return;
+    const group = proc.pid;
+    if (proc.exitCode === null && proc.signalCode === null) {
+      signalGroup(group, 'SIGTERM');
+      const timer = setTimeout(() => signalGroup(group, 'SIGKILL'), STOP_GRACE_MS);
+      await exited;
+      clearTimeout(timer);
+    }
+    // Stragglers of the group (none normally) go too; then wait until the ports refuse connections.
+    signalGroup(group, 'SIGKILL');
+    live.delete(group);
+    for (const port of ports) await waitForClosed('127.0.0.1', port, 5000);
   };
   const destroy = async (): Promise<void> => {
     if (destroyed) return;
@@ -160,6 +174,7 @@ export async function startDovecot(options: DovecotOptions = {}, t?: Teardown): 
     const port = await freePort();
     let tlsPort = await freePort();
     while (tlsPort === port) tlsPort = await freePort();
+    ports = [port, tlsPort];
     const logPath = join(dir, 'dovecot.log');
     const configPath = join(dir, 'dovecot.conf');
     writeFileSync(
@@ -206,6 +221,10 @@ service imap-login {
 }
 service anvil {
   chroot =
+  # No growing delay (up to 15 s) after failed logins from one address: tests fail logins on purpose.
+  unix_listener anvil-auth-penalty {
+    mode = 0
+  }
 }
 `,
     );
@@ -229,8 +248,12 @@ service anvil {
         if (server.running()) return;
         const began = Date.now();
         let output = '';
-        const proc = spawn(DOVECOT_BINARY, ['-F', '-c', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+        const proc = spawn(DOVECOT_BINARY, ['-F', '-c', configPath], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+          detached: true,
+        });
         child = proc;
+        if (proc.pid !== undefined) live.add(proc.pid);
         proc.stdout?.on('data', (c: Buffer) => (output += c.toString()));
         proc.stderr?.on('data', (c: Buffer) => (output += c.toString()));
         exited = new Promise((resolve) => proc.once('exit', () => resolve()));
@@ -256,6 +279,42 @@ service anvil {
   } catch (err) {
     await destroy();
     throw err;
+  }
+}
+
+/** Process groups of running servers, killed if the test process exits without stopping them. */
+const live = new Set<number>();
+process.once('exit', () => {
+  for (const group of live) signalGroup(group, 'SIGKILL');
+});
+
+function signalGroup(group: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-group, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** Resolves once nothing accepts connections on the port any more. */
+async function waitForClosed(host: string, port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect({ host, port });
+      socket.setTimeout(500, () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (!open) return;
+    if (Date.now() > deadline) throw new Error(`port ${port} still accepts connections after stop`);
+    await new Promise((r) => setTimeout(r, 20));
   }
 }
 
