@@ -14,6 +14,7 @@ import {
   listFolders,
   startDovecot,
   withImap,
+  writeMaildirMessages,
 } from './helpers/dovecot.js';
 
 function message(n: number, subject = `Message ${n}`): string {
@@ -183,6 +184,39 @@ test('stop() makes connections fail, start() brings the same server and data bac
   const tls = await connected(imapOptions(server, undefined, 'tls'));
   t.true(tls.secureConnection);
   await tls.logout();
+});
+
+test('bulk fill straight into the Maildir: Dovecot numbers the messages in the order given', async (t) => {
+  const server = await startDovecot({}, t);
+  await appendMessages(server, undefined, 'INBOX', [message(0)]);
+  const count = 300;
+  const began = Date.now();
+  await writeMaildirMessages(
+    server,
+    undefined,
+    'Überweisungen/März',
+    Array.from({ length: count }, (_, i) => message(i + 1)),
+  );
+  await writeMaildirMessages(server, undefined, 'INBOX', [message(1000)]);
+  t.log(`${count} messages written in ${Date.now() - began} ms`);
+  t.is(await countMessages(server, undefined, 'Überweisungen/März'), count);
+  t.is(await countMessages(server, undefined, 'INBOX'), 2);
+  const seen = await withImap(server, undefined, async (client) => {
+    await client.mailboxOpen('Überweisungen.März');
+    const out: Array<[number, string | undefined]> = [];
+    for await (const m of client.fetch(`1,2,${count}`, { envelope: true, uid: true }, { uid: true })) {
+      out.push([m.uid, m.envelope?.subject]);
+    }
+    return out;
+  });
+  t.deepEqual(seen, [
+    [1, 'Message 1'],
+    [2, 'Message 2'],
+    [count, `Message ${count}`],
+  ]);
+  // Later APPENDs continue the numbering.
+  const more = await appendMessages(server, undefined, 'Überweisungen/März', [message(count + 1)]);
+  t.deepEqual(more.uids, [count + 1]);
 });
 
 test('destroy() stops the server and removes its directory', async (t) => {
