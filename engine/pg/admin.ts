@@ -5,7 +5,18 @@
 import { randomBytes } from 'node:crypto';
 import type { AccessType, MailAccountDto } from '../../shared/dto.js';
 import type { KeyRow } from '../../shared/jobs.js';
-import type { AccessLogRow, ArchiveAdmin, ArchiveContents, CreatedKey, MailWriter, UserRow } from '../admin.js';
+import type {
+  AccessLogRow,
+  AccountChanges,
+  AccountStatus,
+  ArchiveAdmin,
+  ArchiveContents,
+  CreatedKey,
+  MailWriter,
+  NewImapAccount,
+  UserRow,
+} from '../admin.js';
+import type { SyncState } from '../sync/types.js';
 import { hashMailArchiverPassword } from '../passwords.js';
 import { EMAIL_ADDRESS } from '../store/accounts.js';
 import { StoreError } from '../store/errors.js';
@@ -87,6 +98,8 @@ function parseSearchText(text: string | null): Record<string, unknown> | null {
   return out;
 }
 
+const PG_IMAP_UNSUPPORTED = 'IMAP accounts on a PostgreSQL archive are not supported yet.';
+
 const isUniqueViolation = (err: unknown, constraint: string) =>
   (err as { code?: string; constraint?: string }).code === '23505' &&
   (err as { constraint?: string }).constraint === constraint;
@@ -100,7 +113,7 @@ export class PgAdmin implements ArchiveAdmin {
     private readonly store: PgStore | null,
   ) {}
 
-  static open(url: string, timeZone: string, where: string): PgAdmin {
+  static open(url: string, timeZone: string, where: string, _secretKey?: string): PgAdmin {
     const store = new PgStore({ url, timeZone, connections: 1 });
     return new PgAdmin(store, where, store);
   }
@@ -227,6 +240,45 @@ export class PgAdmin implements ArchiveAdmin {
 
   async touchLastSync(accountId: number, at: number): Promise<void> {
     await this.q(sql`UPDATE ${T.accounts} SET "LastSync" = ${utcTimestamp(at)} WHERE "Id" = ${accountId}`);
+  }
+
+  /** IMAP accounts on a PostgreSQL archive come later (docs/sync.md, "On a Mail Archiver database"). */
+  async addImapAccount(_input: NewImapAccount): Promise<MailAccountDto> {
+    throw new StoreError(PG_IMAP_UNSUPPORTED);
+  }
+
+  async setAccount(id: number, changes: AccountChanges): Promise<MailAccountDto> {
+    await this.requireAccount(id);
+    if (Object.values(changes).some((v) => v !== undefined)) throw new StoreError(PG_IMAP_UNSUPPORTED);
+    return this.requireAccount(id);
+  }
+
+  async listAccountStatus(): Promise<AccountStatus[]> {
+    const counts = await this.q<{ id: number; n: number }>(
+      sql`SELECT "MailAccountId" AS id, count(*)::int AS n FROM ${T.emails} GROUP BY "MailAccountId"`,
+    );
+    const byId = new Map(counts.map((r) => [r.id, r.n]));
+    return (await this.listAccounts()).map((a) => ({
+      ...a,
+      imap: null,
+      lastOutcome: null,
+      failures: 0,
+      messages: byId.get(a.id) ?? 0,
+    }));
+  }
+
+  sync(): SyncState {
+    const no = async (): Promise<never> => {
+      throw new StoreError(PG_IMAP_UNSUPPORTED);
+    };
+    return {
+      accounts: no,
+      folderState: no,
+      saveFolderState: no,
+      recordOutcome: no,
+      acquireLease: no,
+      releaseLease: no,
+    };
   }
 
   async #keysWhere(where: Sql, order: Sql, now: number): Promise<KeyRow[]> {
