@@ -16,7 +16,9 @@ import type {
   NewImapAccount,
   UserRow,
 } from '../admin.js';
+import { loadSecretKey, SecretBox } from '../secrets.js';
 import type { SyncState } from '../sync/types.js';
+import { pgAddImapAccount, pgListAccountStatus, pgSetAccount, PgSyncState } from './sync.js';
 import { hashMailArchiverPassword } from '../passwords.js';
 import { EMAIL_ADDRESS } from '../store/accounts.js';
 import { StoreError } from '../store/errors.js';
@@ -98,8 +100,6 @@ function parseSearchText(text: string | null): Record<string, unknown> | null {
   return out;
 }
 
-const PG_IMAP_UNSUPPORTED = 'IMAP accounts on a PostgreSQL archive are not supported yet.';
-
 const isUniqueViolation = (err: unknown, constraint: string) =>
   (err as { code?: string; constraint?: string }).code === '23505' &&
   (err as { constraint?: string }).constraint === constraint;
@@ -111,11 +111,19 @@ export class PgAdmin implements ArchiveAdmin {
     private readonly ctx: PgContext,
     readonly where: string,
     private readonly store: PgStore | null,
+    /** Sync:SecretKey, read when an IMAP password is written or read (required on PostgreSQL). */
+    readonly box: () => SecretBox,
   ) {}
 
-  static open(url: string, timeZone: string, where: string, _secretKey?: string): PgAdmin {
+  static open(url: string, timeZone: string, where: string, secretKey?: string): PgAdmin {
     const store = new PgStore({ url, timeZone, connections: 1 });
-    return new PgAdmin(store, where, store);
+    let box: SecretBox | undefined;
+    return new PgAdmin(
+      store,
+      where,
+      store,
+      () => (box ??= new SecretBox(loadSecretKey({ secretKey, databasePath: url }))),
+    );
   }
 
   private get q(): Query {
@@ -242,43 +250,20 @@ export class PgAdmin implements ArchiveAdmin {
     await this.q(sql`UPDATE ${T.accounts} SET "LastSync" = ${utcTimestamp(at)} WHERE "Id" = ${accountId}`);
   }
 
-  /** IMAP accounts on a PostgreSQL archive come later (docs/sync.md, "On a Mail Archiver database"). */
-  async addImapAccount(_input: NewImapAccount): Promise<MailAccountDto> {
-    throw new StoreError(PG_IMAP_UNSUPPORTED);
+  /** IMAP accounts over Mail Archiver's MailAccounts columns plus this service's schema (engine/pg/sync.ts). */
+  async addImapAccount(input: NewImapAccount): Promise<MailAccountDto> {
+    return this.requireAccount(await pgAddImapAccount(this.ctx, this.box, input));
   }
 
   async setAccount(id: number, changes: AccountChanges): Promise<MailAccountDto> {
-    await this.requireAccount(id);
-    if (Object.values(changes).some((v) => v !== undefined)) throw new StoreError(PG_IMAP_UNSUPPORTED);
+    await pgSetAccount(this.ctx, this.box, id, changes);
     return this.requireAccount(id);
   }
 
-  async listAccountStatus(): Promise<AccountStatus[]> {
-    const counts = await this.q<{ id: number; n: number }>(
-      sql`SELECT "MailAccountId" AS id, count(*)::int AS n FROM ${T.emails} GROUP BY "MailAccountId"`,
-    );
-    const byId = new Map(counts.map((r) => [r.id, r.n]));
-    return (await this.listAccounts()).map((a) => ({
-      ...a,
-      imap: null,
-      lastOutcome: null,
-      failures: 0,
-      messages: byId.get(a.id) ?? 0,
-    }));
-  }
+  listAccountStatus = (): Promise<AccountStatus[]> => pgListAccountStatus(this.ctx);
 
   sync(): SyncState {
-    const no = async (): Promise<never> => {
-      throw new StoreError(PG_IMAP_UNSUPPORTED);
-    };
-    return {
-      accounts: no,
-      folderState: no,
-      saveFolderState: no,
-      recordOutcome: no,
-      acquireLease: no,
-      releaseLease: no,
-    };
+    return new PgSyncState(this.ctx, this.box);
   }
 
   async #keysWhere(where: Sql, order: Sql, now: number): Promise<KeyRow[]> {
@@ -410,7 +395,7 @@ export class PgAdmin implements ArchiveAdmin {
         transaction: (nested) => nested(query),
         health: () => this.ctx.health(),
       };
-      return work(new PgAdmin(inner, this.where, null));
+      return work(new PgAdmin(inner, this.where, null, this.box));
     });
   }
 
