@@ -9,7 +9,7 @@ import { describeWhere, prepareArchive, storeKind } from './archive.js';
 import { openArchive, type Db } from './db/open.js';
 import { listAccessLog, type AccessLogRow } from './store/access-log.js';
 import { addAccount, listAllAccounts, requireAccount, touchLastSync } from './store/accounts.js';
-import { addImapAccount, listAccountStatus, setAccount, SqliteSyncState } from './store/sync.js';
+import { addImapAccount, listAccountStatus, rotateSecret, setAccount, SqliteSyncState } from './store/sync.js';
 import { loadSecretKey, SecretBox } from './secrets.js';
 import type { AccountChanges, AccountStatus, NewImapAccount } from './sync/account-settings.js';
 import type { SyncState } from './sync/types.js';
@@ -71,6 +71,11 @@ export interface ArchiveAdmin {
   listAccountStatus(): Promise<AccountStatus[]>;
   /** What the IMAP sync reads and records (engine/sync/types.ts). */
   sync(): SyncState;
+  /**
+   * Re-encrypts every stored IMAP password with `next` in one transaction (all or nothing);
+   * returns how many. Installing the new key (file or Sync:SecretKey) is the caller's part.
+   */
+  rotateSecret(next: SecretBox): Promise<number>;
 
   createKey(input: { username: string; name: string; expiresAt?: number | null; now?: number }): Promise<CreatedKey>;
   listKeys(options?: { username?: string; now?: number }): Promise<KeyRow[]>;
@@ -135,6 +140,7 @@ export class SqliteAdmin implements ArchiveAdmin {
   setAccount = async (id: number, changes: AccountChanges) => setAccount(this.db, this.secretBox, id, changes);
   listAccountStatus = async () => listAccountStatus(this.db);
   sync = (): SyncState => new SqliteSyncState(this.db, this.secretBox);
+  rotateSecret = async (next: SecretBox) => rotateSecret(this.db, this.secretBox, next);
   createKey = async (input: Parameters<ArchiveAdmin['createKey']>[0]) => createKey(this.db, input);
   listKeys = async (options: { username?: string; now?: number } = {}) => listKeys(this.db, options);
   findKey = async (idOrPrefix: string, now?: number) => findKey(this.db, idOrPrefix, now);

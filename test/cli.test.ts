@@ -6,6 +6,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { SqliteAdmin } from '../engine/admin.js';
 import { openArchive, type Db } from '../engine/db/open.js';
 import { hashKey, KEY_PATTERN } from '../engine/store/keys.js';
 import { passwordHashOf, verifyPassword } from '../engine/store/users.js';
@@ -610,4 +611,94 @@ sqliteOnly('accounts list shows the last sync, the last outcome and the message 
     ok(t, await a.cli(['accounts', 'list'])),
     /2026-01-02T03:04:05\.000Z\s+The server refused the password\.\s+1\n/,
   );
+});
+
+sqliteOnly('accounts rotate-secret re-encrypts every password under a new generated key file', async (t, a) => {
+  const add = (name: string, password: string) =>
+    a.cli(
+      [
+        'accounts',
+        'add',
+        '--name',
+        name,
+        '--email',
+        `${name}@example.com`,
+        '--imap-host',
+        'imap.example',
+        '--password-stdin',
+      ],
+      { input: password },
+    );
+  ok(t, await add('one', IMAP_PASSWORD));
+  ok(t, await add('two', `${IMAP_PASSWORD}-2`));
+  const keyFile = join(a.dir, 'sync-secret');
+  const oldKey = readFileSync(keyFile, 'utf8');
+  const db = a.open();
+  const stored = () =>
+    db.prepare('SELECT password_enc FROM imap_settings ORDER BY account_id').pluck().all() as string[];
+  const before = stored();
+  t.deepEqual(json(t, await a.cli(['accounts', 'rotate-secret', '--json'])), { reencrypted: 2 });
+  t.not(readFileSync(keyFile, 'utf8'), oldKey);
+  t.is(statSync(keyFile).mode & 0o777, 0o600);
+  t.false(existsSync(`${keyFile}.next`));
+  const after = stored();
+  t.not(after[0], before[0]);
+  t.not(after[1], before[1]);
+  const fresh = new SqliteAdmin(openArchive(a.db));
+  t.teardown(() => fresh.close());
+  t.deepEqual(
+    (await fresh.sync().accounts()).map((x) => x.imap?.password),
+    [IMAP_PASSWORD, `${IMAP_PASSWORD}-2`],
+  );
+
+  // A value the current key cannot open stops the rotation: nothing changes, the key file stays.
+  db.prepare(
+    "UPDATE imap_settings SET password_enc = replace(password_enc, 'v1:', 'v1:AA') WHERE account_id = 2",
+  ).run();
+  const keyNow = readFileSync(keyFile, 'utf8');
+  const unchanged = stored();
+  const r = await a.cli(['accounts', 'rotate-secret']);
+  fails(t, r, 'Cannot decrypt the IMAP password of account 2');
+  t.is(r.code, 1);
+  t.deepEqual(stored(), unchanged);
+  t.is(readFileSync(keyFile, 'utf8'), keyNow);
+  t.false(existsSync(`${keyFile}.next`));
+});
+
+sqliteOnly('accounts rotate-secret with Sync:SecretKey takes the new key from stdin', async (t, a) => {
+  const oldKey = Buffer.alloc(32, 1).toString('base64');
+  const newKey = Buffer.alloc(32, 2).toString('hex');
+  ok(
+    t,
+    await a.cli(
+      ['accounts', 'add', '--name', 'W', '--email', 'w@example.com', '--imap-host', 'h', '--password-stdin'],
+      { input: IMAP_PASSWORD, env: { Sync__SecretKey: oldKey } },
+    ),
+  );
+  t.false(existsSync(join(a.dir, 'sync-secret')), 'a configured key writes no file');
+  const refused = await a.cli(['accounts', 'rotate-secret'], { env: { Sync__SecretKey: oldKey } });
+  fails(t, refused, '--new-key-stdin');
+  t.is(refused.code, 2);
+  const bad = await a.cli(['accounts', 'rotate-secret', '--new-key-stdin'], {
+    env: { Sync__SecretKey: oldKey },
+    input: 'short',
+  });
+  fails(t, bad, '32 bytes');
+  t.is(bad.code, 2);
+  t.regex(
+    ok(
+      t,
+      await a.cli(['accounts', 'rotate-secret', '--new-key-stdin'], {
+        env: { Sync__SecretKey: oldKey },
+        input: newKey,
+      }),
+    ),
+    /^Re-encrypted 1 IMAP password\(s\); set Sync:SecretKey to the new key/,
+  );
+  const withOld = new SqliteAdmin(openArchive(a.db), true, { secretKey: oldKey });
+  t.teardown(() => withOld.close());
+  t.regex((await withOld.sync().accounts())[0]!.imapError!, /Sync:SecretKey changed/);
+  const withNew = new SqliteAdmin(openArchive(a.db), true, { secretKey: newKey });
+  t.teardown(() => withNew.close());
+  t.is((await withNew.sync().accounts())[0]!.imap!.password, IMAP_PASSWORD);
 });

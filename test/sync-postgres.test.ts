@@ -196,3 +196,24 @@ test('SyncState on PostgreSQL: folder state, outcomes with LastSync, failures, t
   const results = await Promise.all([s.acquireLease(other.id, 'x', 60_000), s.acquireLease(other.id, 'y', 60_000)]);
   t.deepEqual(results.sort(), [false, true]);
 });
+
+test('accounts rotate-secret on PostgreSQL: the new key from stdin, all passwords re-encrypted', async (t) => {
+  const a = await cliArchive(t, 'postgres');
+  ok(
+    t,
+    await a.cli(
+      ['accounts', 'add', '--name', 'W', '--email', 'w@example.com', '--imap-host', 'h', '--password-stdin'],
+      {
+        input: PASSWORD,
+        env,
+      },
+    ),
+  );
+  const next = Buffer.alloc(32, 8).toString('base64');
+  fails(t, await a.cli(['accounts', 'rotate-secret'], { env }), '--new-key-stdin');
+  t.deepEqual(json(t, await a.cli(['accounts', 'rotate-secret', '--new-key-stdin', '--json'], { env, input: next })), {
+    reencrypted: 1,
+  });
+  t.regex((await (await withAdmin(t, a)).sync().accounts())[0]!.imapError!, /Sync:SecretKey changed/);
+  t.is((await (await withAdmin(t, a, next)).sync().accounts())[0]!.imap!.password, PASSWORD);
+});

@@ -18,7 +18,7 @@ import type {
 } from '../admin.js';
 import { loadSecretKey, SecretBox } from '../secrets.js';
 import type { SyncState } from '../sync/types.js';
-import { pgAddImapAccount, pgListAccountStatus, pgSetAccount, PgSyncState } from './sync.js';
+import { pgAddImapAccount, pgListAccountStatus, pgRotateSecret, pgSetAccount, PgSyncState } from './sync.js';
 import { hashMailArchiverPassword } from '../passwords.js';
 import { EMAIL_ADDRESS } from '../store/accounts.js';
 import { StoreError } from '../store/errors.js';
@@ -265,6 +265,8 @@ export class PgAdmin implements ArchiveAdmin {
   sync(): SyncState {
     return new PgSyncState(this.ctx, this.box);
   }
+
+  rotateSecret = (next: SecretBox): Promise<number> => pgRotateSecret(this.ctx, this.box, next);
 
   async #keysWhere(where: Sql, order: Sql, now: number): Promise<KeyRow[]> {
     const rows = await this.q<RawKey>(

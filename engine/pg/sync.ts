@@ -184,6 +184,23 @@ export async function pgListAccountStatus(ctx: PgContext): Promise<AccountStatus
   }));
 }
 
+/** Re-encrypts every stored IMAP password with `next` in one transaction (engine/store/sync.ts rotateSecret). */
+export async function pgRotateSecret(ctx: PgContext, current: () => SecretBox, next: SecretBox): Promise<number> {
+  return ctx.transaction(async (q) => {
+    const list = await q<{ account_id: number; password_enc: string }>(
+      sql`SELECT account_id, password_enc FROM mail_archive_gateway.imap_accounts
+           WHERE password_enc IS NOT NULL ORDER BY account_id FOR UPDATE`,
+    );
+    for (const r of list) {
+      const plain = current().decrypt(r.password_enc, `the IMAP password of account ${r.account_id}`);
+      await q(
+        sql`UPDATE mail_archive_gateway.imap_accounts SET password_enc = ${next.encrypt(plain)} WHERE account_id = ${r.account_id}`,
+      );
+    }
+    return list.length;
+  });
+}
+
 async function requireAccount(q: Query, id: number): Promise<void> {
   const found = await q(sql`SELECT 1 AS ok FROM ${T.accounts} WHERE "Id" = ${id}`);
   if (found.length === 0) throw new StoreError(`No mail account with id ${id}.`);

@@ -186,6 +186,25 @@ export function listAccountStatus(db: Db): AccountStatus[] {
   });
 }
 
+/**
+ * Re-encrypts every stored IMAP password with `next`, in one transaction: all or nothing. A
+ * password the current key cannot decrypt stops it with that account's sentence.
+ */
+export function rotateSecret(db: Db, current: () => SecretBox, next: SecretBox): number {
+  return db.transaction(() => {
+    const rows = prepared(db, 'SELECT account_id, password_enc FROM imap_settings ORDER BY account_id').all() as Array<{
+      account_id: number;
+      password_enc: string;
+    }>;
+    const update = prepared(db, 'UPDATE imap_settings SET password_enc = ? WHERE account_id = ?');
+    for (const r of rows) {
+      const plain = current().decrypt(r.password_enc, `the IMAP password of account ${r.account_id}`);
+      update.run(next.encrypt(plain), r.account_id);
+    }
+    return rows.length;
+  })();
+}
+
 export class SqliteSyncState implements SyncState {
   constructor(
     private readonly db: Db,

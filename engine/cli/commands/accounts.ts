@@ -1,8 +1,13 @@
 import type { Command } from 'commander';
+import { randomBytes } from 'node:crypto';
+import { renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { loadSettings, parseSecretKey } from '../../../shared/config.js';
+import { storeKind } from '../../archive.js';
+import { SecretBox, syncSecretFilePath } from '../../secrets.js';
 import type { AccountChanges, AccountStatus } from '../../admin.js';
 import { IMAP_SECURITIES, type ImapInput } from '../../sync/account-settings.js';
 import type { ImapSecurity } from '../../sync/types.js';
-import { parseId, printJson, printTable, readStdin, UsageError, withArchive } from '../context.js';
+import { archivePath, parseId, printJson, printTable, readStdin, UsageError, withArchive } from '../context.js';
 
 interface ImapOptions {
   imapHost?: string;
@@ -193,5 +198,51 @@ export function registerAccounts(program: Command): void {
           'lastOutcome',
           'messages',
         ]);
+    });
+
+  accounts
+    .command('rotate-secret')
+    .description('re-encrypt every stored IMAP password with a new key (stop the sync first; docs/sync.md)')
+    .option('--new-key-stdin', 'read the new key (32 bytes, base64 or 64 hex digits) from standard input')
+    .option('--json', 'print {"reencrypted":N}')
+    .action(async (opts: { newKeyStdin?: boolean; json?: boolean }, cmd: Command) => {
+      const configured = loadSettings().Sync.SecretKey !== undefined;
+      const path = archivePath(cmd);
+      // Without Sync:SecretKey a SQLite archive keeps its key in sync-secret beside the file.
+      const keyFile = !configured && storeKind(path) === 'sqlite' ? syncSecretFilePath(path) : null;
+      let next: Buffer;
+      if (opts.newKeyStdin) {
+        const key = parseSecretKey((await readStdin()).trim());
+        if (!key) throw new UsageError('The new key must be 32 bytes as base64 or as 64 hexadecimal digits.');
+        next = key;
+      } else if (keyFile) {
+        next = randomBytes(32);
+      } else {
+        throw new UsageError(
+          'The key is Sync:SecretKey: give the new one with --new-key-stdin, then set Sync:SecretKey to it.',
+        );
+      }
+      // The new key is on disk before the passwords are re-encrypted with it, and takes the old
+      // key's place only once they are: a failure at any point leaves a key that opens them.
+      const staged = keyFile ? `${keyFile}.next` : null;
+      if (staged) {
+        rmSync(staged, { force: true });
+        writeFileSync(staged, `${next.toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+      }
+      let count: number;
+      try {
+        count = await withArchive(cmd, (archive) => archive.rotateSecret(new SecretBox(next)));
+      } catch (err) {
+        if (staged) unlinkSync(staged);
+        throw err;
+      }
+      if (staged && keyFile) renameSync(staged, keyFile);
+      if (opts.json) printJson({ reencrypted: count });
+      else
+        process.stdout.write(
+          keyFile
+            ? `Re-encrypted ${count} IMAP password(s); the new key is in ${keyFile}: back it up.\n`
+            : `Re-encrypted ${count} IMAP password(s); set Sync:SecretKey to the new key before the next sync.\n`,
+        );
     });
 }
