@@ -9,6 +9,10 @@ import { describeWhere, prepareArchive, storeKind } from './archive.js';
 import { openArchive, type Db } from './db/open.js';
 import { listAccessLog, type AccessLogRow } from './store/access-log.js';
 import { addAccount, listAllAccounts, requireAccount, touchLastSync } from './store/accounts.js';
+import { addImapAccount, listAccountStatus, rotateSecret, setAccount, SqliteSyncState } from './store/sync.js';
+import { loadSecretKey, SecretBox } from './secrets.js';
+import type { AccountChanges, AccountStatus, NewImapAccount } from './sync/account-settings.js';
+import type { SyncState } from './sync/types.js';
 import { createKey, findKey, listKeys, revokeKey, type CreatedKey } from './store/keys.js';
 import {
   addUser,
@@ -22,7 +26,7 @@ import {
 } from './store/users.js';
 import { ArchiveWriter, type NewEmail } from './store/writer.js';
 
-export type { AccessLogRow, CreatedKey, UserRow };
+export type { AccessLogRow, AccountChanges, AccountStatus, CreatedKey, NewImapAccount, UserRow };
 
 export interface ArchiveContents {
   messages: number;
@@ -59,6 +63,19 @@ export interface ArchiveAdmin {
   listAccounts(): Promise<MailAccountDto[]>;
   requireAccount(id: number): Promise<MailAccountDto>;
   touchLastSync(accountId: number, at: number): Promise<void>;
+  /** Registers an IMAP account (provider IMAP) with its settings; the password is stored encrypted. */
+  addImapAccount(input: NewImapAccount): Promise<MailAccountDto>;
+  /** Changes what is given; IMAP settings merge with the stored ones (a first set needs host and password). */
+  setAccount(id: number, changes: AccountChanges): Promise<MailAccountDto>;
+  /** Every account with its IMAP settings (never the password), last sync outcome and message count. */
+  listAccountStatus(): Promise<AccountStatus[]>;
+  /** What the IMAP sync reads and records (engine/sync/types.ts). */
+  sync(): SyncState;
+  /**
+   * Re-encrypts every stored IMAP password with `next` in one transaction (all or nothing);
+   * returns how many. Installing the new key (file or Sync:SecretKey) is the caller's part.
+   */
+  rotateSecret(next: SecretBox): Promise<number>;
 
   createKey(input: { username: string; name: string; expiresAt?: number | null; now?: number }): Promise<CreatedKey>;
   listKeys(options?: { username?: string; now?: number }): Promise<KeyRow[]>;
@@ -94,12 +111,19 @@ export class SqliteAdmin implements ArchiveAdmin {
   readonly kind = 'sqlite' as const;
   readonly where: string;
 
+  #box: SecretBox | undefined;
+
   constructor(
     readonly db: Db,
     private readonly closeDb = true,
+    private readonly options: { secretKey?: string | undefined } = {},
   ) {
     this.where = db.name;
   }
+
+  /** The key is read (or generated, next to the file) only when a password is written or read. */
+  readonly secretBox = (): SecretBox =>
+    (this.#box ??= new SecretBox(loadSecretKey({ secretKey: this.options.secretKey, databasePath: this.db.name })));
 
   hashPassword = (password: string) => hashPassword(password);
   addUser = async (input: Parameters<ArchiveAdmin['addUser']>[0]) => addUser(this.db, input);
@@ -112,6 +136,11 @@ export class SqliteAdmin implements ArchiveAdmin {
   listAccounts = async () => listAllAccounts(this.db);
   requireAccount = async (id: number) => requireAccount(this.db, id);
   touchLastSync = async (accountId: number, at: number) => touchLastSync(this.db, accountId, at);
+  addImapAccount = async (input: NewImapAccount) => addImapAccount(this.db, this.secretBox, input);
+  setAccount = async (id: number, changes: AccountChanges) => setAccount(this.db, this.secretBox, id, changes);
+  listAccountStatus = async () => listAccountStatus(this.db);
+  sync = (): SyncState => new SqliteSyncState(this.db, this.secretBox);
+  rotateSecret = async (next: SecretBox) => rotateSecret(this.db, this.secretBox, next);
   createKey = async (input: Parameters<ArchiveAdmin['createKey']>[0]) => createKey(this.db, input);
   listKeys = async (options: { username?: string; now?: number } = {}) => listKeys(this.db, options);
   findKey = async (idOrPrefix: string, now?: number) => findKey(this.db, idOrPrefix, now);
@@ -162,6 +191,8 @@ export interface OpenAdminOptions {
   timeZone?: string;
   /** Where the path came from, for messages: `Database:Path` (default) or `--db`. */
   setting?: string;
+  /** Sync:SecretKey: encrypts stored IMAP passwords (engine/secrets.ts). */
+  secretKey?: string | undefined;
 }
 
 /**
@@ -170,11 +201,12 @@ export interface OpenAdminOptions {
  * sentence (ArchiveOpenError), never a password.
  */
 export async function openAdmin(path: string, options: OpenAdminOptions = {}): Promise<ArchiveAdmin> {
-  if (storeKind(path) === 'sqlite') return new SqliteAdmin(openArchive(path, { mustExist: !options.create }));
+  if (storeKind(path) === 'sqlite')
+    return new SqliteAdmin(openArchive(path, { mustExist: !options.create }), true, { secretKey: options.secretKey });
   await prepareArchive(
     { path, ...(options.setting ? { setting: options.setting } : {}) },
     { createIfEmpty: options.create ?? false },
   );
   const { PgAdmin } = await import('./pg/admin.js');
-  return PgAdmin.open(path, options.timeZone ?? 'UTC', describeWhere(path));
+  return PgAdmin.open(path, options.timeZone ?? 'UTC', describeWhere(path), options.secretKey);
 }

@@ -127,7 +127,40 @@ const schema = z.strictObject({
       LoginAttemptsPerIpPerMinute: int(1).default(30),
     })
     .prefault({}),
+  Sync: z
+    .strictObject({
+      // The IMAP sync of accounts (`mail-archive sync`, docs/sync.md). Unset: on for a SQLite
+      // archive; off for a PostgreSQL one, whose accounts Mail Archiver syncs itself (syncEnabled()).
+      Enabled: z.boolean().optional(),
+      IntervalMinutes: int(1).default(15),
+      // Encrypts the stored IMAP passwords (AES-256-GCM). Unset on SQLite: generated once next to
+      // the database (mode 0600). Required for IMAP accounts on a PostgreSQL archive.
+      SecretKey: z
+        .string()
+        .refine(
+          (v) => parseSecretKey(v) !== null,
+          'expected 32 bytes as base64 (44 characters) or as 64 hexadecimal digits',
+        )
+        .optional(),
+    })
+    .prefault({}),
 });
+
+/** Sync:SecretKey as its 32 bytes: 64 hex digits or base64/base64url of 32 bytes; null when neither. */
+export function parseSecretKey(value: string): Buffer | null {
+  const v = value.trim();
+  if (/^[0-9a-fA-F]{64}$/.test(v)) return Buffer.from(v, 'hex');
+  if (/^[A-Za-z0-9+/_-]{43}=?$/.test(v)) {
+    const key = Buffer.from(v.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+    return key.length === 32 ? key : null;
+  }
+  return null;
+}
+
+/** Whether this service syncs IMAP accounts: Sync:Enabled, else on for SQLite, off for PostgreSQL. */
+export function syncEnabled(settings: Settings): boolean {
+  return settings.Sync.Enabled ?? !isPostgresUrl(settings.Database.Path);
+}
 
 export type Settings = z.infer<typeof schema>;
 
@@ -152,7 +185,7 @@ export class ConfigError extends Error {
 }
 
 /** Settings whose values must not be echoed into an error message (and so into logs). */
-const SECRET_SETTINGS = new Set(['Web:SessionSecret', 'Redis:Url']);
+const SECRET_SETTINGS = new Set(['Web:SessionSecret', 'Redis:Url', 'Sync:SecretKey']);
 
 /** The section and key names exactly as the schema spells them, for case-insensitive lookup. */
 function canonicalNames(): Map<string, { name: string; keys: Map<string, string> }> {

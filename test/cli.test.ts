@@ -4,8 +4,9 @@
 // PostgreSQL-only facts (schema creation, connection errors, stored formats) are in
 // test/cli-postgres.test.ts.
 import test, { type ExecutionContext } from 'ava';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { SqliteAdmin } from '../engine/admin.js';
 import { openArchive, type Db } from '../engine/db/open.js';
 import { hashKey, KEY_PATTERN } from '../engine/store/keys.js';
 import { passwordHashOf, verifyPassword } from '../engine/store/users.js';
@@ -140,6 +141,7 @@ eachStore('accounts add prints the id (or {"id":N}) and accounts list shows the 
     ),
     { id: 2 },
   );
+  const none = { lastOutcome: null, lastOutcomeAt: null, failures: 0, messages: 0, imap: null };
   t.deepEqual(json(t, await a.cli(['accounts', 'list', '--json'])), [
     {
       id: 1,
@@ -148,9 +150,22 @@ eachStore('accounts add prints the id (or {"id":N}) and accounts list shows the 
       provider: STORE_FACTS[a.kind].defaultProvider,
       isEnabled: true,
       lastSync: null,
+      ...none,
     },
-    { id: 2, name: 'Home', emailAddress: 'me@home.example', provider: 'M365', isEnabled: true, lastSync: null },
+    {
+      id: 2,
+      name: 'Home',
+      emailAddress: 'me@home.example',
+      provider: 'M365',
+      isEnabled: true,
+      lastSync: null,
+      ...none,
+    },
   ]);
+  t.regex(
+    ok(t, await a.cli(['accounts', 'list'])),
+    /^id\s+name\s+emailAddress\s+provider\s+isEnabled\s+lastSync\s+lastOutcome\s+messages\n/,
+  );
   fails(t, await a.cli(['accounts', 'add', '--name', 'Bad', '--email', 'not-an-address']), 'not-an-address');
   fails(t, await a.cli(['accounts', 'add', '--name', 'NoMail']), '--email');
   t.is(await a.count('accounts'), 2);
@@ -443,4 +458,247 @@ sqliteOnly('without --db the archive is Database:Path from the settings', async 
   t.true(existsSync(join(a.dir, 'custom', 'archive.db')));
   t.false(existsSync(a.db));
   fails(t, await a.cli(['users', 'list'], { noDb: true, env: { Database__Path: '' } }), 'Database:Path');
+});
+
+const IMAP_PASSWORD = 'Tr0ub4dor&3-imap-Secret';
+
+sqliteOnly('accounts add/set for IMAP: defaults, changes, and the password is nowhere in clear', async (t, a) => {
+  // Holding a connection keeps the CLI's writes in the -wal file, so both files are checked.
+  const db = a.open();
+  const outputs: string[] = [];
+  const run = async (args: string[], input?: string) => {
+    const r = await a.cli(args, input === undefined ? {} : { input });
+    outputs.push(r.stdout, r.stderr);
+    return r;
+  };
+  const added = json<{ id: number }>(
+    t,
+    await run(
+      [
+        'accounts',
+        'add',
+        '--name',
+        'Work',
+        '--email',
+        'me@work.example',
+        '--provider',
+        'IMAP',
+        '--imap-host',
+        'imap.work.example',
+        '--password-stdin',
+        '--exclude',
+        'Junk,Trash',
+        '--json',
+      ],
+      `${IMAP_PASSWORD}\n`,
+    ),
+  );
+  t.is(added.id, 1);
+  type Listed = { id: number; imap: Record<string, unknown> | null; lastOutcome: string | null; messages: number };
+  let list = json<Listed[]>(t, await run(['accounts', 'list', '--json']));
+  t.deepEqual(list[0]!.imap, {
+    host: 'imap.work.example',
+    port: 993,
+    security: 'tls',
+    user: 'me@work.example',
+    folders: null,
+    exclude: ['Junk', 'Trash'],
+  });
+  const stored = db.prepare('SELECT password_enc FROM imap_settings WHERE account_id = 1').pluck().get() as string;
+  t.regex(stored, /^v1:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/);
+
+  // starttls moves a default port to 143; an explicit port and user stay as given.
+  ok(t, await run(['accounts', 'set', '1', '--imap-security', 'starttls', '--folders', 'INBOX, Sent/2024']));
+  list = json<Listed[]>(t, await run(['accounts', 'list', '--json']));
+  t.like(list[0]!.imap, { port: 143, security: 'starttls', folders: ['INBOX', 'Sent/2024'] });
+  ok(t, await run(['accounts', 'set', '1', '--imap-port', '1143', '--imap-user', 'me', '--enabled', 'false']));
+  const after = json<Array<Listed & { isEnabled: boolean }>>(t, await run(['accounts', 'list', '--json']));
+  t.like(after[0]!, { isEnabled: false, imap: { port: 1143, user: 'me', security: 'starttls' } });
+  const newPassword = `${IMAP_PASSWORD}-rotated`;
+  ok(t, await run(['accounts', 'set', '1', '--password-stdin'], `${newPassword}\n`));
+  t.not(db.prepare('SELECT password_enc FROM imap_settings WHERE account_id = 1').pluck().get(), stored);
+
+  // The sync sees the password; nothing else does.
+  const admin = await a.admin();
+  const [seen] = await admin.sync().accounts([1]);
+  t.is(seen!.imap!.password, newPassword);
+  const table = ok(t, await run(['accounts', 'list']));
+  t.regex(table, /\bWork\s+me@work\.example\s+IMAP\s+false\s+-\s+-\s+0\n/);
+
+  const bytes = Buffer.concat([
+    readFileSync(a.db),
+    existsSync(`${a.db}-wal`) ? readFileSync(`${a.db}-wal`) : Buffer.alloc(0),
+  ]);
+  t.true(bytes.includes('imap.work.example'), 'the check reads the settings that were written');
+  for (const secret of [IMAP_PASSWORD, newPassword]) {
+    t.false(bytes.includes(secret), 'the plaintext is nowhere in the file or its WAL');
+    t.false(outputs.join('\n').includes(secret), 'nor in any output of the CLI');
+  }
+  t.is((statSync(join(a.dir, 'sync-secret')).mode & 0o777).toString(8), '600');
+});
+
+sqliteOnly('accounts add/set refuse bad IMAP options with one sentence and exit 2', async (t, a) => {
+  const base = ['accounts', 'add', '--name', 'W', '--email', 'w@example.com'];
+  const usage = async (args: string[], mention: string, input = `${IMAP_PASSWORD}\n`) => {
+    const r = await a.cli(args, { input });
+    fails(t, r, mention);
+    t.is(r.code, 2, `exit 2 for ${args.join(' ')}`);
+    t.false(r.stderr.includes(IMAP_PASSWORD));
+  };
+  await usage([...base, '--imap-host', 'h', '--imap-security', 'ssl', '--password-stdin'], 'tls, starttls or none');
+  await usage([...base, '--imap-host', 'h', '--imap-port', '70000', '--password-stdin'], '1 to 65535');
+  await usage([...base, '--imap-host', 'h', '--imap-port', 'x', '--password-stdin'], '--imap-port');
+  await usage([...base, '--imap-host', 'h'], '--password-stdin');
+  await usage([...base, '--imap-host', 'h', '--password-stdin'], 'no password', '');
+  await usage([...base, '--provider', 'IMAP', '--imap-port', '993', '--password-stdin'], '--imap-host');
+  await usage([...base, '--provider', 'M365', '--imap-host', 'h', '--password-stdin'], 'M365');
+  await usage([...base, '--imap-host', 'h', '--password-stdin', '--exclude', 'Junk,,Trash'], 'empty folder');
+  t.false(existsSync(a.db), 'no refused command started an archive');
+  ok(t, await a.cli(base));
+  await usage(['accounts', 'set', '1', '--enabled', 'maybe'], 'true or false');
+  await usage(['accounts', 'set', 'one', '--enabled', 'true'], '"one"');
+  await usage(['accounts', 'set', '1'], 'Nothing to change');
+  const noSettings = await a.cli(['accounts', 'set', '1', '--imap-port', '143']);
+  fails(t, noSettings, 'has no IMAP settings yet');
+  t.is(noSettings.code, 1);
+  fails(t, await a.cli(['accounts', 'set', '9', '--enabled', 'false']), 'No mail account with id 9');
+  t.like(json<Array<{ isEnabled: boolean; imap: null }>>(t, await a.cli(['accounts', 'list', '--json']))[0], {
+    isEnabled: true,
+    imap: null,
+  });
+});
+
+sqliteOnly('accounts list shows the last sync, the last outcome and the message count', async (t, a) => {
+  ok(
+    t,
+    await a.cli(
+      ['accounts', 'add', '--name', 'W', '--email', 'w@example.com', '--imap-host', 'imap.example', '--password-stdin'],
+      { input: IMAP_PASSWORD },
+    ),
+  );
+  const admin = await a.admin();
+  await admin.openWriter().writeBatch([
+    {
+      accountId: 1,
+      folder: 'INBOX',
+      messageId: '<a@example>',
+      subject: 'hello',
+      from: 'x@example.com',
+      to: 'w@example.com',
+      cc: '',
+      bcc: '',
+      sentDate: Date.UTC(2024, 0, 1),
+      receivedDate: Date.UTC(2024, 0, 1),
+      isOutgoing: false,
+      textBody: 'hi',
+      htmlBody: null,
+      attachments: [],
+      dedupKey: 'mid:<a@example>',
+    },
+  ]);
+  const at = Date.UTC(2026, 0, 2, 3, 4, 5);
+  await admin.sync().recordOutcome(1, { ok: true, at });
+  await admin.sync().recordOutcome(1, { ok: false, at: at + 1000, error: 'The server refused the password.' });
+  const [row] = json<Array<Record<string, unknown>>>(t, await a.cli(['accounts', 'list', '--json']));
+  t.like(row, {
+    lastSync: '2026-01-02T03:04:05.000Z',
+    lastOutcome: 'The server refused the password.',
+    lastOutcomeAt: '2026-01-02T03:04:06.000Z',
+    failures: 1,
+    messages: 1,
+  });
+  t.regex(
+    ok(t, await a.cli(['accounts', 'list'])),
+    /2026-01-02T03:04:05\.000Z\s+The server refused the password\.\s+1\n/,
+  );
+});
+
+sqliteOnly('accounts rotate-secret re-encrypts every password under a new generated key file', async (t, a) => {
+  const add = (name: string, password: string) =>
+    a.cli(
+      [
+        'accounts',
+        'add',
+        '--name',
+        name,
+        '--email',
+        `${name}@example.com`,
+        '--imap-host',
+        'imap.example',
+        '--password-stdin',
+      ],
+      { input: password },
+    );
+  ok(t, await add('one', IMAP_PASSWORD));
+  ok(t, await add('two', `${IMAP_PASSWORD}-2`));
+  const keyFile = join(a.dir, 'sync-secret');
+  const oldKey = readFileSync(keyFile, 'utf8');
+  const db = a.open();
+  const stored = () =>
+    db.prepare('SELECT password_enc FROM imap_settings ORDER BY account_id').pluck().all() as string[];
+  const before = stored();
+  t.deepEqual(json(t, await a.cli(['accounts', 'rotate-secret', '--json'])), { reencrypted: 2 });
+  t.not(readFileSync(keyFile, 'utf8'), oldKey);
+  t.is(statSync(keyFile).mode & 0o777, 0o600);
+  t.false(existsSync(`${keyFile}.next`));
+  const after = stored();
+  t.not(after[0], before[0]);
+  t.not(after[1], before[1]);
+  const fresh = new SqliteAdmin(openArchive(a.db));
+  t.teardown(() => fresh.close());
+  t.deepEqual(
+    (await fresh.sync().accounts()).map((x) => x.imap?.password),
+    [IMAP_PASSWORD, `${IMAP_PASSWORD}-2`],
+  );
+
+  // A value the current key cannot open stops the rotation: nothing changes, the key file stays.
+  db.prepare(
+    "UPDATE imap_settings SET password_enc = replace(password_enc, 'v1:', 'v1:AA') WHERE account_id = 2",
+  ).run();
+  const keyNow = readFileSync(keyFile, 'utf8');
+  const unchanged = stored();
+  const r = await a.cli(['accounts', 'rotate-secret']);
+  fails(t, r, 'Cannot decrypt the IMAP password of account 2');
+  t.is(r.code, 1);
+  t.deepEqual(stored(), unchanged);
+  t.is(readFileSync(keyFile, 'utf8'), keyNow);
+  t.false(existsSync(`${keyFile}.next`));
+});
+
+sqliteOnly('accounts rotate-secret with Sync:SecretKey takes the new key from stdin', async (t, a) => {
+  const oldKey = Buffer.alloc(32, 1).toString('base64');
+  const newKey = Buffer.alloc(32, 2).toString('hex');
+  ok(
+    t,
+    await a.cli(
+      ['accounts', 'add', '--name', 'W', '--email', 'w@example.com', '--imap-host', 'h', '--password-stdin'],
+      { input: IMAP_PASSWORD, env: { Sync__SecretKey: oldKey } },
+    ),
+  );
+  t.false(existsSync(join(a.dir, 'sync-secret')), 'a configured key writes no file');
+  const refused = await a.cli(['accounts', 'rotate-secret'], { env: { Sync__SecretKey: oldKey } });
+  fails(t, refused, '--new-key-stdin');
+  t.is(refused.code, 2);
+  const bad = await a.cli(['accounts', 'rotate-secret', '--new-key-stdin'], {
+    env: { Sync__SecretKey: oldKey },
+    input: 'short',
+  });
+  fails(t, bad, '32 bytes');
+  t.is(bad.code, 2);
+  t.regex(
+    ok(
+      t,
+      await a.cli(['accounts', 'rotate-secret', '--new-key-stdin'], {
+        env: { Sync__SecretKey: oldKey },
+        input: newKey,
+      }),
+    ),
+    /^Re-encrypted 1 IMAP password\(s\); set Sync:SecretKey to the new key/,
+  );
+  const withOld = new SqliteAdmin(openArchive(a.db), true, { secretKey: oldKey });
+  t.teardown(() => withOld.close());
+  t.regex((await withOld.sync().accounts())[0]!.imapError!, /Sync:SecretKey changed/);
+  const withNew = new SqliteAdmin(openArchive(a.db), true, { secretKey: newKey });
+  t.teardown(() => withNew.close());
+  t.is((await withNew.sync().accounts())[0]!.imap!.password, IMAP_PASSWORD);
 });

@@ -4,7 +4,14 @@ import test, { type ExecutionContext } from 'ava';
 import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, defaultSettings, engineQueues, loadSettings } from '../shared/config.js';
+import {
+  ConfigError,
+  defaultSettings,
+  engineQueues,
+  loadSettings,
+  parseSecretKey,
+  syncEnabled,
+} from '../shared/config.js';
 import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/fixture.js';
 
@@ -347,4 +354,33 @@ test('Database:TimeZone takes IANA names only; Database:ReadReplicas takes Postg
     'Database:ReadReplicas',
     'postgres://',
   );
+});
+
+test('Sync: defaults, on for SQLite and off for PostgreSQL unless Sync:Enabled says otherwise', (t) => {
+  const s = loadSettings({ env: {}, cwd: workdir(t) });
+  t.deepEqual(s.Sync, { IntervalMinutes: 15 });
+  t.true(syncEnabled(s));
+  const pgUrl = 'postgres://postgres@127.0.0.1:5432/mailarchiver';
+  t.false(syncEnabled(loadSettings({ env: { Database__Path: pgUrl }, cwd: workdir(t) })));
+  t.true(syncEnabled(loadSettings({ env: { Database__Path: pgUrl, Sync__Enabled: 'true' }, cwd: workdir(t) })));
+  t.false(syncEnabled(loadSettings({ env: { Sync__Enabled: 'false' }, cwd: workdir(t) })));
+  t.is(loadSettings({ env: { Sync__IntervalMinutes: '5' }, cwd: workdir(t) }).Sync.IntervalMinutes, 5);
+  configError(t, () => loadSettings({ env: { Sync__IntervalMinutes: '0' }, cwd: workdir(t) }), 'Sync:IntervalMinutes');
+});
+
+test('Sync:SecretKey takes 32 bytes as base64 or hex; anything else is one line that does not echo it', (t) => {
+  const bytes = Buffer.alloc(32, 7);
+  for (const text of [bytes.toString('base64'), bytes.toString('hex'), bytes.toString('base64url')]) {
+    const s = loadSettings({ env: { Sync__SecretKey: text }, cwd: workdir(t) });
+    t.deepEqual(parseSecretKey(s.Sync.SecretKey!), bytes);
+  }
+  for (const bad of ['hunter2hunter2', Buffer.alloc(16, 1).toString('base64'), 'ab'.repeat(31)]) {
+    const message = configError(
+      t,
+      () => loadSettings({ env: { Sync__SecretKey: bad }, cwd: workdir(t) }),
+      'Sync:SecretKey',
+      '32 bytes as base64',
+    );
+    t.false(message.includes(bad), 'the value is not echoed');
+  }
 });

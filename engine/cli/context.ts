@@ -29,6 +29,8 @@ export async function withArchive<T>(
   const admin = await openAdmin(path, {
     create: options.create ?? false,
     setting: cmd.optsWithGlobals<GlobalOptions>().db !== undefined ? '--db' : 'Database:Path',
+    // Encrypts and decrypts stored IMAP passwords (engine/secrets.ts).
+    secretKey: loadSettings().Sync.SecretKey,
     // SentDate is written in Mail Archiver's display zone (PostgreSQL only).
     ...(storeKind(path) === 'postgres' ? { timeZone: loadSettings().Database.TimeZone } : {}),
   });

@@ -189,4 +189,45 @@ export const migrations: Migration[] = [
       INSERT INTO archive_state (id, generation) VALUES (1, 1);
     `,
   },
+  {
+    version: 2,
+    name: 'IMAP accounts that sync themselves',
+    sql: /* sql */ `
+      -- How to reach an IMAP account's mailbox (docs/sync.md). The password is AES-256-GCM
+      -- ciphertext (engine/secrets.ts), never plaintext. Folder lists are JSON arrays of server
+      -- paths with '/'; folders NULL means every folder. Kept apart from mail_accounts so that
+      -- nothing that reads an account can serialize a credential by accident.
+      CREATE TABLE imap_settings (
+        account_id    INTEGER PRIMARY KEY REFERENCES mail_accounts (id) ON DELETE CASCADE,
+        host          TEXT    NOT NULL,
+        port          INTEGER NOT NULL CHECK (port BETWEEN 1 AND 65535),
+        security      TEXT    NOT NULL CHECK (security IN ('tls', 'starttls', 'none')),
+        username      TEXT    NOT NULL,
+        password_enc  TEXT    NOT NULL,
+        folders       TEXT,
+        exclude       TEXT    NOT NULL DEFAULT '[]'
+      );
+
+      -- Per account: the last pass's outcome, consecutive failures (back-off), and the lease that
+      -- keeps two sync runners off one account. Times are epoch milliseconds, UTC.
+      CREATE TABLE account_sync (
+        account_id    INTEGER PRIMARY KEY REFERENCES mail_accounts (id) ON DELETE CASCADE,
+        outcome_at    INTEGER,
+        outcome_error TEXT,
+        failures      INTEGER NOT NULL DEFAULT 0,
+        lease_holder  TEXT,
+        lease_until   INTEGER
+      );
+
+      -- Per archived folder: the server's UIDVALIDITY (text: it is an unsigned 32-bit number,
+      -- kept as the server said it) and the highest UID archived.
+      CREATE TABLE sync_folders (
+        account_id   INTEGER NOT NULL REFERENCES mail_accounts (id) ON DELETE CASCADE,
+        folder       TEXT    NOT NULL,
+        uid_validity TEXT    NOT NULL,
+        last_uid     INTEGER NOT NULL,
+        PRIMARY KEY (account_id, folder)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];

@@ -5,7 +5,20 @@
 import { randomBytes } from 'node:crypto';
 import type { AccessType, MailAccountDto } from '../../shared/dto.js';
 import type { KeyRow } from '../../shared/jobs.js';
-import type { AccessLogRow, ArchiveAdmin, ArchiveContents, CreatedKey, MailWriter, UserRow } from '../admin.js';
+import type {
+  AccessLogRow,
+  AccountChanges,
+  AccountStatus,
+  ArchiveAdmin,
+  ArchiveContents,
+  CreatedKey,
+  MailWriter,
+  NewImapAccount,
+  UserRow,
+} from '../admin.js';
+import { loadSecretKey, SecretBox } from '../secrets.js';
+import type { SyncState } from '../sync/types.js';
+import { pgAddImapAccount, pgListAccountStatus, pgRotateSecret, pgSetAccount, PgSyncState } from './sync.js';
 import { hashMailArchiverPassword } from '../passwords.js';
 import { EMAIL_ADDRESS } from '../store/accounts.js';
 import { StoreError } from '../store/errors.js';
@@ -98,11 +111,19 @@ export class PgAdmin implements ArchiveAdmin {
     private readonly ctx: PgContext,
     readonly where: string,
     private readonly store: PgStore | null,
+    /** Sync:SecretKey, read when an IMAP password is written or read (required on PostgreSQL). */
+    readonly box: () => SecretBox,
   ) {}
 
-  static open(url: string, timeZone: string, where: string): PgAdmin {
+  static open(url: string, timeZone: string, where: string, secretKey?: string): PgAdmin {
     const store = new PgStore({ url, timeZone, connections: 1 });
-    return new PgAdmin(store, where, store);
+    let box: SecretBox | undefined;
+    return new PgAdmin(
+      store,
+      where,
+      store,
+      () => (box ??= new SecretBox(loadSecretKey({ secretKey, databasePath: url }))),
+    );
   }
 
   private get q(): Query {
@@ -228,6 +249,24 @@ export class PgAdmin implements ArchiveAdmin {
   async touchLastSync(accountId: number, at: number): Promise<void> {
     await this.q(sql`UPDATE ${T.accounts} SET "LastSync" = ${utcTimestamp(at)} WHERE "Id" = ${accountId}`);
   }
+
+  /** IMAP accounts over Mail Archiver's MailAccounts columns plus this service's schema (engine/pg/sync.ts). */
+  async addImapAccount(input: NewImapAccount): Promise<MailAccountDto> {
+    return this.requireAccount(await pgAddImapAccount(this.ctx, this.box, input));
+  }
+
+  async setAccount(id: number, changes: AccountChanges): Promise<MailAccountDto> {
+    await pgSetAccount(this.ctx, this.box, id, changes);
+    return this.requireAccount(id);
+  }
+
+  listAccountStatus = (): Promise<AccountStatus[]> => pgListAccountStatus(this.ctx);
+
+  sync(): SyncState {
+    return new PgSyncState(this.ctx, this.box);
+  }
+
+  rotateSecret = (next: SecretBox): Promise<number> => pgRotateSecret(this.ctx, this.box, next);
 
   async #keysWhere(where: Sql, order: Sql, now: number): Promise<KeyRow[]> {
     const rows = await this.q<RawKey>(
@@ -358,7 +397,7 @@ export class PgAdmin implements ArchiveAdmin {
         transaction: (nested) => nested(query),
         health: () => this.ctx.health(),
       };
-      return work(new PgAdmin(inner, this.where, null));
+      return work(new PgAdmin(inner, this.where, null, this.box));
     });
   }
 

@@ -79,4 +79,39 @@ export const ourMigrations: OwnMigration[] = [
       );
     `,
   },
+  {
+    version: 5,
+    name: 'IMAP accounts that sync themselves',
+    sql: /* sql */ `
+      -- What an IMAP account needs beyond Mail Archiver's MailAccounts columns (ImapServer,
+      -- ImapPort, Username, UseSSL, ExcludedFolders, IsEnabled, LastSync hold the rest): the exact
+      -- security mode (UseSSL cannot tell STARTTLS from none), the folder list, and the password
+      -- encrypted with Sync:SecretKey (engine/secrets.ts). Mail Archiver's plaintext Password
+      -- column is never written by this service (docs/sync.md). No foreign keys into Mail
+      -- Archiver's tables: its migrations must stay free to rebuild them.
+      CREATE TABLE mail_archive_gateway.imap_accounts (
+        account_id   integer PRIMARY KEY,
+        security     text    NOT NULL CHECK (security IN ('tls', 'starttls', 'none')),
+        password_enc text,
+        folders      jsonb
+      );
+      -- Per account: the last pass's outcome, consecutive failures, the sync lease. Epoch ms, UTC.
+      CREATE TABLE mail_archive_gateway.account_sync (
+        account_id    integer PRIMARY KEY,
+        outcome_at    bigint,
+        outcome_error text,
+        failures      integer NOT NULL DEFAULT 0,
+        lease_holder  text,
+        lease_until   bigint
+      );
+      -- Per archived folder: UIDVALIDITY as the server said it, and the highest UID archived.
+      CREATE TABLE mail_archive_gateway.sync_folders (
+        account_id   integer NOT NULL,
+        folder       text    NOT NULL,
+        uid_validity text    NOT NULL,
+        last_uid     bigint  NOT NULL,
+        PRIMARY KEY (account_id, folder)
+      );
+    `,
+  },
 ];

@@ -35,6 +35,12 @@ export interface SyncAccount {
   lastOutcome: SyncOutcome | null;
   /** Consecutive failed passes, for back-off. */
   failures: number;
+  /**
+   * Set when the account has IMAP settings that cannot be used (imap is then null): one sentence,
+   * e.g. the stored password cannot be decrypted with this key. The sync reports it as that
+   * account's failure and goes on with the others.
+   */
+  imapError?: string;
 }
 
 export interface SyncState {
