@@ -1,4 +1,5 @@
 // PM2: `npm run build && pm2 start ecosystem.config.cjs` (see README, "Running under PM2").
+// Two apps: the gateway (cluster) and the IMAP sync (one forked process).
 //
 // Cluster mode runs one gateway process per instance on the same port. Each process has its
 // own worker pool (Engine:Threads), so the default here gives each process one query thread:
@@ -20,6 +21,21 @@ module.exports = {
       env: {
         NODE_ENV: 'production',
         Engine__Threads: process.env.Engine__Threads || '1',
+      },
+    },
+    {
+      // The IMAP sync (docs/sync.md): one process in fork mode, whatever the number of gateways,
+      // so a cluster never syncs an account N times. A lease per account in the database keeps
+      // a second runner started by mistake (or on another host) from syncing the same account.
+      name: 'mail-archive-sync',
+      script: './dist/engine/cli/main.js',
+      args: 'sync --watch',
+      exec_mode: 'fork',
+      instances: 1,
+      // SIGINT lets the pass finish the message in hand and record its checkpoint.
+      kill_timeout: 30000,
+      env: {
+        NODE_ENV: 'production',
       },
     },
   ],

@@ -108,7 +108,7 @@ async function pm2Reloads(archive: { dbPath: string; key: string }, redisUrl: st
   const interrupted = () => void pm2.kill().finally(() => process.exit(130));
   process.once('SIGINT', interrupted);
   try {
-    await pm2.run('start', 'ecosystem.config.cjs');
+    await pm2.run('start', 'ecosystem.config.cjs', '--only', APP);
     const online = async () => (await pm2.list()).filter((p) => p.pm2_env.status === 'online');
     await waitFor('2 instances online', async () => (await online()).length === 2, 30_000, 250);
     await waitFor('the search to answer', async () => (await fetch(url + SEARCH, { headers })).ok, 15_000, 100);

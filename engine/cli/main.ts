@@ -14,6 +14,7 @@ import { registerBackup } from './commands/backup.js';
 import { registerDemo } from './commands/demo.js';
 import { registerImport } from './commands/import.js';
 import { registerIndex } from './commands/index.js';
+import { registerSync } from './commands/sync.js';
 import { registerKeys } from './commands/keys.js';
 import { registerUsers } from './commands/users.js';
 import { UsageError } from './context.js';
@@ -46,6 +47,7 @@ export function buildProgram(): Command {
   registerKeys(program);
   registerImport(program);
   registerIndex(program);
+  registerSync(program);
   registerAccessLog(program);
   registerBackup(program);
   registerDemo(program);
@@ -70,7 +72,9 @@ const ENVIRONMENTAL_PG_CODES = /^(42501|25006|53...|55P03|57014|40001|40P01)$/;
 export async function main(argv: string[]): Promise<number> {
   try {
     await buildProgram().parseAsync(argv, { from: 'user' });
-    return 0;
+    // A command that finished its output but has a failure to report (a sync pass in which an
+    // account failed) sets process.exitCode.
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
     if (err instanceof CommanderError) {
       // Commander has already printed its message (or the help/version text).

@@ -78,8 +78,13 @@ async function syncAccount(
     summary.seconds = (performance.now() - started) / 1000;
     return summary;
   };
-  if (!imap) return done('skipped', `provider ${account.provider} is not synced by this service`);
   if (!account.isEnabled) return done('skipped', 'the account is disabled');
+  if (entry.imapError) {
+    // The stored password cannot be used (a changed Sync:SecretKey): this account fails, alone.
+    await state.recordOutcome(account.id, { ok: false, at: now(), error: entry.imapError }).catch(() => {});
+    return done('failed', entry.imapError);
+  }
+  if (!imap) return done('skipped', `provider ${account.provider} is not synced by this service`);
   const last = entry.lastOutcome;
   if (options.backoff && last && !last.ok && now() < last.at + backoffMs(entry.failures)) {
     return done(
