@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import supertest from 'supertest';
 import { createGateway } from '../gateway/app.js';
 import type { EmailSummaryDto, MailAccountDto, PagedResult } from '../shared/dto.js';
-import { apiSettings, bearer, silentLogger } from './helpers/api.js';
+import { apiSettings, bearer, listen, silentLogger } from './helpers/api.js';
+import { call, connectClient, jsonOf } from './helpers/mcp.js';
 import { CLI, runCli, type Run } from './helpers/cli.js';
 import {
   appendMessages,
@@ -122,9 +123,22 @@ test.serial(
     const key = (
       JSON.parse((await s.cli(['keys', 'create', 'admin', '--name', 't', '--json'])).stdout) as { key: string }
     ).key;
-    const gateway = createGateway(apiSettings(s.db), { logger: silentLogger() });
-    t.teardown(() => gateway.close());
+    const gateway = createGateway(apiSettings(s.db, { Mcp: { Enabled: true } }), { logger: silentLogger() });
+    const http = await listen(gateway);
+    t.teardown(async () => {
+      await http.close();
+      await gateway.close();
+    });
     const request = supertest(gateway.app.callback());
+    const mcp = await connectClient(`${http.url}/mcp`, key);
+    t.teardown(() => mcp.close());
+    const found = jsonOf<PagedResult<EmailSummaryDto>>(
+      await call(mcp, 'search_emails', { folder: 'Überweisungen/März' }),
+    );
+    t.deepEqual(
+      found.items.map((e) => e.subject),
+      ['Message 4 in Überweisungen/März'],
+    );
     const page = (await request.get('/api/v1/emails').query({ pageSize: 50 }).set(bearer(key)))
       .body as PagedResult<EmailSummaryDto>;
     t.deepEqual(page.items.map((e) => e.folderName).sort(), ['Archive/2024', 'INBOX', 'INBOX', 'Überweisungen/März']);
@@ -314,3 +328,40 @@ function count(db: string): number {
     handle.close();
   }
 }
+
+test.serial(
+  'sync --watch runs a pass, then stops cleanly on SIGTERM; a second runner finds the account leased',
+  async (t) => {
+    const s = await setup(t);
+    const total = 2000;
+    writeMaildirMessages(
+      s.server,
+      undefined,
+      'INBOX',
+      Array.from({ length: total }, (_, i) => message(i + 1, 'INBOX', 'y'.repeat(3000))),
+    );
+    await s.addAccount();
+    const watcher = spawn(process.execPath, [CLI, '--db', s.db, 'sync', '--watch', '--json'], {
+      cwd: s.dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    watcher.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    t.teardown(() => watcher.kill('SIGKILL'));
+    // While the watcher's pass holds the lease, a second runner leaves the account alone.
+    for (let i = 0; i < 200 && !(existsSync(s.db) && count(s.db) > 0); i++) await new Promise((r) => setTimeout(r, 50));
+    const second = await s.cli(['sync', '--json']);
+    t.is(second.code, 0, second.stderr);
+    const busy = summaries(t, second)[0]!;
+    t.like(busy, { status: 'busy', imported: 0 });
+    t.regex(busy.reason!, /another sync runner/);
+    // The watcher finishes its pass, prints one line for it, then waits for the next interval.
+    for (let i = 0; i < 400 && !out.includes('\n'); i++) await new Promise((r) => setTimeout(r, 50));
+    const [pass] = JSON.parse(out.split('\n')[0]!) as Summary[];
+    t.like(pass, { status: 'synced', imported: total });
+    watcher.kill('SIGTERM');
+    const code = await new Promise<number | null>((resolve) => watcher.on('exit', resolve));
+    t.is(code, 0, 'a watcher stops cleanly between passes');
+    t.is(count(s.db), total);
+  },
+);
