@@ -7,6 +7,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import Database from '../engine/db/driver.js';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import supertest from 'supertest';
 import { createGateway } from '../gateway/app.js';
 import type { EmailSummaryDto, MailAccountDto, PagedResult } from '../shared/dto.js';
@@ -21,6 +23,7 @@ import {
   type DovecotServer,
 } from './helpers/dovecot.js';
 import { tempDir } from './helpers/fixture.js';
+import { createTestDatabase } from './helpers/postgres.js';
 
 const PASSWORD = 'alice-password';
 
@@ -363,5 +366,72 @@ test.serial(
     const code = await new Promise<number | null>((resolve) => watcher.on('exit', resolve));
     t.is(code, 0, 'a watcher stops cleanly between passes');
     t.is(count(s.db), total);
+  },
+);
+
+test.serial(
+  'on a Mail Archiver PostgreSQL database: off unless Sync:Enabled; then the same pass into its tables',
+  async (t) => {
+    const server = await startDovecot({}, t);
+    const database = await createTestDatabase('sync');
+    t.teardown(() => database.drop());
+    const env = { Sync__SecretKey: randomBytes(32).toString('base64'), NODE_EXTRA_CA_CERTS: server.certPath };
+    const cli = (args: string[], input?: string, extra: NodeJS.ProcessEnv = {}) =>
+      runCli(['--db', database.url, ...args], { env: { ...env, ...extra }, ...(input !== undefined ? { input } : {}) });
+    await appendMessages(server, undefined, 'INBOX', [message(1), message(2)]);
+    await appendMessages(server, undefined, 'Archive/2024', [message(3, 'Archive/2024')]);
+    const added = await cli(
+      [
+        'accounts',
+        'add',
+        '--name',
+        'Alice',
+        '--email',
+        'alice@example.test',
+        '--provider',
+        'IMAP',
+        '--imap-host',
+        '127.0.0.1',
+        '--imap-port',
+        String(server.port),
+        '--imap-security',
+        'none',
+        '--password-stdin',
+        '--json',
+      ],
+      `${PASSWORD}\n`,
+    );
+    t.is(added.code, 0, added.stderr);
+    const off = await cli(['sync']);
+    t.is(off.code, 1);
+    t.regex(off.stderr, /Sync is off for this archive \(Sync:Enabled\)/);
+    const on = { Sync__Enabled: 'true' };
+    const first = await cli(['sync', '--json'], undefined, on);
+    t.is(first.code, 0, first.stderr);
+    t.like(summaries(t, first)[0], { status: 'synced', imported: 3 });
+    await appendMessages(server, undefined, 'INBOX', [message(4)]);
+    t.like(summaries(t, await cli(['sync', '--json'], undefined, on))[0], {
+      status: 'synced',
+      imported: 1,
+      duplicates: 0,
+    });
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      const folders = await client.query<{ folder: string; n: number }>(
+        `SELECT "FolderName" AS folder, count(*)::int AS n FROM mail_archiver."ArchivedEmails" GROUP BY 1 ORDER BY 1`,
+      );
+      t.deepEqual(folders.rows, [
+        { folder: 'Archive/2024', n: 1 },
+        { folder: 'INBOX', n: 3 },
+      ]);
+      const account = await client.query<{ recent: boolean; password: string | null }>(
+        `SELECT "LastSync" > (now() AT TIME ZONE 'UTC') - interval '5 minutes' AS recent, "Password" AS password
+         FROM mail_archiver."MailAccounts"`,
+      );
+      t.deepEqual(account.rows[0], { recent: true, password: null });
+    } finally {
+      await client.end();
+    }
   },
 );
