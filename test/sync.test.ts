@@ -405,6 +405,18 @@ test.serial(
     const off = await cli(['sync']);
     t.is(off.code, 1);
     t.regex(off.stderr, /Sync is off for this archive \(Sync:Enabled\)/);
+    // Under PM2 a watcher that is off idles instead of exiting (and being restarted in a loop).
+    const idle = spawn(process.execPath, [CLI, '--db', database.url, 'sync', '--watch'], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let said = '';
+    idle.stderr.on('data', (d: Buffer) => (said += d.toString()));
+    for (let i = 0; i < 100 && !said.includes('waiting'); i++) await new Promise((r) => setTimeout(r, 50));
+    t.regex(said, /sync is off for this archive \(Sync:Enabled\); waiting for SIGTERM/);
+    t.is(idle.exitCode, null, 'still running');
+    idle.kill('SIGTERM');
+    t.is(await new Promise<number | null>((resolve) => idle.on('exit', resolve)), 0);
     const on = { Sync__Enabled: 'true' };
     const first = await cli(['sync', '--json'], undefined, on);
     t.is(first.code, 0, first.stderr);

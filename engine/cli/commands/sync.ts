@@ -27,7 +27,25 @@ export function registerSync(program: Command): void {
     .action(async (ids: string[], opts: { watch?: boolean; json?: boolean }, cmd: Command) => {
       const settings = loadSettings();
       const path = archivePath(cmd);
-      if (!(settings.Sync.Enabled ?? storeKind(path) === 'sqlite')) {
+      const enabled = settings.Sync.Enabled ?? storeKind(path) === 'sqlite';
+      if (!enabled && opts.watch) {
+        // Under PM2 (ecosystem.config.cjs) an exit would be restarted over and over: say why
+        // nothing is synced once, then wait to be stopped.
+        process.stderr.write(
+          'mail-archive: sync is off for this archive (Sync:Enabled); waiting for SIGTERM without syncing.\n',
+        );
+        await new Promise<void>((resolve) => {
+          const keepAlive = setInterval(() => {}, 3_600_000); // a pending promise alone would let Node exit
+          const done = () => {
+            clearInterval(keepAlive);
+            resolve();
+          };
+          process.once('SIGTERM', done);
+          process.once('SIGINT', done);
+        });
+        return;
+      }
+      if (!enabled) {
         throw new StoreError(
           'Sync is off for this archive (Sync:Enabled): on a Mail Archiver database, Mail Archiver syncs its own accounts; set Sync:Enabled=true to sync here instead.',
         );
