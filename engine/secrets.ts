@@ -6,7 +6,7 @@
 // ciphertext protects nothing from whoever reads a dump: there Sync:SecretKey is required
 // (docs/sync.md, "Accounts and credentials").
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { chmodSync, linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readOrCreateSecretFile } from './secret-file.js';
 import { dirname, join, resolve } from 'node:path';
 import { parseSecretKey } from '../shared/config.js';
 import { StoreError } from './store/errors.js';
@@ -82,42 +82,7 @@ export function loadSecretKey(options: { secretKey?: string | undefined; databas
 }
 
 function keyFile(path: string): Buffer {
-  const existing = readKeyFile(path);
-  if (existing) return existing;
-  mkdirSync(dirname(path), { recursive: true });
-  // Written whole to a private temp file, then linked into place: link() fails if another
-  // process got there first, and nobody ever reads a half-written key.
-  const temp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  writeFileSync(temp, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
-  try {
-    linkSync(temp, path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  } finally {
-    unlinkSync(temp);
-  }
-  const key = readKeyFile(path);
-  if (!key) throw new StoreError(`The key file ${path} does not hold 32 bytes in base64; restore it from a backup.`);
-  return key;
-}
-
-function readKeyFile(path: string): Buffer | undefined {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8').trim();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
-  if ((statSync(path).mode & 0o077) !== 0) {
-    // Someone loosened it; whoever reads it can decrypt every stored IMAP password.
-    try {
-      chmodSync(path, 0o600);
-    } catch {
-      // Not ours to change; the key still works.
-    }
-  }
-  const key = parseSecretKey(text);
+  const key = parseSecretKey(readOrCreateSecretFile(path, () => randomBytes(32).toString('base64')));
   if (!key) throw new StoreError(`The key file ${path} does not hold 32 bytes in base64; restore it from a backup.`);
   return key;
 }

@@ -9,11 +9,8 @@ import type { SecretBox } from '../secrets.js';
 import { EMAIL_ADDRESS } from '../store/accounts.js';
 import { StoreError } from '../store/errors.js';
 import {
-  checkFolders,
-  checkHost,
+  changedImap,
   checkPassword,
-  checkPort,
-  checkSecurity,
   defaultPort,
   resolveImap,
   type AccountChanges,
@@ -147,23 +144,7 @@ export async function pgSetAccount(
       await writeImap(q, id, settings, c.password !== undefined ? box().encrypt(settings.password) : null, false);
       return;
     }
-    const security = c.security !== undefined ? checkSecurity(c.security) : old.security;
-    const port =
-      c.port !== undefined
-        ? checkPort(c.port)
-        : old.port === defaultPort(old.security)
-          ? defaultPort(security)
-          : old.port;
-    const folders =
-      c.folders === undefined ? old.folders : c.folders === null ? null : checkFolders(c.folders, 'folders');
-    const settings: ImapPublicSettings = {
-      host: c.host !== undefined ? checkHost(c.host) : old.host,
-      port,
-      security,
-      user: c.user !== undefined ? c.user.trim() || email : old.user,
-      folders: folders && folders.length > 0 ? folders : null,
-      exclude: c.exclude !== undefined ? checkFolders(c.exclude, 'exclude') : old.exclude,
-    };
+    const settings = changedImap(old, c, email);
     const passwordEnc = c.password !== undefined ? box().encrypt(checkPassword(c.password)) : null;
     await writeImap(q, id, settings, passwordEnc, c.password === undefined);
   });

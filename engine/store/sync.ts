@@ -5,12 +5,8 @@ import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
 import type { SecretBox } from '../secrets.js';
 import {
-  checkFolders,
-  checkHost,
+  changedImap,
   checkPassword,
-  checkPort,
-  checkSecurity,
-  defaultPort,
   resolveImap,
   type AccountChanges,
   type AccountStatus,
@@ -135,24 +131,7 @@ export function setAccount(db: Db, box: () => SecretBox, id: number, changes: Ac
         writeImap(db, id, settings, box().encrypt(settings.password));
       } else {
         const old = toPublic(stored);
-        const security = c.security !== undefined ? checkSecurity(c.security) : old.security;
-        // A port left at its old default follows the security to the new one.
-        const port =
-          c.port !== undefined
-            ? checkPort(c.port)
-            : old.port === defaultPort(old.security)
-              ? defaultPort(security)
-              : old.port;
-        const folders =
-          c.folders === undefined ? old.folders : c.folders === null ? null : checkFolders(c.folders, 'folders');
-        const settings: ImapPublicSettings = {
-          host: c.host !== undefined ? checkHost(c.host) : old.host,
-          port,
-          security,
-          user: c.user !== undefined ? c.user.trim() || email : old.user,
-          folders: folders && folders.length > 0 ? folders : null,
-          exclude: c.exclude !== undefined ? checkFolders(c.exclude, 'exclude') : old.exclude,
-        };
+        const settings = changedImap(old, c, email);
         const passwordEnc = c.password !== undefined ? box().encrypt(checkPassword(c.password)) : stored.password_enc;
         writeImap(db, id, settings, passwordEnc);
       }

@@ -110,3 +110,27 @@ export function resolveImap(input: ImapInput, emailAddress: string): ImapPublicS
     exclude: checkFolders(input.exclude ?? [], 'exclude'),
   };
 }
+
+/**
+ * Stored IMAP settings with the changes of `accounts set` applied and checked: only what is
+ * given changes, and a port left at its old default follows the security to the new default.
+ */
+export function changedImap(old: ImapPublicSettings, c: Partial<ImapInput>, emailAddress: string): ImapPublicSettings {
+  const security = c.security !== undefined ? checkSecurity(c.security) : old.security;
+  const port =
+    c.port !== undefined
+      ? checkPort(c.port)
+      : old.port === defaultPort(old.security)
+        ? defaultPort(security)
+        : old.port;
+  const folders =
+    c.folders === undefined ? old.folders : c.folders === null ? null : checkFolders(c.folders, 'folders');
+  return {
+    host: c.host !== undefined ? checkHost(c.host) : old.host,
+    port,
+    security,
+    user: c.user !== undefined ? c.user.trim() || emailAddress : old.user,
+    folders: folders && folders.length > 0 ? folders : null,
+    exclude: c.exclude !== undefined ? checkFolders(c.exclude, 'exclude') : old.exclude,
+  };
+}
