@@ -147,7 +147,7 @@ test('the tools write Search, Open and Download to the access log for the key ow
   await call(alice, 'list_folders', { accountId: h.fixture.accounts.work });
   await call(alice, 'search_emails', { q: 'budget', accountId: h.fixture.accounts.work });
   await call(alice, 'get_email', { id: budget });
-  t.is(textOf(await call(alice, 'get_email', { id: family })), 'null');
+  t.deepEqual((await call(alice, 'get_email', { id: family })).structuredContent, { email: null });
   await call(alice, 'get_attachment', { id: budget, attachmentId: xlsx });
 
   const auth = { headers: { Authorization: `Bearer ${h.fixture.keys.alice}` } };

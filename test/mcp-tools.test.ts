@@ -277,8 +277,15 @@ test('get_email returns the full message, and null (not an error) when hidden or
   ] as const) {
     const none = await call(client, 'get_email', { id });
     t.falsy(none.isError);
-    t.is(textOf(none), 'null');
     t.deepEqual(none.structuredContent, { email: null });
+    // The result block is null; a second block explains it to a model that reads only text.
+    t.deepEqual(
+      none.content.map((c) => (c.type === 'text' ? c.text : c.type)),
+      [
+        'null',
+        `There is no email ${id} that this key may read: it does not exist, or its account is not visible to this key.`,
+      ],
+    );
   }
 });
 

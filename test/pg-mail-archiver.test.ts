@@ -268,7 +268,7 @@ test.serial('MCP: every tool answers with the same key', async (t) => {
   const secret = (
     await t.context.client.query(`SELECT "Id" FROM mail_archiver."ArchivedEmails" WHERE "Subject" = 'Secret plans'`)
   ).rows[0] as { Id: number };
-  t.is(jsonOf(await call(mcp, 'get_email', { id: secret.Id })), null);
+  t.deepEqual((await call(mcp, 'get_email', { id: secret.Id })).structuredContent, { email: null });
 });
 
 test.serial("reads appear in Mail Archiver's AccessLogs with its type codes; LastUsedAt is set", async (t) => {

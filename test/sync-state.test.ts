@@ -3,7 +3,7 @@
 import test from 'ava';
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import Database from '../engine/db/driver.js';
 import { SqliteAdmin } from '../engine/admin.js';
 import { migrations } from '../engine/db/migrations.js';
 import { openArchive, schemaVersion, LATEST_VERSION } from '../engine/db/open.js';

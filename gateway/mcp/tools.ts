@@ -220,6 +220,16 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
     }),
     async run({ id }, { service, caller }) {
       const email = await service.email(caller, id);
+      if (email === null) {
+        // The result stays null (SPEC.md); a second block says what null means, for a model
+        // that reads only text.
+        const result = wrappedResult(null, { email: null });
+        result.content.push({
+          type: 'text',
+          text: `There is no email ${id} that this key may read: it does not exist, or its account is not visible to this key.`,
+        });
+        return result;
+      }
       return wrappedResult(email, { email });
     },
   });
