@@ -351,13 +351,15 @@ export function ensureCorpus(options: CorpusOptions = {}): string {
   return path;
 }
 
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i === -1 ? undefined : process.argv[i + 1];
+/** `--messages N --seed S` of a corpus builder's command line (defaults 1,000,000 and 42). */
+export function corpusArgs(argv: readonly string[] = process.argv): { messages: number; seed: number } {
+  const arg = (name: string) => {
+    const i = argv.indexOf(name);
+    return i === -1 ? undefined : argv[i + 1];
+  };
+  return { messages: Number(arg('--messages') ?? 1_000_000), seed: Number(arg('--seed') ?? 42) };
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const messages = Number(arg('--messages') ?? 1_000_000);
-  const seed = Number(arg('--seed') ?? 42);
-  process.stdout.write(`${ensureCorpus({ messages, seed })}\n`);
+  process.stdout.write(`${ensureCorpus(corpusArgs())}\n`);
 }

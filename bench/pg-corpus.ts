@@ -10,7 +10,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { openAdmin } from '../engine/admin.js';
-import { CORPUS_BATCH, CORPUS_VERSION, planCorpus, type CorpusOptions } from './corpus.js';
+import { CORPUS_BATCH, CORPUS_VERSION, corpusArgs, planCorpus, type CorpusOptions } from './corpus.js';
 
 function server() {
   return {
@@ -90,13 +90,6 @@ export async function ensurePgCorpus(options: CorpusOptions & { rebuild?: boolea
   return pgCorpusUrl(name);
 }
 
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i === -1 ? undefined : process.argv[i + 1];
-}
-
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const messages = Number(arg('--messages') ?? 1_000_000);
-  const seed = Number(arg('--seed') ?? 42);
-  process.stdout.write(`${await ensurePgCorpus({ messages, seed, rebuild: process.argv.includes('--rebuild') })}\n`);
+  process.stdout.write(`${await ensurePgCorpus({ ...corpusArgs(), rebuild: process.argv.includes('--rebuild') })}\n`);
 }

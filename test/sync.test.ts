@@ -291,28 +291,13 @@ test.serial(
   async (t) => {
     const s = await setup(t);
     const total = 3000;
-    writeMaildirMessages(
-      s.server,
-      undefined,
-      'INBOX',
-      Array.from({ length: total }, (_, i) => message(i + 1, 'INBOX', 'x'.repeat(2000))),
-    );
-    await s.addAccount();
-    const child = spawn(process.execPath, [CLI, '--db', s.db, 'sync', '--json'], {
-      cwd: s.dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    await bigInbox(s, total);
+    const child = background(t, s, ['sync', '--json']);
     // Stop it once some of the folder is archived.
-    for (let i = 0; i < 200; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      if (existsSync(s.db) && count(s.db) > 0) break;
-    }
-    child.kill('SIGTERM');
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    await until(() => existsSync(s.db) && count(s.db) > 0);
+    const code = await child.stop();
     t.is(code, 0);
-    const first = JSON.parse(out) as Summary[];
+    const first = JSON.parse(child.output()) as Summary[];
     t.is(first[0]!.status, 'stopped');
     const partial = count(s.db);
     t.true(partial > 0 && partial < total, `stopped part-way (${partial})`);
@@ -321,6 +306,41 @@ test.serial(
     t.is(count(s.db), total, 'every message exactly once');
   },
 );
+
+/** An INBOX of `total` messages written straight into the Maildir, and an account on it. */
+async function bigInbox(s: Setup, total: number): Promise<void> {
+  writeMaildirMessages(
+    s.server,
+    undefined,
+    'INBOX',
+    Array.from({ length: total }, (_, i) => message(i + 1, 'INBOX', 'x'.repeat(2500))),
+  );
+  await s.addAccount();
+}
+
+/** The CLI as a child process on this setup's archive: its stdout so far, and SIGTERM → exit code. */
+function background(t: ExecutionContext, s: Setup, args: string[]) {
+  const child = spawn(process.execPath, [CLI, '--db', s.db, ...args], {
+    cwd: s.dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  t.teardown(() => child.kill('SIGKILL'));
+  return {
+    output: () => out,
+    stop: () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+/** Polls until `done()` holds, for at most 20 s. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 400 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
+}
 
 function count(db: string): number {
   const handle = new Database(db, { readonly: true });
@@ -337,34 +357,20 @@ test.serial(
   async (t) => {
     const s = await setup(t);
     const total = 2000;
-    writeMaildirMessages(
-      s.server,
-      undefined,
-      'INBOX',
-      Array.from({ length: total }, (_, i) => message(i + 1, 'INBOX', 'y'.repeat(3000))),
-    );
-    await s.addAccount();
-    const watcher = spawn(process.execPath, [CLI, '--db', s.db, 'sync', '--watch', '--json'], {
-      cwd: s.dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    watcher.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    t.teardown(() => watcher.kill('SIGKILL'));
+    await bigInbox(s, total);
+    const watcher = background(t, s, ['sync', '--watch', '--json']);
     // While the watcher's pass holds the lease, a second runner leaves the account alone.
-    for (let i = 0; i < 200 && !(existsSync(s.db) && count(s.db) > 0); i++) await new Promise((r) => setTimeout(r, 50));
+    await until(() => existsSync(s.db) && count(s.db) > 0);
     const second = await s.cli(['sync', '--json']);
     t.is(second.code, 0, second.stderr);
     const busy = summaries(t, second)[0]!;
     t.like(busy, { status: 'busy', imported: 0 });
     t.regex(busy.reason!, /another sync runner/);
     // The watcher finishes its pass, prints one line for it, then waits for the next interval.
-    for (let i = 0; i < 400 && !out.includes('\n'); i++) await new Promise((r) => setTimeout(r, 50));
-    const [pass] = JSON.parse(out.split('\n')[0]!) as Summary[];
+    await until(() => watcher.output().includes('\n'));
+    const [pass] = JSON.parse(watcher.output().split('\n')[0]!) as Summary[];
     t.like(pass, { status: 'synced', imported: total });
-    watcher.kill('SIGTERM');
-    const code = await new Promise<number | null>((resolve) => watcher.on('exit', resolve));
-    t.is(code, 0, 'a watcher stops cleanly between passes');
+    t.is(await watcher.stop(), 0, 'a watcher stops cleanly between passes');
     t.is(count(s.db), total);
   },
 );

@@ -167,17 +167,8 @@ export const CATCH_UP_BATCH = 200;
 export const RECHECK_WINDOW = 1000;
 const LOCK = 'mail_archive_gateway.search_index';
 
-interface SourceRow {
-  id: number;
-  subject: string;
-  body: string;
-  from: string;
-  to: string;
-  cc: string;
-  bcc: string;
-  filenames: string | null;
-  has_attachments: boolean;
-}
+/** A message as the index reads it: the document's text, selected in IndexedText's shape. */
+type SourceRow = IndexedText & { id: number };
 
 async function indexBatch(
   query: Query,
@@ -202,15 +193,13 @@ async function indexBatch(
     const rows = await query<SourceRow>(
       sql`SELECT e."Id" AS id, e."Subject" AS subject, e."Body" AS body, e."From" AS "from", e."To" AS "to",
                  e."Cc" AS cc, e."Bcc" AS bcc,
-                 (SELECT string_agg(a."FileName", ' ' ORDER BY a."Id") FROM ${T.attachments} a
-                   WHERE a."ArchivedEmailId" = e."Id") AS filenames,
+                 COALESCE((SELECT string_agg(a."FileName", ' ' ORDER BY a."Id") FROM ${T.attachments} a
+                   WHERE a."ArchivedEmailId" = e."Id"), '') AS filenames,
                  e."HasAttachments" OR EXISTS (SELECT 1 FROM ${T.attachments} a WHERE a."ArchivedEmailId" = e."Id")
-                   AS has_attachments
+                   AS "hasAttachments"
             FROM ${T.emails} e WHERE e."Id" = ANY(${missing}::int[])`,
     );
-    const docs = rows.map((r) =>
-      documentVector({ ...r, filenames: r.filenames ?? '', hasAttachments: r.has_attachments }),
-    );
+    const docs = rows.map(documentVector);
     await query(
       sql`INSERT INTO ${DOCS} (email_id, doc)
           SELECT id, doc::tsvector FROM unnest(${rows.map((r) => r.id)}::int[], ${docs}::text[]) AS t(id, doc)
