@@ -31,7 +31,8 @@ const SORT_COLUMNS: Record<Exclude<SortKey, 'relevance'>, string> = {
 const countCaches = new WeakMap<Db, Map<string, number>>();
 const COUNT_CACHE_SIZE = 2000;
 
-function cachedCount(db: Db, key: string, count: () => number): number {
+function cachedCount(db: Db, key: string, count: () => number, options: PlanOptions): number {
+  if (options.reference) return count();
   let cache = countCaches.get(db);
   if (!cache) countCaches.set(db, (cache = new Map()));
   const generation = prepared(db, 'SELECT generation FROM archive_state WHERE id = 1').pluck().get() as number;
@@ -48,7 +49,22 @@ function cachedCount(db: Db, key: string, count: () => number): number {
   return value;
 }
 
-export function searchEmails(db: Db, viewer: Viewer, query: SearchQuery): PagedResult<EmailSummaryDto> {
+/** `reference`: count with plain SQL, no cache and no in-memory index (tests and benchmarks). */
+export interface PlanOptions {
+  reference?: boolean;
+}
+
+/** The exact number of messages a search finds, computed the slow, obvious way. */
+export function exactCount(db: Db, viewer: Viewer, query: SearchQuery): number {
+  return searchEmails(db, viewer, { ...query, page: 1, pageSize: 1 }, { reference: true }).totalItems;
+}
+
+export function searchEmails(
+  db: Db,
+  viewer: Viewer,
+  query: SearchQuery,
+  options: PlanOptions = {},
+): PagedResult<EmailSummaryDto> {
   const page = (items: EmailSummaryDto[], totalItems: number) => pageOf(query, items, totalItems);
   const compiled = compileSearch(query.q);
   if (compiled.kind === 'none') return page([], 0);
@@ -81,6 +97,7 @@ export function searchEmails(db: Db, viewer: Viewer, query: SearchQuery): PagedR
         prepared(db, `SELECT count(*) FROM emails e WHERE ${where(filters)}`)
           .pluck()
           .get(...params(filters)) as number,
+      options,
     );
     if (offset >= total) return page([], total);
     const rows = prepared(
@@ -110,14 +127,18 @@ export function searchEmails(db: Db, viewer: Viewer, query: SearchQuery): PagedR
   const all = [...fts, ...extra];
   const joined = 'FROM email_fts f JOIN emails e ON e.fts_key = f.rowid';
 
-  const total = cachedCount(db, JSON.stringify([viewerKey, all]), () =>
-    extra.length === 0
-      ? (prepared(db, `SELECT count(*) FROM email_fts f WHERE ${where(fts)}`)
-          .pluck()
-          .get(...params(fts)) as number)
-      : (prepared(db, `SELECT count(*) ${joined} WHERE ${where(all)}`)
-          .pluck()
-          .get(...params(all)) as number),
+  const total = cachedCount(
+    db,
+    JSON.stringify([viewerKey, all]),
+    () =>
+      extra.length === 0
+        ? (prepared(db, `SELECT count(*) FROM email_fts f WHERE ${where(fts)}`)
+            .pluck()
+            .get(...params(fts)) as number)
+        : (prepared(db, `SELECT count(*) ${joined} WHERE ${where(all)}`)
+            .pluck()
+            .get(...params(all)) as number),
+    options,
   );
   if (offset >= total) return page([], total);
 
@@ -149,7 +170,12 @@ export function searchEmails(db: Db, viewer: Viewer, query: SearchQuery): PagedR
   // match, whichever reads fewer rows. Sorting reads every match; the walk reads about
   // (offset + pageSize) / share-of-archive-matching rows, plus one pass to list the matches.
   const order = `${SORT_COLUMNS[query.sortBy]} ${dir}, e.id ${dir}`;
-  const archive = cachedCount(db, 'archive', () => prepared(db, 'SELECT count(*) FROM emails').pluck().get() as number);
+  const archive = cachedCount(
+    db,
+    'archive',
+    () => prepared(db, 'SELECT count(*) FROM emails').pluck().get() as number,
+    options,
+  );
   const walkRows = ((offset + query.pageSize) * archive) / total;
   const rows =
     walkRows < total
