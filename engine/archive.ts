@@ -6,6 +6,7 @@ import { isPostgresUrl } from '../shared/config.js';
 import type { Job, JobKind, JobResult } from '../shared/jobs.js';
 import { openArchive, ArchiveOpenError } from './db/open.js';
 import { runJob } from './handlers.js';
+import { followSnapshots } from './search/bitsets/share.js';
 import { describeConnectError, serverOf } from './pg/connect.js';
 
 export { isPostgresUrl };
@@ -19,6 +20,8 @@ export interface ArchiveConfig {
   setting?: string;
   /** Database:ReadReplicas (PostgreSQL only). */
   readReplicas?: readonly string[];
+  /** The pool's channel for the shared search index (SQLite only; engine/search/bitsets). */
+  searchChannel?: string;
 }
 
 export interface ArchiveStore {
@@ -40,6 +43,7 @@ export async function openStore(config: ArchiveConfig): Promise<ArchiveStore> {
     });
   }
   const db = openArchive(config.path);
+  if (config.searchChannel) followSnapshots(db, config.searchChannel);
   return {
     kind: 'sqlite',
     run: (job) => runJob(db, job),

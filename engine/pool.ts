@@ -14,6 +14,8 @@ import type { Job, JobKind, JobResult } from '../shared/jobs.js';
 import { storeKind } from './archive.js';
 import { openArchive } from './db/open.js';
 import { EngineOverloaded, type Lane } from './overloaded.js';
+import { Worker } from 'node:worker_threads';
+import type { BuilderData } from './search/bitsets/builder.js';
 import type { WorkerData } from './worker.js';
 
 export type { Lane } from './overloaded.js';
@@ -37,6 +39,11 @@ export interface EnginePoolOptions {
   maxQueueWaitMs?: number;
   /** Let `fault` jobs crash or hold a worker (tests of failure handling only). */
   faultInjection?: boolean;
+  /**
+   * Memory for the shared search index of a SQLite archive (engine/search/bitsets), in bytes;
+   * 0 turns it off. Default: 768 MiB.
+   */
+  searchMemoryBytes?: number;
 }
 
 export const LANE_NAMES: readonly Lane[] = ['interactive', 'query'];
@@ -94,6 +101,17 @@ function mayShed(job: Job): boolean {
 /** Waiting jobs per thread that are always accepted, however long the longest has waited. */
 export const SHORT_QUEUE_PER_THREAD = 8;
 
+const DEFAULT_SEARCH_MEMORY = 768 * 1024 * 1024;
+let pools = 0;
+
+/** The search index's builder thread. It only reads; if it fails, searches are counted by SQL. */
+function startBuilder(data: BuilderData): Worker {
+  const worker = new Worker(new URL('./search/bitsets/builder.js', import.meta.url), { workerData: data });
+  worker.unref();
+  worker.on('error', () => {}); // a failed build leaves searches on SQL, which is always exact
+  return worker;
+}
+
 export class EnginePool {
   readonly #lanes: Record<Lane, Piscina>;
   #closed = false;
@@ -108,11 +126,16 @@ export class EnginePool {
   readonly #capacity: Record<Lane, number>;
   readonly #maxWaitMs: number;
   readonly #refused: Record<Lane, number> = { interactive: 0, query: 0 };
+  /** Builds the shared search index (engine/search/bitsets/builder.ts); SQLite only. */
+  #builder: Worker | undefined;
 
   constructor(options: EnginePoolOptions) {
     // Create and migrate a SQLite file once, here, so the workers never race to do it. A
     // PostgreSQL archive is checked by prepareArchive() (engine/archive.ts) before the pool starts.
     if (storeKind(options.dbPath) === 'sqlite') openArchive(options.dbPath).close();
+    const searchMemory = options.searchMemoryBytes ?? DEFAULT_SEARCH_MEMORY;
+    const channel =
+      storeKind(options.dbPath) === 'sqlite' && searchMemory > 0 ? `mag-search-${process.pid}-${++pools}` : undefined;
     const lane = (name: Lane, threads: number) => {
       const workerData: WorkerData = {
         dbPath: options.dbPath,
@@ -120,6 +143,7 @@ export class EnginePool {
         ...(options.readReplicas !== undefined ? { readReplicas: options.readReplicas } : {}),
         faultInjection: options.faultInjection ?? false,
         lane: name,
+        ...(channel ? { searchChannel: channel } : {}),
       };
       return new Piscina({
         filename: new URL('./worker.js', import.meta.url).href,
@@ -133,6 +157,7 @@ export class EnginePool {
     this.#threads = threads;
     this.#maxWaitMs = options.maxQueueWaitMs ?? Number.POSITIVE_INFINITY;
     this.#lanes = { interactive: lane('interactive', threads.interactive), query: lane('query', threads.query) };
+    if (channel) this.#builder = startBuilder({ dbPath: options.dbPath, channel, maxBytes: searchMemory });
     // The bound is ours, not Piscina's maxQueue, which would refuse the jobs that must never be.
     const bound = (l: Lane) => threads[l] + (options.maxQueue?.[l] ?? Number.POSITIVE_INFINITY);
     this.#capacity = { interactive: bound('interactive'), query: bound('query') };
@@ -219,7 +244,7 @@ export class EnginePool {
 
   async close(): Promise<void> {
     this.#closed = true;
-    await Promise.all([this.#lanes.interactive.close(), this.#lanes.query.close()]);
+    await Promise.all([this.#lanes.interactive.close(), this.#lanes.query.close(), this.#builder?.terminate()]);
   }
 }
 

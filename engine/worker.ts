@@ -13,6 +13,8 @@ export interface WorkerData {
   readReplicas?: readonly string[];
   faultInjection?: boolean;
   lane?: 'interactive' | 'query';
+  /** The pool's channel for the shared search index (engine/search/bitsets/share.ts); SQLite only. */
+  searchChannel?: string;
 }
 
 /**
@@ -34,7 +36,12 @@ let store: Promise<ArchiveStore> | undefined;
 
 function connection(): Promise<ArchiveStore> {
   const data = workerData as WorkerData;
-  store ??= openStore({ path: data.dbPath, timeZone: data.timeZone, readReplicas: data.readReplicas });
+  store ??= openStore({
+    path: data.dbPath,
+    timeZone: data.timeZone,
+    readReplicas: data.readReplicas,
+    searchChannel: data.searchChannel,
+  });
   // A store that failed to open is tried again by the next job, not kept as a failure.
   store.catch(() => (store = undefined));
   return store;

@@ -56,6 +56,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
       threads: settings.Engine.Threads,
       maxQueue: engineQueues(settings.Engine),
       maxQueueWaitMs: settings.Engine.MaxQueueWaitMs,
+      searchMemoryBytes: settings.Engine.SearchMemoryMB * 1024 * 1024,
       faultInjection: options.faultInjection ?? false,
     });
   const accessLog = new AccessLogWriter(engine, logger, options.accessLog);

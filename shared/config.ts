@@ -104,6 +104,9 @@ const schema = z.strictObject({
       InteractiveMaxQueue: int(0, MAX_QUEUE).optional(),
       // A job that would wait is refused while the longest-waiting one has waited this long.
       MaxQueueWaitMs: int(1, 60_000).default(500),
+      // Memory for the shared search index of a SQLite archive (engine/search/bitsets), in MiB;
+      // 0 turns it off (searches are then counted by SQL alone).
+      SearchMemoryMB: int(0, 64 * 1024).default(768),
     })
     .prefault({}),
   Metrics: z

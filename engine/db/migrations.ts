@@ -230,4 +230,28 @@ export const migrations: Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 3,
+    name: 'Count rewrites of indexed mail',
+    sql: /* sql */ `
+      -- The in-memory search index (engine/search/bitsets) covers messages up to the highest id
+      -- it has seen; new messages are noticed by id. Anything that changes or removes a message
+      -- the index already holds bumps this counter instead, and the index is rebuilt. Our own
+      -- writers only insert; these triggers catch everyone else (repairs, tools).
+      ALTER TABLE archive_state ADD COLUMN rewrites INTEGER NOT NULL DEFAULT 0;
+      CREATE TRIGGER emails_rewrite_u AFTER UPDATE OF subject, from_addr, to_addr, cc_addr, bcc_addr, fts_key,
+          account_id, folder, is_outgoing, sent_date, has_attachments ON emails BEGIN
+        UPDATE archive_state SET rewrites = rewrites + 1 WHERE id = 1;
+      END;
+      CREATE TRIGGER emails_rewrite_d AFTER DELETE ON emails BEGIN
+        UPDATE archive_state SET rewrites = rewrites + 1 WHERE id = 1;
+      END;
+      CREATE TRIGGER email_bodies_rewrite_u AFTER UPDATE OF text_body, fts_tags ON email_bodies BEGIN
+        UPDATE archive_state SET rewrites = rewrites + 1 WHERE id = 1;
+      END;
+      CREATE TRIGGER email_bodies_rewrite_d AFTER DELETE ON email_bodies BEGIN
+        UPDATE archive_state SET rewrites = rewrites + 1 WHERE id = 1;
+      END;
+    `,
+  },
 ];

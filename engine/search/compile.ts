@@ -17,7 +17,7 @@ const COLUMNS: Record<TextField, string> = {
   filename: 'filenames',
 };
 /** Free words search what SPEC.md names: subject, body, from, to, cc, bcc. */
-const DEFAULT_COLUMNS = '{subject body from_text to_text cc_text bcc_text}';
+export const DEFAULT_COLUMNS = '{subject body from_text to_text cc_text bcc_text}';
 
 export interface SqlCondition {
   sql: string;
@@ -46,6 +46,9 @@ function phrase(node: Extract<Node, { type: 'text' }>): string {
   }
   return text;
 }
+
+/** A term as its FTS5 expression. */
+export const ftsExpression = (node: Extract<Node, { type: 'text' }>): string => phrase(node);
 
 /** The node as one FTS5 expression, or null when FTS5 cannot express it. */
 function fts(node: Node): string | null {

@@ -8,7 +8,7 @@
 // Exact counts are cached per worker, keyed by the archive's generation (bumped by every
 // import and permission change), so a cached count is never stale.
 import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
-import type { Principal, SearchQuery, SortKey } from '../../shared/jobs.js';
+import type { Principal, SearchQuery } from '../../shared/jobs.js';
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
 import { visibleAccountsClause } from '../store/accounts.js';
@@ -16,16 +16,13 @@ import { pageOf, SUMMARY_COLUMNS, toSummary, type RawSummary } from '../store/su
 import { keyRange } from './fts-key.js';
 import { accountTag, directionTag, folderTag } from './tags.js';
 import { compileSearch, type SqlCondition } from './compile.js';
+import { SORT_COLUMNS } from './sort.js';
+import { countMatches } from './bitsets/count.js';
+import { currentSnapshot } from './bitsets/share.js';
+import { pageIds } from './bitsets/page.js';
+import { parseQuery } from '../../shared/query-language.js';
 
 type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
-
-const SORT_COLUMNS: Record<Exclude<SortKey, 'relevance'>, string> = {
-  sentDate: 'e.sent_date',
-  receivedDate: 'e.received_date',
-  subject: 'e.subject COLLATE NOCASE',
-  from: 'e.from_addr COLLATE NOCASE',
-  to: 'e.to_addr COLLATE NOCASE',
-};
 
 /** Exact counts by (generation, viewer, filters), per connection (one per worker); bounded. */
 const countCaches = new WeakMap<Db, Map<string, number>>();
@@ -47,6 +44,20 @@ function cachedCount(db: Db, key: string, count: () => number, options: PlanOpti
   cache.set(full, value);
   if (cache.size > COUNT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
   return value;
+}
+
+/** Summaries of these messages, in this order. */
+function summariesOf(db: Db, ids: number[]): EmailSummaryDto[] {
+  if (ids.length === 0) return [];
+  const rows = prepared(
+    db,
+    `SELECT ${SUMMARY_COLUMNS} FROM emails e WHERE e.id IN (${ids.map(() => '?').join(',')})`,
+  ).all(...ids) as RawSummary[];
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return ids.flatMap((id) => {
+    const row = byId.get(id);
+    return row ? [toSummary(row)] : [];
+  });
 }
 
 /** `reference`: count with plain SQL, no cache and no in-memory index (tests and benchmarks). */
@@ -76,6 +87,16 @@ export function searchEmails(
   const where = (conds: SqlCondition[]) => (conds.length ? conds.map((c) => `(${c.sql})`).join(' AND ') : '1');
   const params = (conds: SqlCondition[]) => conds.flatMap((c) => c.params);
   const viewerKey = viewer.isAdmin ? 'admin' : viewer.userId;
+  // The shared in-memory index counts when it is current (engine/search/bitsets); else SQL.
+  const snap = options.reference ? undefined : currentSnapshot(db);
+  const root = query.q?.trim() ? parseQuery(query.q) : null;
+  const matched = snap ? countMatches(db, snap, viewer, query, root) : undefined;
+  const indexed = matched?.total;
+  if (snap && matched) {
+    if (offset >= matched.total) return page([], matched.total);
+    const ids = pageIds(snap, matched.bits, query, root !== null);
+    if (ids) return page(summariesOf(db, ids), matched.total);
+  }
 
   if (match === null) {
     // No text to match: filters on the emails table, sorted through its indexes.
@@ -90,15 +111,17 @@ export function searchEmails(
     if (visible.params.length) filters.push(visible);
     filters.push(...extra);
     const sortBy = query.sortBy === 'relevance' ? 'sentDate' : query.sortBy; // nothing to rank by
-    const total = cachedCount(
-      db,
-      JSON.stringify([viewerKey, filters]),
-      () =>
-        prepared(db, `SELECT count(*) FROM emails e WHERE ${where(filters)}`)
-          .pluck()
-          .get(...params(filters)) as number,
-      options,
-    );
+    const total =
+      indexed ??
+      cachedCount(
+        db,
+        JSON.stringify([viewerKey, filters]),
+        () =>
+          prepared(db, `SELECT count(*) FROM emails e WHERE ${where(filters)}`)
+            .pluck()
+            .get(...params(filters)) as number,
+        options,
+      );
     if (offset >= total) return page([], total);
     const rows = prepared(
       db,
@@ -127,19 +150,21 @@ export function searchEmails(
   const all = [...fts, ...extra];
   const joined = 'FROM email_fts f JOIN emails e ON e.fts_key = f.rowid';
 
-  const total = cachedCount(
-    db,
-    JSON.stringify([viewerKey, all]),
-    () =>
-      extra.length === 0
-        ? (prepared(db, `SELECT count(*) FROM email_fts f WHERE ${where(fts)}`)
-            .pluck()
-            .get(...params(fts)) as number)
-        : (prepared(db, `SELECT count(*) ${joined} WHERE ${where(all)}`)
-            .pluck()
-            .get(...params(all)) as number),
-    options,
-  );
+  const total =
+    indexed ??
+    cachedCount(
+      db,
+      JSON.stringify([viewerKey, all]),
+      () =>
+        extra.length === 0
+          ? (prepared(db, `SELECT count(*) FROM email_fts f WHERE ${where(fts)}`)
+              .pluck()
+              .get(...params(fts)) as number)
+          : (prepared(db, `SELECT count(*) ${joined} WHERE ${where(all)}`)
+              .pluck()
+              .get(...params(all)) as number),
+      options,
+    );
   if (offset >= total) return page([], total);
 
   if (extra.length === 0 && (query.sortBy === 'sentDate' || query.sortBy === 'relevance')) {

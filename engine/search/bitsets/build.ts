@@ -1,0 +1,148 @@
+// Builds a snapshot (snapshot.ts) from the archive, inside one read transaction so that every
+// part describes the same moment. FTS5 does the reading: its vocabulary table says which words
+// are common, and one MATCH per kept word lists its messages. At 1,000,000 messages this reads
+// about 80 million postings; see docs/performance.md for the time it takes.
+import type { Db } from '../../db/open.js';
+import { DEFAULT_COLUMNS } from '../compile.js';
+import { SORT_COLUMNS } from '../sort.js';
+import { ORDERS, pack, termKey, wordsFor, type Group, type OrderKey, type TermSet } from './snapshot.js';
+
+export interface BuildOptions {
+  /** A word is kept when at least this many messages hold it (default: 1 in 1,000, at least 256). */
+  minDocs?: number;
+  /** Upper bound for the kept sets, in bytes; the most common words are kept first. */
+  maxBytes?: number;
+}
+
+const DEFAULT_MAX_BYTES = 768 * 1024 * 1024;
+
+/** Which FTS5 columns each group counts over, as compile.ts writes them. */
+const GROUPS: Record<Group, { filter: string; columns: string[] }> = {
+  d: { filter: DEFAULT_COLUMNS, columns: ['subject', 'body', 'from_text', 'to_text', 'cc_text', 'bcc_text'] },
+  s: { filter: '{subject}', columns: ['subject'] },
+  t: { filter: '{tags}', columns: ['tags'] },
+};
+
+export function archiveState(db: Db): { maxId: number; rewrites: number } {
+  return db
+    .prepare('SELECT coalesce((SELECT max(id) FROM emails), 0) AS maxId, rewrites FROM archive_state WHERE id = 1')
+    .get() as { maxId: number; rewrites: number };
+}
+
+export function buildSnapshot(db: Db, options: BuildOptions = {}): SharedArrayBuffer {
+  const started = performance.now();
+  db.exec('BEGIN');
+  try {
+    const { maxId, rewrites } = archiveState(db);
+    const words = wordsFor(maxId);
+    const sent = new Float64Array(maxId + 1).fill(Number.NaN);
+    const universe = new Uint32Array(words);
+    const rows = (db.prepare('SELECT count(*) FROM emails').pluck().get() as number) || 0;
+    const keys = new Float64Array(rows);
+    const ids = new Int32Array(rows);
+    let n = 0;
+    for (const [id, key, date] of db
+      .prepare('SELECT id, fts_key, sent_date FROM emails ORDER BY fts_key')
+      .raw()
+      .iterate() as Iterable<[number, number, number]>) {
+      keys[n] = key;
+      ids[n++] = id;
+      sent[id] = date;
+      universe[id >>> 5]! |= 1 << (id & 31);
+    }
+
+    // Each other sort key as SQL orders it (collation included), ascending; descending is the reverse.
+    const orders = {} as Record<OrderKey, Int32Array>;
+    for (const o of ORDERS) {
+      orders[o] = Int32Array.from(
+        db.prepare(`SELECT id FROM emails e ORDER BY ${SORT_COLUMNS[o]}, e.id`).pluck().all() as number[],
+      );
+    }
+
+    const minDocs = options.minDocs ?? Math.max(256, Math.ceil(rows / 1000));
+    const budget = options.maxBytes ?? DEFAULT_MAX_BYTES;
+    db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.email_fts_vocab USING fts5vocab(main, email_fts, 'col')");
+    // Per term and group: an upper bound of its documents (the sum over the group's columns).
+    const bound = new Map<string, number>();
+    const vocab = new Set<string>();
+    const columnGroups = new Map<string, Group[]>();
+    for (const [g, { columns }] of Object.entries(GROUPS) as Array<[Group, (typeof GROUPS)[Group]]>) {
+      for (const c of columns) columnGroups.set(c, [...(columnGroups.get(c) ?? []), g]);
+    }
+    for (const [term, col, docs] of db
+      .prepare('SELECT term, col, doc FROM temp.email_fts_vocab')
+      .raw()
+      .iterate() as Iterable<[string, string, number]>) {
+      const groups = columnGroups.get(col);
+      if (!groups) continue;
+      if (groups.includes('d')) vocab.add(term);
+      if (docs < minDocs && !groups.includes('d')) continue;
+      for (const g of groups) {
+        const key = termKey(g, term);
+        bound.set(key, (bound.get(key) ?? 0) + docs);
+      }
+    }
+    const candidates = [...bound].filter(([, docs]) => docs >= minDocs).sort((a, b) => b[1] - a[1]);
+
+    const terms: Array<{ key: string; set: TermSet }> = [];
+    let bytes = 0;
+    const list = db.prepare('SELECT rowid FROM email_fts WHERE email_fts MATCH ?').pluck();
+    for (const [key] of candidates) {
+      const group = key[0] as Group;
+      const token = key.slice(2);
+      const found = list.all(`${GROUPS[group].filter} : "${token.replaceAll('"', '""')}"`) as number[];
+      if (found.length < minDocs) continue; // the bound overcounted: the word shares messages across columns
+      const set = toSet(found, keys, ids, words);
+      const size = set.kind === 'bits' ? words * 4 : set.ids.length * 4;
+      if (bytes + size > budget) continue;
+      bytes += size;
+      terms.push({ key, set });
+    }
+    return pack({
+      maxId,
+      rewrites,
+      sent,
+      keys,
+      ids,
+      orders,
+      universe,
+      terms,
+      vocab: [...vocab].sort(),
+      buildMs: performance.now() - started,
+    });
+  } finally {
+    db.exec('COMMIT');
+  }
+}
+
+/** Full-text rowids (ascending) as message ids: a bitset or a sorted id list, whichever is smaller. */
+function toSet(found: number[], keys: Float64Array, ids: Int32Array, words: number): TermSet {
+  const dense = found.length >= words;
+  const bits = dense ? new Uint32Array(words) : undefined;
+  const list = dense ? undefined : new Int32Array(found.length);
+  // Both ascending: a common word walks the keys once, a rarer one jumps by binary search.
+  const jump = found.length * 20 < keys.length;
+  let p = 0;
+  let i = 0;
+  for (const key of found) {
+    if (jump) p = lowerBound(keys, key, p);
+    else while (keys[p]! < key) p++;
+    const id = ids[p]!;
+    if (bits) bits[id >>> 5]! |= 1 << (id & 31);
+    else list![i++] = id;
+  }
+  if (bits) return { kind: 'bits', bits, docs: found.length };
+  return { kind: 'ids', ids: list!.sort(), docs: found.length };
+}
+
+/** The first position at or after `from` whose key is not below `key`. */
+export function lowerBound(keys: Float64Array, key: number, from = 0): number {
+  let lo = from;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (keys[mid]! < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

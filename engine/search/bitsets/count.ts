@@ -1,0 +1,224 @@
+// Exact counts from a snapshot (snapshot.ts): the query tree is evaluated as sets of message
+// ids, one bit per message. Kept words are read straight from shared memory; any other term
+// (a rare word, a phrase, a field other than subject) is asked of FTS5, whose rowids become
+// bits. Filters are the same tags the full-text index carries (tags.ts), and the date range is
+// checked against each match's sent date. The caller has checked that the snapshot describes
+// the archive as it is now (share.ts), so the count is the one SQL would give.
+import type { Node } from '../../../shared/query-language.js';
+import type { Principal, SearchQuery } from '../../../shared/jobs.js';
+import type { Db } from '../../db/open.js';
+import { prepared } from '../../db/statements.js';
+import { tokenize } from '../unicode61.js';
+import { ftsExpression } from '../compile.js';
+import { accountTag, ADDRESS, addressTag, ATTACHMENT_TAG, directionTag, folderTag } from '../tags.js';
+import { termKey, type Snapshot } from './snapshot.js';
+
+type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
+type Bits = Uint32Array;
+
+/** Signals that FTS5 returned a rowid the snapshot does not know: the archive moved on. */
+class Stale extends Error {}
+
+export function countMatches(
+  db: Db,
+  snap: Snapshot,
+  viewer: Viewer,
+  query: SearchQuery,
+  root: Node | null,
+): { bits: Uint32Array; total: number } | undefined {
+  const bits = matchSet(db, snap, viewer, query, root);
+  if (bits === undefined) return undefined;
+  const total =
+    query.from === undefined && query.to === undefined
+      ? popcount(bits)
+      : countInRange(bits, snap.sent, query.from ?? -Infinity, query.to ?? Infinity);
+  return { bits, total };
+}
+
+/** The set of visible messages matching the query and its filters (dates aside), or undefined if stale. */
+export function matchSet(
+  db: Db,
+  snap: Snapshot,
+  viewer: Viewer,
+  query: SearchQuery,
+  root: Node | null,
+): Bits | undefined {
+  try {
+    const ev = new Evaluator(db, snap);
+    const parts: Bits[] = [];
+    if (!viewer.isAdmin) {
+      const accounts = prepared(db, 'SELECT account_id FROM user_accounts WHERE user_id = ?')
+        .pluck()
+        .all(viewer.userId) as number[];
+      const visible = new Uint32Array(snap.words);
+      for (const a of accounts) ev.orInto(visible, ev.tag(accountTag(a)));
+      parts.push(visible);
+    }
+    if (query.accountId !== undefined) parts.push(ev.tag(accountTag(query.accountId)));
+    if (query.folder !== undefined) parts.push(ev.tag(folderTag(query.folder)));
+    if (query.direction !== undefined) parts.push(ev.tag(directionTag(query.direction === 'outgoing')));
+    if (root) parts.push(ev.node(root));
+    if (parts.length === 0) return snap.universe;
+    const out = parts[0]!.slice();
+    for (const p of parts.slice(1)) andInto(out, p);
+    return out;
+  } catch (err) {
+    if (err instanceof Stale) return undefined;
+    throw err;
+  }
+}
+
+class Evaluator {
+  constructor(
+    readonly db: Db,
+    readonly snap: Snapshot,
+  ) {}
+
+  node(node: Node): Bits {
+    switch (node.type) {
+      case 'has':
+        return this.tag(ATTACHMENT_TAG);
+      case 'text':
+        return this.text(node);
+      case 'or': {
+        const out = new Uint32Array(this.snap.words);
+        for (const c of node.children) this.orInto(out, this.node(c));
+        return out;
+      }
+      case 'not':
+        return andNot(this.snap.universe.slice(), this.node(node.child));
+      case 'and': {
+        const positive = node.children.filter((c) => c.type !== 'not');
+        const out = positive.length ? this.node(positive[0]!).slice() : this.snap.universe.slice();
+        for (const c of positive.slice(1)) andInto(out, this.node(c));
+        for (const c of node.children) if (c.type === 'not') andNot(out, this.node(c.child));
+        return out;
+      }
+    }
+  }
+
+  /** A filter tag's set: kept, or listed by FTS5. */
+  tag(tag: string): Bits {
+    return this.kept(termKey('t', tag)) ?? this.fts(`{tags} : "${tag}"`);
+  }
+
+  orInto(out: Bits, set: Bits): void {
+    for (let i = 0; i < out.length; i++) out[i]! |= set[i]!;
+  }
+
+  text(node: Extract<Node, { type: 'text' }>): Bits {
+    const { field } = node;
+    if (
+      (field === 'from' || field === 'to' || field === 'cc' || field === 'bcc') &&
+      !node.prefix &&
+      ADDRESS.test(node.text)
+    )
+      return this.tag(addressTag(field, node.text));
+    const group = field === null ? 'd' : field === 'subject' ? 's' : null;
+    const tokens = node.words.flatMap((w) => tokenize(w));
+    if (group && tokens.length === 1) {
+      const token = tokens[0]!;
+      if (!node.prefix) {
+        const kept = this.kept(termKey(group, token));
+        if (kept) return kept;
+        // Not a word of the default columns at all: nothing can match.
+        if (group === 'd' && !hasWord(this.snap.vocab, token)) return new Uint32Array(this.snap.words);
+      } else if (group === 'd') {
+        return this.prefix(token);
+      }
+    }
+    return this.fts(ftsExpression(node));
+  }
+
+  /** `word*` over the default columns: kept words with that prefix as bits, the rest in one FTS5 query. */
+  prefix(token: string): Bits {
+    const vocab = this.snap.vocab;
+    const out = new Uint32Array(this.snap.words);
+    const rare: string[] = [];
+    for (let i = lowerBoundText(vocab, token); i < vocab.length && vocab[i]!.startsWith(token); i++) {
+      const kept = this.kept(termKey('d', vocab[i]!));
+      if (kept) this.orInto(out, kept);
+      else rare.push(vocab[i]!);
+    }
+    if (rare.length > 200) return this.fts(`{subject body from_text to_text cc_text bcc_text} : "${token}" *`);
+    if (rare.length) {
+      const words = rare.map((w) => `"${w.replaceAll('"', '""')}"`).join(' OR ');
+      this.orInto(out, this.fts(`{subject body from_text to_text cc_text bcc_text} : (${words})`));
+    }
+    return out;
+  }
+
+  kept(key: string): Bits | undefined {
+    const set = this.snap.term(key);
+    if (!set) return undefined;
+    if (set.kind === 'bits') return set.bits;
+    const out = new Uint32Array(this.snap.words);
+    for (const id of set.ids) out[id >>> 5]! |= 1 << (id & 31);
+    return out;
+  }
+
+  /** FTS5's matches for an expression, as bits. */
+  fts(expression: string): Bits {
+    const out = new Uint32Array(this.snap.words);
+    const { ids } = this.snap;
+    let from = 0;
+    for (const key of prepared(this.db, 'SELECT rowid FROM email_fts WHERE email_fts MATCH ?')
+      .pluck()
+      .iterate(expression) as Iterable<number>) {
+      const p = this.snap.positionOfKey(key, from);
+      if (p < 0) throw new Stale();
+      from = p + 1; // rowids come in ascending order
+      const id = ids[p]!;
+      out[id >>> 5]! |= 1 << (id & 31);
+    }
+    return out;
+  }
+}
+
+function andInto(out: Bits, set: Bits): Bits {
+  for (let i = 0; i < out.length; i++) out[i]! &= set[i]!;
+  return out;
+}
+
+function andNot(out: Bits, set: Bits): Bits {
+  for (let i = 0; i < out.length; i++) out[i]! &= ~set[i]!;
+  return out;
+}
+
+export function popcount(bits: Bits): number {
+  let n = 0;
+  for (let i = 0; i < bits.length; i++) {
+    let v = bits[i]!;
+    v -= (v >>> 1) & 0x55555555;
+    v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
+    n += (((v + (v >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+  }
+  return n;
+}
+
+function countInRange(bits: Bits, sent: Float64Array, from: number, to: number): number {
+  let n = 0;
+  for (let i = 0; i < bits.length; i++) {
+    let v = bits[i]!;
+    while (v !== 0) {
+      const bit = 31 - Math.clz32(v & -v);
+      v &= v - 1;
+      const date = sent[i * 32 + bit]!;
+      if (date >= from && date <= to) n++;
+    }
+  }
+  return n;
+}
+
+function lowerBoundText(sorted: string[], text: string): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! < text) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+const hasWord = (sorted: string[], word: string) => sorted[lowerBoundText(sorted, word)] === word;

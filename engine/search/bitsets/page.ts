@@ -1,0 +1,55 @@
+// A page of matches from a snapshot: walk the messages in the requested order and keep those
+// in the match set. Date order is the order of the full-text rowids (fts-key.ts), a date range
+// a slice of it; the other sort keys are permutations SQL computed (build.ts). A walk reads
+// about (offset + pageSize) / (share of the archive matching) messages, and never more than
+// the archive: a few milliseconds at 1,000,000 messages, however many or few match.
+import type { SearchQuery } from '../../../shared/jobs.js';
+import { keyRange } from '../fts-key.js';
+import { lowerBound } from './build.js';
+import type { Snapshot } from './snapshot.js';
+
+/** The ids of the requested page, in order; undefined for relevance, which only FTS5 can rank. */
+export function pageIds(snap: Snapshot, bits: Uint32Array, query: SearchQuery, hasText: boolean): number[] | undefined {
+  if (query.sortBy === 'relevance' && hasText) return undefined;
+  const skip = (query.page - 1) * query.pageSize;
+  const want = skip + query.pageSize;
+  const desc = query.sortOrder === 'desc';
+  const out: number[] = [];
+  const has = (id: number) => (bits[id >>> 5]! & (1 << (id & 31))) !== 0;
+
+  if (query.sortBy === 'sentDate' || query.sortBy === 'relevance') {
+    const range = keyRange(query.from, query.to);
+    const start = range.low === undefined ? 0 : lowerBound(snap.keys, range.low);
+    const end = range.high === undefined ? snap.rows : lowerBound(snap.keys, range.high + 1);
+    const { ids } = snap;
+    let seen = 0;
+    for (let p = desc ? end - 1 : start; desc ? p >= start : p < end; desc ? p-- : p++) {
+      const id = ids[p]!;
+      if (has(id) && seen++ >= skip) {
+        out.push(id);
+        if (seen >= want) break;
+      }
+    }
+    return out;
+  }
+
+  const order = snap.orders[query.sortBy];
+  const from = query.from ?? -Infinity;
+  const to = query.to ?? Infinity;
+  const dated = query.from !== undefined || query.to !== undefined;
+  const { sent } = snap;
+  let seen = 0;
+  for (let i = desc ? order.length - 1 : 0; desc ? i >= 0 : i < order.length; desc ? i-- : i++) {
+    const id = order[i]!;
+    if (!has(id)) continue;
+    if (dated) {
+      const date = sent[id]!;
+      if (!(date >= from && date <= to)) continue;
+    }
+    if (seen++ >= skip) {
+      out.push(id);
+      if (seen >= want) break;
+    }
+  }
+  return out;
+}
