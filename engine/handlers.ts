@@ -13,6 +13,7 @@ import {
   searchEmails,
 } from './store/emails.js';
 import { authenticate } from './store/keys.js';
+import { snapshotInfo } from './search/bitsets/share.js';
 import { createKeyFor, listKeysFor, login, revokeKeyAs, sessionUser } from './store/web.js';
 
 type Handlers = { [K in JobKind]: (db: Db, job: Job<K>) => JobResult<K> };
@@ -33,7 +34,13 @@ export const handlers: Handlers = {
   listKeysFor: (db, job) => listKeysFor(db, job.actorId, job.now),
   createKeyFor: (db, job) => createKeyFor(db, job.actorId, job.name, job.expiresAt, job.now),
   revokeKeyAs: (db, job) => revokeKeyAs(db, job.actorId, job.keyId, job.now),
-  ping: (db) => ({ schemaVersion: db.pragma('user_version', { simple: true }) as number }),
+  ping: (db) => {
+    const searchIndex = snapshotInfo(db);
+    return {
+      schemaVersion: db.pragma('user_version', { simple: true }) as number,
+      ...(searchIndex ? { searchIndex } : {}),
+    };
+  },
   fault: () => {
     throw new Error('fault injection is disabled');
   },

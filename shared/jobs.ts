@@ -149,7 +149,10 @@ export interface JobMap {
    * Readiness: the thread answers and its connection reads the archive (the schema version). On
    * PostgreSQL it also reports the servers it reads from (never failing because one is down).
    */
-  ping: { args: Record<string, never>; result: { schemaVersion: number; postgres?: PostgresHealth } };
+  ping: {
+    args: Record<string, never>;
+    result: { schemaVersion: number; postgres?: PostgresHealth; searchIndex?: SearchIndexInfo };
+  };
 }
 
 /** One PostgreSQL server as readiness sees it: answering (`ms`: round trip) or not. */
@@ -176,3 +179,20 @@ export interface PostgresHealth {
 export type JobKind = keyof JobMap;
 export type Job<K extends JobKind = JobKind> = { [P in K]: { kind: P } & JobMap[P]['args'] }[K];
 export type JobResult<K extends JobKind> = JobMap[K]['result'];
+
+/**
+ * The shared in-memory search index of a SQLite archive, as one query thread sees it (/readyz):
+ * `building` before the first snapshot, `catching up` while the archive has changed since it,
+ * `current` when searches count with it. SQL counts whenever it is not current.
+ */
+export interface SearchIndexInfo {
+  status: 'building' | 'catching up' | 'current';
+  /** Messages up to this id are in the snapshot. */
+  maxId?: number;
+  /** Size of the shared snapshot, shared by every thread of the process. */
+  bytes?: number;
+  /** Words and tags kept as sets. */
+  terms?: number;
+  builtAt?: string;
+  buildMs?: number;
+}

@@ -8,7 +8,7 @@
 import type { Redis } from 'ioredis';
 import { performance } from 'node:perf_hooks';
 import { LANE_NAMES, type EnginePool, type Lane } from '../../engine/pool.js';
-import type { JobResult, PostgresHealth } from '../../shared/jobs.js';
+import type { JobResult, PostgresHealth, SearchIndexInfo } from '../../shared/jobs.js';
 
 /** A lane that has not answered a ping in this time is reported as wedged. */
 export const PING_TIMEOUT_MS = 2000;
@@ -35,6 +35,8 @@ export interface Readiness {
     redis: { status: 'ok' | 'down' | 'not configured' };
     /** Present for a PostgreSQL archive (Database:Path is a postgres:// URL). */
     postgres?: PostgresCheck;
+    /** Present for a SQLite archive with Engine:SearchMemoryMB > 0 (engine/search/bitsets). */
+    searchIndex?: SearchIndexInfo;
   };
 }
 
@@ -134,6 +136,8 @@ export class ReadinessCheck {
         ? 'busy'
         : 'unavailable';
     const postgres = this.options.postgres ? this.#postgres() : undefined;
+    // Informational: searches are exact with or without it, so it never changes the status.
+    const searchIndex = this.#probes.query.lastResult?.result.searchIndex;
     const status =
       pool === 'unavailable' || postgres?.status === 'down'
         ? 'unavailable'
@@ -143,7 +147,12 @@ export class ReadinessCheck {
     return {
       status,
       checkedAt: new Date().toISOString(),
-      checks: { pool: { status: pool, lanes }, redis: { status: redis }, ...(postgres ? { postgres } : {}) },
+      checks: {
+        pool: { status: pool, lanes },
+        redis: { status: redis },
+        ...(postgres ? { postgres } : {}),
+        ...(searchIndex ? { searchIndex } : {}),
+      },
     };
   }
 

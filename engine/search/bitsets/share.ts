@@ -7,7 +7,8 @@
 // and the same rewrite counter (migration 3). Otherwise the planner counts with SQL, exactly as
 // before, until the builder has caught up. Permission changes need nothing here: who sees which
 // account is read on every query.
-import { BroadcastChannel } from 'node:worker_threads';
+import { BroadcastChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import type { SearchIndexInfo } from '../../../shared/jobs.js';
 import type { Db } from '../../db/open.js';
 import { prepared } from '../../db/statements.js';
 import { Snapshot } from './snapshot.js';
@@ -15,6 +16,7 @@ import { Snapshot } from './snapshot.js';
 export type SnapshotMessage = { hello: true } | { buffer: SharedArrayBuffer };
 
 const adopted = new WeakMap<Db, Snapshot>();
+const channels = new WeakMap<Db, BroadcastChannel>();
 
 /** Makes `snapshot` the one searches on `db` count with (tests and tools may call this directly). */
 export function adoptSnapshot(db: Db, snapshot: Snapshot | undefined): void {
@@ -22,19 +24,34 @@ export function adoptSnapshot(db: Db, snapshot: Snapshot | undefined): void {
   else adopted.delete(db);
 }
 
-/** Follows a pool's channel for the life of this thread. */
+/**
+ * Follows a pool's channel for the life of this thread. Piscina's idle threads wait on Atomics,
+ * not in the event loop, so messages are taken synchronously (receiveMessageOnPort) before each
+ * search instead of by a listener that would never run.
+ */
 export function followSnapshots(db: Db, channel: string): void {
   const bc = new BroadcastChannel(channel);
-  bc.onmessage = (event) => {
-    const message = (event as { data: SnapshotMessage }).data;
-    if ('buffer' in message) adoptSnapshot(db, new Snapshot(message.buffer));
-  };
-  (bc as unknown as { unref?: () => void }).unref?.();
+  channels.set(db, bc);
   bc.postMessage({ hello: true } satisfies SnapshotMessage);
+}
+
+// Node accepts a BroadcastChannel here (docs of receiveMessageOnPort); @types/node says MessagePort.
+function receive(db: Db): void {
+  const bc = channels.get(db);
+  if (!bc) return;
+  for (
+    let m = receiveMessageOnPort(bc as unknown as MessagePort);
+    m;
+    m = receiveMessageOnPort(bc as unknown as MessagePort)
+  ) {
+    const message = m.message as SnapshotMessage;
+    if ('buffer' in message) adoptSnapshot(db, new Snapshot(message.buffer));
+  }
 }
 
 /** The adopted snapshot when it is current for `db`, else undefined. */
 export function currentSnapshot(db: Db): Snapshot | undefined {
+  receive(db);
   const snap = adopted.get(db);
   if (!snap) return undefined;
   const state = prepared(
@@ -44,18 +61,18 @@ export function currentSnapshot(db: Db): Snapshot | undefined {
   return state.maxId === snap.maxId && state.rewrites === snap.rewrites ? snap : undefined;
 }
 
-/** What /readyz and the benchmarks report about the shared search state of a thread. */
-export function snapshotInfo(
-  db: Db,
-): { bytes: number; terms: number; maxId: number; builtAt: string; buildMs: number; current: boolean } | null {
+/** What /readyz reports about the shared search index of this thread; undefined when it is off. */
+export function snapshotInfo(db: Db): SearchIndexInfo | undefined {
+  if (!channels.has(db)) return undefined;
+  receive(db);
   const snap = adopted.get(db);
-  if (!snap) return null;
+  if (!snap) return { status: 'building' };
   return {
+    status: currentSnapshot(db) ? 'current' : 'catching up',
+    maxId: snap.maxId,
     bytes: snap.bytes,
     terms: snap.terms,
-    maxId: snap.maxId,
     builtAt: new Date(snap.builtAt).toISOString(),
     buildMs: Math.round(snap.buildMs),
-    current: currentSnapshot(db) !== undefined,
   };
 }

@@ -1,0 +1,268 @@
+// The shared in-memory search index (engine/search/bitsets): every count and every page it
+// gives equals what plain SQL gives, and it is never used once the archive has moved on
+// (new mail, rewritten mail), while permission changes apply at once.
+import test from 'ava';
+import fc from 'fast-check';
+import { openArchive, type Db } from '../engine/db/open.js';
+import { buildSnapshot } from '../engine/search/bitsets/build.js';
+import { adoptSnapshot, currentSnapshot } from '../engine/search/bitsets/share.js';
+import { Snapshot } from '../engine/search/bitsets/snapshot.js';
+import { exactCount, searchEmails } from '../engine/search/plan.js';
+import { addAccount } from '../engine/store/accounts.js';
+import { createKey } from '../engine/store/keys.js';
+import { addUser, assignAccount, unassignAccount } from '../engine/store/users.js';
+import { ArchiveWriter } from '../engine/store/writer.js';
+import { parseSearchInput } from '../shared/search-input.js';
+import { bearer, startApi } from './helpers/api.js';
+import { createFixture, email, tempDir } from './helpers/fixture.js';
+
+const limits = { defaultPageSize: 20, maxPageSize: 100 };
+const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'omega', 'zeta', 'müller', 'report', 'repo', 'reply'];
+const FOLDERS = ['INBOX', 'Sent', 'Archive/2020'];
+const DAY = 86_400_000;
+const START = Date.parse('2020-01-01T00:00:00Z');
+
+/** A few hundred messages over a small vocabulary, so that common and rare words both occur. */
+function buildArchive(db: Db, count: number, seed = 1): { accounts: number[] } {
+  let s = seed;
+  const rnd = () => (s = (s * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(rnd() * xs.length)]!;
+  const zipf = () => WORDS[Math.min(WORDS.length - 1, Math.floor(WORDS.length * rnd() * rnd()))]!;
+  const accounts = [1, 2, 3].map((i) => addAccount(db, { name: `acct${i}`, emailAddress: `acct${i}@x.com` }).id);
+  const writer = new ArchiveWriter(db);
+  writer.batch(() => {
+    for (let i = 0; i < count; i++) {
+      const body = Array.from({ length: 3 + Math.floor(rnd() * 8) }, zipf).join(' ');
+      writer.add(
+        email({
+          accountId: pick(accounts),
+          folder: pick(FOLDERS),
+          subject: `${zipf()} ${zipf()}`,
+          from: `${pick(['ann', 'bob', 'cy'])}@x.com`,
+          to: `${pick(['dee', 'eve'])}@y.org`,
+          textBody: body,
+          // Some share a second, so that order within a second is exercised too.
+          sentDate: START + Math.floor(rnd() * 400) * DAY + (i % 3) * 1000,
+          receivedDate: START + Math.floor(rnd() * 400) * DAY,
+          isOutgoing: rnd() < 0.3,
+          attachments:
+            rnd() < 0.2
+              ? [{ fileName: `${zipf()}.pdf`, contentType: 'application/pdf', content: Buffer.from('x') }]
+              : [],
+        }),
+      );
+    }
+  });
+  return { accounts };
+}
+
+const term = fc.oneof(
+  fc.constantFrom(...WORDS, 'absent', 'MÜLLER', 'Muller'),
+  fc.constantFrom(...WORDS).map((w) => `${w.slice(0, 3)}*`),
+  fc.constantFrom(...WORDS).map((w) => `subject:${w}`),
+  fc.constantFrom('from:ann@x.com', 'to:eve@y.org', 'from:bob', 'has:attachment', 'filename:alpha'),
+  fc.tuple(fc.constantFrom(...WORDS), fc.constantFrom(...WORDS)).map(([a, b]) => `"${a} ${b}"`),
+);
+const q = fc.oneof(
+  term,
+  fc.tuple(term, term).map(([a, b]) => `${a} ${b}`),
+  fc.tuple(term, term).map(([a, b]) => `${a} OR ${b}`),
+  fc.tuple(term, term).map(([a, b]) => `${a} -${b}`),
+  term.map((a) => `-${a}`),
+  fc.tuple(term, term, term).map(([a, b, c]) => `(${a} OR ${b}) ${c}`),
+);
+const params = fc.record(
+  {
+    q,
+    accountId: fc.constantFrom('1', '2', '3', '99'),
+    folder: fc.constantFrom(...FOLDERS),
+    direction: fc.constantFrom('incoming', 'outgoing'),
+    range: fc.tuple(fc.integer({ min: 0, max: 400 }), fc.integer({ min: 0, max: 200 })),
+    sortBy: fc.constantFrom('sentDate', 'receivedDate', 'subject', 'from', 'to', 'relevance'),
+    sortOrder: fc.constantFrom('asc', 'desc'),
+    page: fc.constantFrom('1', '2', '4'),
+    pageSize: fc.constantFrom('5', '20'),
+  },
+  { requiredKeys: [] },
+);
+
+function toInput(p: Record<string, unknown>): Record<string, string> {
+  const { range, ...rest } = p as Record<string, unknown> & { range?: [number, number] };
+  const out = Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, String(v)]));
+  if (range) {
+    out.from = new Date(START + range[0] * DAY).toISOString();
+    out.to = new Date(START + (range[0] + range[1]) * DAY).toISOString();
+  }
+  return out;
+}
+
+for (const [name, minDocs] of [
+  ['most words kept', 3],
+  ['nothing kept: every term asked of FTS5', 1_000_000_000],
+] as const) {
+  test(`counts and pages equal SQL's for generated searches (${name})`, (t) => {
+    const { dir, cleanup } = tempDir();
+    const db = openArchive(`${dir}/a.db`);
+    try {
+      const { accounts } = buildArchive(db, 600);
+      addUser(db, { username: 'ruth', isAdmin: false });
+      assignAccount(db, 'ruth', accounts[1]!);
+      addUser(db, { username: 'nobody', isAdmin: false });
+      const userId = (u: string) => db.prepare('SELECT id FROM users WHERE username = ?').pluck().get(u) as number;
+      const viewers = [
+        { isAdmin: true, userId: 0 },
+        { isAdmin: false, userId: userId('ruth') },
+        { isAdmin: false, userId: userId('nobody') },
+      ];
+      const snap = new Snapshot(buildSnapshot(db, { minDocs }));
+      t.is(snap.maxId, 600);
+      if (minDocs === 3) t.true(snap.terms > 20, `only ${snap.terms} terms kept`);
+      else t.is(snap.terms, 0);
+      let runs = 0;
+      fc.assert(
+        fc.property(params, fc.constantFrom(0, 1, 2), (p, v) => {
+          const query = parseSearchInput(toInput(p), limits);
+          const viewer = viewers[v]!;
+          adoptSnapshot(db, snap);
+          const fast = searchEmails(db, viewer, query);
+          adoptSnapshot(db, undefined);
+          const slow = searchEmails(db, viewer, query, { reference: true });
+          runs++;
+          return (
+            fast.totalItems === slow.totalItems &&
+            JSON.stringify(fast.items.map((i) => i.id)) === JSON.stringify(slow.items.map((i) => i.id))
+          );
+        }),
+        { numRuns: 1500, seed: 20261123 },
+      );
+      t.is(runs, 1500);
+    } finally {
+      db.close();
+      cleanup();
+    }
+  });
+}
+
+test('new mail is counted at once: the index steps aside until it has caught up', (t) => {
+  const { dir, cleanup } = tempDir();
+  const db = openArchive(`${dir}/a.db`);
+  try {
+    const { accounts } = buildArchive(db, 200);
+    adoptSnapshot(db, new Snapshot(buildSnapshot(db, { minDocs: 3 })));
+    const query = parseSearchInput({ q: 'alpha' }, limits);
+    const admin = { isAdmin: true, userId: 0 };
+    const before = searchEmails(db, admin, query).totalItems;
+    t.truthy(currentSnapshot(db));
+    const writer = new ArchiveWriter(db);
+    const id = writer.batch(() =>
+      writer.add(email({ accountId: accounts[0]!, subject: 'alpha arrives', textBody: 'x' })),
+    );
+    t.is(currentSnapshot(db), undefined);
+    const after = searchEmails(db, admin, query);
+    t.is(after.totalItems, before + 1);
+    t.is(after.totalItems, exactCount(db, admin, query));
+    t.is(after.items[0]?.id, id ?? -1, 'the newest message leads the date order');
+  } finally {
+    db.close();
+    cleanup();
+  }
+});
+
+test('rewritten or deleted mail makes the index step aside (rewrite counter)', (t) => {
+  const { dir, cleanup } = tempDir();
+  const db = openArchive(`${dir}/a.db`);
+  try {
+    buildArchive(db, 200);
+    adoptSnapshot(db, new Snapshot(buildSnapshot(db, { minDocs: 3 })));
+    const admin = { isAdmin: true, userId: 0 };
+    const query = parseSearchInput({ q: 'beta' }, limits);
+    const before = searchEmails(db, admin, query).totalItems;
+    const victim = searchEmails(db, admin, query).items[0]!.id;
+    db.prepare('DELETE FROM email_bodies WHERE email_id = ?').run(victim);
+    db.prepare('DELETE FROM emails WHERE id = ?').run(victim);
+    t.is(currentSnapshot(db), undefined);
+    t.is(searchEmails(db, admin, query).totalItems, before - 1);
+    const other = searchEmails(db, admin, query).items[0]!.id;
+    db.prepare("UPDATE emails SET subject = 'nothing here' WHERE id = ?").run(other);
+    t.is(searchEmails(db, admin, query).totalItems, exactCount(db, admin, query));
+  } finally {
+    db.close();
+    cleanup();
+  }
+});
+
+test('a permission change applies to the next search, with the index still in use', (t) => {
+  const { dir, cleanup } = tempDir();
+  const db = openArchive(`${dir}/a.db`);
+  try {
+    const { accounts } = buildArchive(db, 300);
+    addUser(db, { username: 'ruth', isAdmin: false });
+    const ruth = {
+      isAdmin: false,
+      userId: db.prepare("SELECT id FROM users WHERE username = 'ruth'").pluck().get() as number,
+    };
+    adoptSnapshot(db, new Snapshot(buildSnapshot(db, { minDocs: 3 })));
+    const query = parseSearchInput({ q: 'gamma OR delta' }, limits);
+    t.is(searchEmails(db, ruth, query).totalItems, 0);
+    assignAccount(db, 'ruth', accounts[0]!);
+    t.truthy(currentSnapshot(db), 'permissions are not part of the snapshot');
+    const one = searchEmails(db, ruth, query).totalItems;
+    t.true(one > 0);
+    t.is(one, exactCount(db, ruth, query));
+    assignAccount(db, 'ruth', accounts[2]!);
+    const two = searchEmails(db, ruth, query).totalItems;
+    t.true(two > one);
+    t.is(two, exactCount(db, ruth, query));
+    unassignAccount(db, 'ruth', accounts[0]!);
+    t.is(searchEmails(db, ruth, query).totalItems, exactCount(db, ruth, query));
+    t.true(searchEmails(db, ruth, query).totalItems < two);
+  } finally {
+    db.close();
+    cleanup();
+  }
+});
+
+test('through the gateway: the pool builds the index, shares it, and catches up after an import', async (t) => {
+  const fixture = createFixture();
+  const api = await startApi({}, { useFixture: fixture });
+  try {
+    const ready = async (predicate: (index: Record<string, unknown>) => boolean) => {
+      for (let i = 0; i < 200; i++) {
+        const index = (await api.request.get('/readyz')).body.checks.searchIndex as Record<string, unknown> | undefined;
+        if (index && predicate(index)) return index;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error('the search index did not get there');
+    };
+    const first = await ready((i) => i.status === 'current');
+    t.true((first.bytes as number) > 0);
+    const search = async () =>
+      (await api.request.get('/api/v1/emails?q=quarterly').set(bearer(fixture.keys.admin)).expect(200)).body as {
+        totalItems: number;
+      };
+    const before = (await search()).totalItems;
+    const db = api.db();
+    const writer = new ArchiveWriter(db);
+    writer.batch(() => writer.add(email({ accountId: fixture.accounts.work, subject: 'quarterly figures, again' })));
+    t.is((await search()).totalItems, before + 1, 'counted by SQL while the index catches up');
+    const caughtUp = await ready((i) => i.status === 'current' && (i.maxId as number) > (first.maxId as number));
+    t.true((caughtUp.maxId as number) > (first.maxId as number));
+    t.is((await search()).totalItems, before + 1, 'and by the index once it has');
+  } finally {
+    await api.close();
+    fixture.cleanup();
+  }
+});
+
+test('Engine:SearchMemoryMB = 0 turns the index off', async (t) => {
+  const api = await startApi({ Engine: { SearchMemoryMB: 0 } });
+  try {
+    const res = await api.request.get('/readyz').expect(200);
+    t.is(res.body.checks.searchIndex, undefined);
+    const key = createKey(api.db(), { username: 'admin', name: 'x' }).key;
+    const found = await api.request.get('/api/v1/emails?q=quarterly').set(bearer(key)).expect(200);
+    t.true(found.body.totalItems > 0);
+  } finally {
+    await api.close();
+  }
+});
