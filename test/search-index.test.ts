@@ -7,7 +7,7 @@ import { openArchive, type Db } from '../engine/db/open.js';
 import { buildSnapshot } from '../engine/search/bitsets/build.js';
 import { adoptSnapshot, currentSnapshot } from '../engine/search/bitsets/share.js';
 import { Snapshot } from '../engine/search/bitsets/snapshot.js';
-import { exactCount, searchEmails } from '../engine/search/plan.js';
+import { exactCount, RELEVANCE_WINDOW, searchEmails } from '../engine/search/plan.js';
 import { addAccount } from '../engine/store/accounts.js';
 import { createKey } from '../engine/store/keys.js';
 import { addUser, assignAccount, unassignAccount } from '../engine/store/users.js';
@@ -17,6 +17,7 @@ import { bearer, startApi } from './helpers/api.js';
 import { createFixture, email, tempDir } from './helpers/fixture.js';
 
 const limits = { defaultPageSize: 20, maxPageSize: 100 };
+const sorted = (ids: Iterable<number>) => [...ids].sort((a, b) => a - b);
 const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'omega', 'zeta', 'müller', 'report', 'repo', 'reply'];
 const FOLDERS = ['INBOX', 'Sent', 'Archive/2020'];
 const DAY = 86_400_000;
@@ -264,5 +265,57 @@ test('Engine:SearchMemoryMB = 0 turns the index off', async (t) => {
     t.true(found.body.totalItems > 0);
   } finally {
     await api.close();
+  }
+});
+
+test('relevance ranks the newest RELEVANCE_WINDOW matches by bm25, then the older ones by date', (t) => {
+  const { dir, cleanup } = tempDir();
+  const db = openArchive(`${dir}/a.db`);
+  try {
+    const account = addAccount(db, { name: 'a', emailAddress: 'a@x.com' }).id;
+    const writer = new ArchiveWriter(db);
+    const total = RELEVANCE_WINDOW + 500;
+    const strong = new Set<number>();
+    writer.batch(() => {
+      for (let i = 0; i < total; i++) {
+        // Every 97th message says "alpha" three times in a short body: bm25 puts those first.
+        const id = writer.add(
+          email({
+            accountId: account,
+            subject: `note ${i}`,
+            textBody: i % 97 === 0 ? 'alpha alpha alpha' : `alpha and a long ${'filler '.repeat(20)}`,
+            sentDate: START + i * 60_000,
+          }),
+        )!;
+        if (i % 97 === 0 && i >= total - RELEVANCE_WINDOW) strong.add(id);
+      }
+    });
+    const admin = { isAdmin: true, userId: 0 };
+    const all = (sortOrder: string, snap: Snapshot | undefined) => {
+      adoptSnapshot(db, snap);
+      const ids: number[] = [];
+      for (let page = 1; ; page++) {
+        const res = searchEmails(
+          db,
+          admin,
+          parseSearchInput({ q: 'alpha', sortBy: 'relevance', sortOrder, page: String(page), pageSize: '100' }, limits),
+        );
+        t.is(res.totalItems, total);
+        if (res.items.length === 0) return ids;
+        ids.push(...res.items.map((i) => i.id));
+      }
+    };
+    const desc = all('desc', undefined);
+    t.is(desc.length, total);
+    t.is(new Set(desc).size, total, 'every match once');
+    t.deepEqual(sorted(desc.slice(0, strong.size)), sorted(strong), 'the strongest matches of the window lead');
+    const byDate = [...desc].sort((a, b) => b - a); // ids ascend with sent date here
+    t.deepEqual(sorted(desc.slice(0, RELEVANCE_WINDOW)), sorted(byDate.slice(0, RELEVANCE_WINDOW)));
+    t.deepEqual(desc.slice(RELEVANCE_WINDOW), byDate.slice(RELEVANCE_WINDOW), 'older matches follow, newest first');
+    t.deepEqual(all('asc', undefined).slice(0, 500), [...byDate.slice(RELEVANCE_WINDOW)].reverse());
+    t.deepEqual(all('desc', new Snapshot(buildSnapshot(db, { minDocs: 3 }))), desc, 'the same with the index');
+  } finally {
+    db.close();
+    cleanup();
   }
 });
