@@ -213,6 +213,18 @@ export function sampleAddress(db: Db): string {
   return /<([^>]+)>/.exec(from)?.[1] ?? from;
 }
 
+/** Up to `count` distinct sender addresses for `from:` queries: the senders of messages 1000, 2000, … (incoming only). */
+export function sampleAddresses(db: Db, count: number): string[] {
+  const ids = Array.from({ length: count }, (_, i) => (i + 1) * 1000);
+  const rows = db
+    .prepare(
+      `SELECT from_addr FROM emails WHERE is_outgoing = 0 AND id IN (${ids.map(() => '?').join(',')}) ORDER BY id`,
+    )
+    .pluck()
+    .all(...ids) as string[];
+  return [...new Set(rows.map((from) => /<([^>]+)>/.exec(from)?.[1] ?? from))];
+}
+
 export function corpusPath(messages: number, seed: number): string {
   return join(CACHE_DIR, `corpus-v${CORPUS_VERSION}-${messages}-${seed}.db`);
 }

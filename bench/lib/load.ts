@@ -5,7 +5,9 @@ export interface LoadResult {
   requests: number;
   rps: number;
   p50: number;
+  p90: number;
   p99: number;
+  max: number;
   non2xx: number;
   errors: number;
 }
@@ -33,14 +35,63 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
       ...(options.body !== undefined ? { body: options.body } : {}),
     })),
   });
+  return summarise(result);
+}
+
+function summarise(result: autocannon.Result): LoadResult {
   return {
     requests: result.requests.total,
     rps: result.requests.average,
     p50: result.latency.p50,
+    p90: result.latency.p90,
     p99: result.latency.p99,
+    max: result.latency.max,
     non2xx: result.non2xx,
     errors: result.errors,
   };
+}
+
+/** One request of a stream: its path and its own headers (its key). */
+export interface StreamRequest {
+  path: string;
+  headers: Record<string, string>;
+}
+
+export interface StreamLoadResult extends LoadResult {
+  /** Requests taken from the stream (a connection's last one may have been built but not sent). */
+  taken: number;
+  /** Requests that came round a second time because the stream ran out. */
+  repeats: number;
+}
+
+/**
+ * autocannon over a stream in which every request differs: all connections share one cursor,
+ * so request i goes out once, on whichever connection is free. (autocannon's `requests` array
+ * alone starts every connection at its first entry: with 8 connections each entry would be
+ * sent 8 times.) If the run outlasts the stream, it starts over and counts the repeats.
+ */
+export async function loadStream(options: {
+  url: string;
+  connections: number;
+  duration: number;
+  requests: readonly StreamRequest[];
+}): Promise<StreamLoadResult> {
+  const list = options.requests;
+  let cursor = 0;
+  const result = await autocannon({
+    url: options.url,
+    connections: options.connections,
+    duration: options.duration,
+    requests: [
+      {
+        setupRequest: (req) => {
+          const next = list[cursor++ % list.length]!;
+          return { ...req, method: 'GET', path: next.path, headers: { ...req.headers, ...next.headers } };
+        },
+      },
+    ],
+  });
+  return { ...summarise(result), taken: cursor, repeats: Math.max(0, cursor - list.length) };
 }
 
 /** p-th percentile (0-100) of millisecond samples. */
@@ -51,6 +102,8 @@ export function percentile(samples: number[], p: number): number {
 }
 
 export const ms = (n: number) => (Number.isFinite(n) ? `${n.toFixed(n < 10 ? 2 : 1)} ms` : 'n/a');
+/** autocannon's figures, which are whole milliseconds. */
+export const wholeMs = (n: number) => (Number.isFinite(n) ? `${Math.round(n)} ms` : 'n/a');
 export const ratio = (a: number, b: number) => (b > 0 ? `${(a / b).toFixed(2)}x` : 'n/a');
 
 /**

@@ -6,13 +6,38 @@
 import { Random } from '../../engine/demo/random.js';
 import { ACCOUNTS, END, FOLDERS, START, vocabulary, Zipf } from '../corpus.js';
 
+/** The shape of a query's `q`. */
+export const QUERY_KINDS = [
+  'single word',
+  'two words',
+  'prefix',
+  'phrase',
+  'OR',
+  'negation',
+  'subject:',
+  'from:',
+  'no q',
+] as const;
+export type QueryKind = (typeof QUERY_KINDS)[number];
+
 export interface StreamQuery {
   params: Record<string, string>;
+  kind: QueryKind;
 }
 
-export function queryStream(count: number, options: { seed?: number; corpusSeed?: number; addresses?: string[] } = {}) {
-  // The corpus's vocabulary is the first thing its RNG draws: the same words, in the same order.
-  const words = vocabulary(new Random(options.corpusSeed ?? 42), 50_000);
+/**
+ * The corpus's vocabulary, most frequent first (index = Zipf rank). It is the first thing the
+ * corpus's RNG draws: the same words, in the same order.
+ */
+export function corpusWords(corpusSeed = 42): string[] {
+  return vocabulary(new Random(corpusSeed), 50_000);
+}
+
+export function queryStream(
+  count: number,
+  options: { seed?: number; corpusSeed?: number; addresses?: string[] } = {},
+): StreamQuery[] {
+  const words = corpusWords(options.corpusSeed);
   const zipf = new Zipf(words.length);
   const rng = new Random(options.seed ?? 7);
   const word = () => words[zipf.index(rng.next())]!;
@@ -21,16 +46,17 @@ export function queryStream(count: number, options: { seed?: number; corpusSeed?
   const out: StreamQuery[] = [];
   while (out.length < count) {
     const params: Record<string, string> = {};
-    const kind = rng.int(0, 99);
-    if (kind < 35) params.q = word();
-    else if (kind < 55) params.q = `${word()} ${word()}`;
-    else if (kind < 62) params.q = `${word().slice(0, 4)}*`;
-    else if (kind < 69) params.q = `"${word()} ${word()}"`;
-    else if (kind < 75) params.q = `${word()} OR ${word()}`;
-    else if (kind < 80) params.q = `${word()} -${word()}`;
-    else if (kind < 86) params.q = `subject:${word()}`;
-    else if (kind < 90 && options.addresses?.length) params.q = `from:${rng.pick(options.addresses)}`;
-    // else: no q, filters only
+    const draw = rng.int(0, 99);
+    let kind: QueryKind = 'no q'; // unless a q is drawn below: filters only
+    if (draw < 35) [kind, params.q] = ['single word', word()];
+    else if (draw < 55) [kind, params.q] = ['two words', `${word()} ${word()}`];
+    else if (draw < 62) [kind, params.q] = ['prefix', `${word().slice(0, 4)}*`];
+    else if (draw < 69) [kind, params.q] = ['phrase', `"${word()} ${word()}"`];
+    else if (draw < 75) [kind, params.q] = ['OR', `${word()} OR ${word()}`];
+    else if (draw < 80) [kind, params.q] = ['negation', `${word()} -${word()}`];
+    else if (draw < 86) [kind, params.q] = ['subject:', `subject:${word()}`];
+    else if (draw < 90 && options.addresses?.length)
+      [kind, params.q] = ['from:', `from:${rng.pick(options.addresses)}`];
     if (rng.chance(0.25)) params.accountId = String(rng.int(1, ACCOUNTS));
     if (rng.chance(0.15)) params.folder = rng.pick(FOLDERS)[0];
     if (rng.chance(0.25)) {
@@ -47,7 +73,7 @@ export function queryStream(count: number, options: { seed?: number; corpusSeed?
     const key = new URLSearchParams(params).toString();
     if (seen.has(key)) continue;
     seen.add(key);
-    out.push({ params });
+    out.push({ params, kind });
   }
   return out;
 }
