@@ -1,7 +1,7 @@
 // Memory of a server process under benchmark: its resident set, and (once the engine reports
 // it) the size of the engine's search state.
 import { readFileSync } from 'node:fs';
-import type { RunningServer } from './server.js';
+import { searchIndexOf, type RunningServer } from './server.js';
 
 /** Resident set size of a process in bytes, from /proc (Linux); undefined elsewhere. */
 export function rssBytes(pid: number | undefined): number | undefined {
@@ -15,12 +15,11 @@ export function rssBytes(pid: number | undefined): number | undefined {
 }
 
 /**
- * The bytes the engine holds for search (in-memory indexes, caches) across its workers.
- * The engine does not report this yet: when it does (through /readyz or a metric), read it here
- * and every benchmark that prints memory shows it next to the RSS.
+ * The bytes of the engine's shared search index (one SharedArrayBuffer for all its threads), as
+ * /readyz reports it; undefined when there is none (PostgreSQL, or Engine:SearchMemoryMB = 0).
  */
-export async function searchStateBytes(_server: RunningServer): Promise<number | undefined> {
-  return undefined;
+export async function searchStateBytes(server: RunningServer): Promise<number | undefined> {
+  return (await searchIndexOf(server))?.bytes;
 }
 
 export const mib = (bytes: number | undefined) =>

@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { SearchIndexInfo } from '../../shared/jobs.js';
 
 const SERVER = resolve(dirname(fileURLToPath(import.meta.url)), '../../gateway/server.js');
 export const FLOOR_SERVER = resolve(dirname(fileURLToPath(import.meta.url)), 'floor-server.js');
@@ -44,12 +45,36 @@ export async function startServer(env: Record<string, string>, script = SERVER):
   };
 }
 
-/** The real server on a benchmark archive: REST on, two query threads, no rate limit in the way. */
-export function startArchiveServer(dbPath: string): Promise<RunningServer> {
-  return startServer({
+/**
+ * The real server on a benchmark archive: REST on, two query threads, no rate limit in the way;
+ * returned once its shared search index (SQLite) is built, so that no run measures the SQL
+ * fallback by accident.
+ */
+export async function startArchiveServer(dbPath: string): Promise<RunningServer> {
+  const server = await startServer({
     Api__Enabled: 'true',
     Database__Path: dbPath,
     Engine__Threads: '2',
     Api__RateLimitPerMinute: '1000000000',
   });
+  const started = performance.now();
+  const index = await searchIndexOf(server, (i) => i === undefined || i.status === 'current');
+  if (index)
+    console.log(
+      `Server's search index: ${(index.bytes! / 1024 / 1024).toFixed(0)} MiB, ${index.terms} terms, built in ${(index.buildMs! / 1000).toFixed(1)} s (ready after ${((performance.now() - started) / 1000).toFixed(1)} s).`,
+    );
+  return server;
+}
+
+/** The server's search index as /readyz reports it, once `until` holds (10 minutes at most). */
+export async function searchIndexOf(
+  server: RunningServer,
+  until: (index: SearchIndexInfo | undefined) => boolean = () => true,
+): Promise<SearchIndexInfo | undefined> {
+  for (const deadline = Date.now() + 600_000; ;) {
+    const body = (await (await fetch(`${server.url}/readyz`)).json()) as { checks: { searchIndex?: SearchIndexInfo } };
+    const index = body.checks.searchIndex;
+    if (until(index) || Date.now() > deadline) return index;
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
