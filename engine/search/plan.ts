@@ -48,10 +48,11 @@ function cachedCount(db: Db, key: string, count: () => number, options: PlanOpti
 
 /**
  * How many of the newest matches `sortBy=relevance` ranks by bm25 (docs/search.md). FTS5's
- * bm25() costs about 9 microseconds a row at 1,000,000 messages, so ranking every match of a
- * common word takes over a second; this window takes under 20 ms.
+ * bm25() costs 10 to 70 microseconds a row at 1,000,000 messages (more for a word that occurs
+ * often in each message), so ranking every match of a common word takes seconds; this window
+ * takes 15 to 70 ms.
  */
-export const RELEVANCE_WINDOW = 2_000;
+export const RELEVANCE_WINDOW = 1_000;
 
 /** Summaries of these messages (by id or by full-text rowid), in this order. */
 function summariesOf(db: Db, ids: number[], by: 'id' | 'fts_key' = 'id'): EmailSummaryDto[] {

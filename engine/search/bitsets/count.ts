@@ -9,12 +9,17 @@ import type { Principal, SearchQuery } from '../../../shared/jobs.js';
 import type { Db } from '../../db/open.js';
 import { prepared } from '../../db/statements.js';
 import { tokenize } from '../unicode61.js';
-import { ftsExpression } from '../compile.js';
+import { DEFAULT_COLUMNS, ftsExpression } from '../compile.js';
 import { accountTag, ADDRESS, addressTag, ATTACHMENT_TAG, directionTag, folderTag } from '../tags.js';
 import { termKey, type Snapshot } from './snapshot.js';
 
 type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
 type Bits = Uint32Array;
+
+/** FTS5 answers that took at least LEAF_CACHE_MIN_MS, per snapshot and thread (LRU). */
+const leafCaches = new WeakMap<Snapshot, Map<string, Bits>>();
+const LEAF_CACHE_SIZE = 64; // 64 x 125 KiB at 1,000,000 messages
+const LEAF_CACHE_MIN_MS = 2;
 
 /** Signals that FTS5 returned a rowid the snapshot does not know: the archive moved on. */
 class Stale extends Error {}
@@ -130,7 +135,11 @@ class Evaluator {
     return this.fts(ftsExpression(node));
   }
 
-  /** `word*` over the default columns: kept words with that prefix as bits, the rest in one FTS5 query. */
+  /**
+   * `word*` over the default columns: kept words with that prefix as bits, the others one FTS5
+   * query each (measured: 3 to 6 times faster than FTS5's own prefix query, which merges every
+   * doclist of the prefix at once, or than one OR of the words).
+   */
   prefix(token: string): Bits {
     const vocab = this.snap.vocab;
     const out = new Uint32Array(this.snap.words);
@@ -140,11 +149,13 @@ class Evaluator {
       if (kept) this.orInto(out, kept);
       else rare.push(vocab[i]!);
     }
-    if (rare.length > 200) return this.fts(`{subject body from_text to_text cc_text bcc_text} : "${token}" *`);
-    if (rare.length) {
-      const words = rare.map((w) => `"${w.replaceAll('"', '""')}"`).join(' OR ');
-      this.orInto(out, this.fts(`{subject body from_text to_text cc_text bcc_text} : (${words})`));
+    // The words not kept, as one set when the builder made one for this prefix.
+    const tail = rare.length ? this.kept(termKey('p', token)) : undefined;
+    if (tail) {
+      this.orInto(out, tail);
+      return out;
     }
+    for (const word of rare) this.ftsInto(out, `${DEFAULT_COLUMNS} : "${word.replaceAll('"', '""')}"`);
     return out;
   }
 
@@ -157,9 +168,31 @@ class Evaluator {
     return out;
   }
 
-  /** FTS5's matches for an expression, as bits. */
+  /**
+   * FTS5's matches for an expression, as bits. Costly ones are kept for the snapshot's life (it
+   * describes an archive that has not changed, so neither has the answer): the next page of the
+   * same search, or the same phrase with another filter, does not ask FTS5 again.
+   */
   fts(expression: string): Bits {
-    const out = new Uint32Array(this.snap.words);
+    let cache = leafCaches.get(this.snap);
+    if (!cache) leafCaches.set(this.snap, (cache = new Map()));
+    const hit = cache.get(expression);
+    if (hit) {
+      cache.delete(expression); // most recently used last
+      cache.set(expression, hit);
+      return hit;
+    }
+    const started = performance.now();
+    const bits = this.ftsInto(new Uint32Array(this.snap.words), expression);
+    if (performance.now() - started >= LEAF_CACHE_MIN_MS) {
+      cache.set(expression, bits);
+      if (cache.size > LEAF_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+    }
+    return bits;
+  }
+
+  /** Adds FTS5's matches for an expression to `out`. */
+  ftsInto(out: Bits, expression: string): Bits {
     const { ids } = this.snap;
     let from = 0;
     for (const key of prepared(this.db, 'SELECT rowid FROM email_fts WHERE email_fts MATCH ?')

@@ -38,8 +38,11 @@ export const HEADER = {
 } as const;
 const HEADER_SLOTS = 16;
 
-/** Term groups: which columns a kept term was counted over (compile.ts's column sets). */
-export type Group = 'd' | 's' | 't';
+/**
+ * Term groups: which columns a kept term was counted over (compile.ts's column sets): the
+ * default columns, subject, tags; `p` is a prefix tail (build.ts, addPrefixTails).
+ */
+export type Group = 'd' | 's' | 't' | 'p';
 export const termKey = (group: Group, token: string) => `${group}:${token}`;
 
 /** The sort keys kept as permutations, in their order in the buffer. */
