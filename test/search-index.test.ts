@@ -97,9 +97,10 @@ function toInput(p: Record<string, unknown>): Record<string, string> {
   return out;
 }
 
-for (const [name, minDocs] of [
-  ['most words kept', 3],
-  ['nothing kept: every term asked of FTS5', 1_000_000_000],
+for (const [name, minDocs, tailMinCostUs] of [
+  ['most words kept', 3, undefined],
+  ['nothing kept: every term asked of FTS5', 1_000_000_000, undefined],
+  ['the common words kept, a prefix tail for every prefix', 60, 0],
 ] as const) {
   test(`counts and pages equal SQL's for generated searches (${name})`, (t) => {
     const { dir, cleanup } = tempDir();
@@ -115,9 +116,13 @@ for (const [name, minDocs] of [
         { isAdmin: false, userId: userId('ruth') },
         { isAdmin: false, userId: userId('nobody') },
       ];
-      const snap = new Snapshot(buildSnapshot(db, { minDocs }));
+      const snap = new Snapshot(
+        buildSnapshot(db, { minDocs, ...(tailMinCostUs === undefined ? {} : { tailMinCostUs }) }),
+      );
       t.is(snap.maxId, 600);
       if (minDocs === 3) t.true(snap.terms > 20, `only ${snap.terms} terms kept`);
+      else if (tailMinCostUs === 0)
+        t.truthy(snap.term('p:re'), 'a tail for re*: repo, reply and report are not all kept');
       else t.is(snap.terms, 0);
       let runs = 0;
       fc.assert(

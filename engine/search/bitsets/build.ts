@@ -12,6 +12,8 @@ export interface BuildOptions {
   minDocs?: number;
   /** Upper bound for the kept sets, in bytes; the most common words are kept first. */
   maxBytes?: number;
+  /** Keep a prefix tail when asking FTS5 for its words would cost more than this (µs); tests use 0. */
+  tailMinCostUs?: number;
 }
 
 const DEFAULT_MAX_BYTES = 768 * 1024 * 1024;
@@ -108,6 +110,7 @@ export function buildSnapshot(db: Db, options: BuildOptions = {}): SharedArrayBu
         return toIds(found, keys, ids);
       },
       words,
+      minCostUs: options.tailMinCostUs ?? TAIL_MIN_COST_US,
     });
     return pack({
       maxId,
@@ -129,7 +132,7 @@ export function buildSnapshot(db: Db, options: BuildOptions = {}): SharedArrayBu
 /** Prefixes up to this many characters may have a tail set (`p:` terms). */
 export const MAX_TAIL_PREFIX = 4;
 /** A tail set is kept when asking FTS5 for its words one by one would cost more than this (µs). */
-const TAIL_MIN_COST_US = 5_000;
+const TAIL_MIN_COST_US = 5_000; // BuildOptions.tailMinCostUs
 const perWordUs = 20;
 const perPostingUs = 0.4;
 
@@ -145,6 +148,7 @@ function addPrefixTails(o: {
   terms: Array<{ key: string; set: TermSet }>;
   budget: number;
   words: number;
+  minCostUs: number;
   fetch: (word: string) => Int32Array;
 }): number {
   const kept = new Set(o.terms.filter((t) => t.key.startsWith('d:')).map((t) => t.key.slice(2)));
@@ -162,7 +166,7 @@ function addPrefixTails(o: {
       tail.docs += docs;
     }
   }
-  const chosen = [...tails].filter(([, t]) => t.cost >= TAIL_MIN_COST_US).sort((a, b) => b[1].cost - a[1].cost);
+  const chosen = [...tails].filter(([, t]) => t.cost >= o.minCostUs).sort((a, b) => b[1].cost - a[1].cost);
   const cache = new Map<string, Int32Array>();
   const idsOf = (word: string) => {
     let found = cache.get(word);
