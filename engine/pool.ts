@@ -1,16 +1,17 @@
 // The engine as the gateway sees it: typed jobs in, typed results out, on worker threads.
 //
 // Two lanes, each its own Piscina pool on the same file. Searches and other scans go to the
-// query lane (Engine:Threads threads); the key check every request starts with, and the other
-// point reads, go to a one-thread interactive lane. A burst of heavy searches then queues only
-// behind itself: `GET /accounts` or an MCP `tools/list` never waits for someone's full-text scan.
+// query lane (Engine:Threads threads); key checks and the other point reads go to a one-thread
+// interactive lane. A burst of heavy searches then queues only behind itself: `GET /accounts` or
+// an MCP `tools/list` never waits for someone's full-text scan. A key check that travels with
+// the job it admits (runAuthed) runs on that job's lane.
 //
 // Each lane holds at most its threads' worth of running jobs plus `maxQueue` waiting ones, and
 // takes no job that would have to wait while the longest-waiting one has already waited
 // `maxQueueWaitMs`; a job past either is refused at once with EngineOverloaded (docs/decisions.md,
 // ADR 10), so a flood is shed instead of making every request wait until clients time out.
 import { Piscina } from 'piscina';
-import type { Job, JobKind, JobResult } from '../shared/jobs.js';
+import type { AuthedJob, AuthedResult, Job, JobKind, JobResult, OwnedKind } from '../shared/jobs.js';
 import { storeKind } from './archive.js';
 import { openArchive } from './db/open.js';
 import { EngineOverloaded, type Lane } from './overloaded.js';
@@ -165,15 +166,28 @@ export class EnginePool {
 
   /** Rejects with EngineOverloaded, without starting the job, when its lane is full. */
   run<K extends JobKind>(job: Job<K>): Promise<JobResult<K>> {
-    const lane = laneOf(job as Job);
-    if (mayShed(job as Job) && this.#full(lane)) {
+    return this.#submit(job as Job, laneOf(job as Job), mayShed(job as Job)) as Promise<JobResult<K>>;
+  }
+
+  /**
+   * A key check and the job it admits, in one crossing (AuthedJob, shared/jobs.ts): on that
+   * job's lane, and refused with EngineOverloaded, unstarted, when that job would be.
+   */
+  async runAuthed<K extends OwnedKind>(job: AuthedJob<K>): Promise<AuthedResult<K>> {
+    const out = (await this.#submit(job, LANES[job.job.kind], true)) as AuthedResult<K>;
+    if ('error' in out) restored(out.error);
+    return out;
+  }
+
+  #submit(job: Job | AuthedJob, lane: Lane, shed: boolean): Promise<unknown> {
+    if (shed && this.#full(lane)) {
       this.#refused[lane]++;
       return Promise.reject(new EngineOverloaded(lane));
     }
     const id = this.#nextJob++;
     const inFlight = this.#inFlight[lane];
     inFlight.set(id, performance.now());
-    return (this.#lanes[lane].run(job) as Promise<JobResult<K>>).catch(restoreError).finally(() => inFlight.delete(id));
+    return (this.#lanes[lane].run(job) as Promise<unknown>).catch(restoreError).finally(() => inFlight.delete(id));
   }
 
   /**
@@ -249,16 +263,20 @@ export class EnginePool {
 }
 
 /**
- * An error from a worker thread with the name and code it had there (engine/worker.ts carries
- * them in `cause`, which survives the structured clone): the gateway tells ArchiveUnavailable
- * (503, Retry-After) from a fault (500) by that code.
+ * An error from a worker thread (thrown, or an AuthedResult's `error`) with the name and code it
+ * had there (engine/worker.ts carries them in `cause`, which survives the structured clone): the
+ * gateway tells ArchiveUnavailable (503, Retry-After) from a fault (500) by that code.
  */
 function restoreError(err: unknown): never {
+  throw restored(err);
+}
+
+function restored(err: unknown): unknown {
   const cause = (err as { cause?: { portableError?: unknown; name?: unknown; code?: unknown } } | null)?.cause;
   if (err instanceof Error && cause?.portableError === true) {
     if (typeof cause.name === 'string') err.name = cause.name;
     if (typeof cause.code === 'string') Object.assign(err, { code: cause.code });
     delete (err as { cause?: unknown }).cause;
   }
-  throw err;
+  return err;
 }

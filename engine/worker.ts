@@ -3,7 +3,7 @@
 import { Piscina } from 'piscina';
 import { setPriority } from 'node:os';
 import { workerData } from 'node:worker_threads';
-import type { Job, JobKind, JobResult } from '../shared/jobs.js';
+import type { AuthedJob, AuthedResult, Job, JobKind, JobResult, OwnedKind } from '../shared/jobs.js';
 import { openStore, type ArchiveStore } from './archive.js';
 
 export interface WorkerData {
@@ -66,7 +66,32 @@ function portable(err: unknown): Error {
   return out;
 }
 
-export default async function run<K extends JobKind>(job: Job<K>): Promise<JobResult<K>> {
+/**
+ * An AuthedJob (shared/jobs.ts): the key check, then the job it admits as the key's principal.
+ * Both are ordinary jobs of the store, so this holds for either store. A failing check, or an
+ * error of the check itself, ends it; an error of the admitted job comes back beside the genuine
+ * key's outcome, for the gateway to charge the key's budget before it answers with the error.
+ */
+async function authed(store: ArchiveStore, job: AuthedJob): Promise<AuthedResult> {
+  const auth = await store.run({ kind: 'authenticate', keyHash: job.keyHash, now: job.now });
+  if (!auth.ok) return { auth };
+  try {
+    return { auth, result: await store.run({ ...job.job, principal: auth.principal } as Job<OwnedKind>) };
+  } catch (err) {
+    return { auth, error: portable(err) };
+  }
+}
+
+export default async function run(job: Job | AuthedJob): Promise<unknown> {
+  if (job.kind !== 'authed') return runJob(job);
+  try {
+    return await authed(await connection(), job);
+  } catch (err) {
+    throw portable(err);
+  }
+}
+
+async function runJob<K extends JobKind>(job: Job<K>): Promise<JobResult<K>> {
   if (job.kind === 'fault' && (workerData as WorkerData).faultInjection) {
     const fault = job as Job<'fault'>;
     if (fault.mode === 'exit') process.exit(1); // ends this worker thread only

@@ -16,28 +16,53 @@
 //
 // The failed-authentication budget (Server:AuthFailuresPerIpPerMinute) is one per client IP for
 // both front ends. Junk tokens therefore add no partitions to the policies' stores either.
+//
+// When the key is looked up (docs/decisions.md, ADR 7): with the request's first job, in the same
+// crossing to a worker thread (KeyCheck, auth.ts), and the job's result is used only once the
+// outcome above is settled. Two cases check the key on its own instead, before the answer:
+//   - the prefix's budget is already spent: checked before the route runs, so the 429 goes to
+//     the genuine key only and a made-up key with that prefix still gets its 401;
+//   - no job carried the check (the route answered 400 or 404 first, or the engine refused the
+//     job unstarted with a 503): checked after the route, and a failing key's 401 replaces the
+//     route's answer, as if the key had been checked first.
+// Between the look at the budget and the charge, the requests of one prefix already in flight
+// may each run their job: a budget can be overrun by at most that many jobs, whose answers are
+// still the 429.
 import type { Middleware } from 'koa';
 import type { EnginePool } from '../engine/pool.js';
-import { bearerToken, verifyKey, type AuthState } from './auth.js';
-import { Problem } from './problem.js';
+import { bearerToken, KeyCheck, keyHashOf, malformedKey, refusedKey, type AuthState } from './auth.js';
+import type { Problem } from './problem.js';
 import type { RateLimiter } from './rate-limit.js';
 
 export function admission(policy: RateLimiter, authFailures: RateLimiter, engine: EnginePool): Middleware<AuthState> {
   return async (ctx, next) => {
     const token = bearerToken(ctx.get('Authorization') || undefined);
+    const ip = `ip:${ctx.ip}`;
     if (!token) {
-      ctx.set(policy.headers(await policy.consume(`ip:${ctx.ip}`)));
+      ctx.set(policy.headers(await policy.consume(ip)));
       return next();
     }
-    const ip = `ip:${ctx.ip}`;
     await authFailures.check(ip);
+    const refuse = async (problem: Problem): Promise<never> => {
+      ctx.set(authFailures.headers(await authFailures.consume(ip)));
+      throw problem;
+    };
+    const keyHash = keyHashOf(token);
+    if (!keyHash) return refuse(malformedKey());
+    const partition = `key:${token.slice(0, 11)}`;
+    const key = new KeyCheck(engine, keyHash, async (auth) => {
+      if (!auth.ok) return refuse(refusedKey(auth.reason));
+      ctx.set(policy.headers(await policy.consume(partition)));
+      return auth.principal;
+    });
+    ctx.state.key = key;
+    if (await policy.spent(partition)) await key.check();
     try {
-      ctx.state.principal = await verifyKey(engine, token);
-    } catch (err) {
-      if (err instanceof Problem && err.status === 401) ctx.set(authFailures.headers(await authFailures.consume(ip)));
-      throw err;
+      await next();
+    } finally {
+      // Throws only for a key that fails (401) or a spent budget (429): that answer then
+      // replaces the route's, whatever it was.
+      if (key.unchecked) await key.check();
     }
-    ctx.set(policy.headers(await policy.consume(`key:${token.slice(0, 11)}`)));
-    return next();
   };
 }

@@ -1,9 +1,10 @@
 // The gateway: one Koa app serving /api/v1 and /mcp on one port.
 //
 // Request path: problems (error shape) → [request metrics] → security headers → /healthz,
-// /readyz, /metrics → [/api: admission (key check, rate limit) → route] or [/mcp: admission →
-// MCP transport] → 404. Every data access becomes a typed job on the engine's worker pool;
-// nothing here runs SQL.
+// /readyz, /metrics → [/api: admission (rate limits) → route, whose job carries the key check]
+// or [/mcp: admission → key check → MCP transport] → 404. Every data access becomes a typed job
+// on the engine's worker pool, a keyed request's through its KeyCheck (auth.ts); nothing here
+// runs SQL.
 import Koa from 'koa';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';

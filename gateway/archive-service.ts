@@ -1,11 +1,14 @@
-// What both front ends do with an authenticated caller: run the engine job and record the
-// access. A REST route and an MCP tool are thin adapters over these methods.
+// What both front ends do for a caller: run the engine job as the caller's key and record the
+// access. A REST route and an MCP tool are thin adapters over these methods. Every job that
+// reads as someone goes through the caller's KeyCheck (auth.ts), which checks the key in the
+// same job the first time.
 import type { EnginePool } from '../engine/pool.js';
-import type { AttachmentHandle, Principal, SearchQuery } from '../shared/jobs.js';
+import type { AttachmentHandle, SearchQuery } from '../shared/jobs.js';
 import type { AccessLogWriter } from './access-log.js';
+import type { KeyCheck } from './auth.js';
 
 export interface Caller {
-  principal: Principal;
+  key: KeyCheck;
   clientIp: string;
   source: 'api' | 'mcp';
 }
@@ -17,16 +20,16 @@ export class ArchiveService {
   ) {}
 
   accounts(caller: Caller) {
-    return this.engine.run({ kind: 'accounts', principal: caller.principal });
+    return caller.key.run({ kind: 'accounts' });
   }
 
   folders(caller: Caller, accountId: number) {
-    return this.engine.run({ kind: 'folders', principal: caller.principal, accountId });
+    return caller.key.run({ kind: 'folders', accountId });
   }
 
   /** `params` are the search parameters as the caller gave them, for the access log. */
   async search(caller: Caller, query: SearchQuery, params: Record<string, unknown>) {
-    const result = await this.engine.run({ kind: 'search', principal: caller.principal, query });
+    const result = await caller.key.run({ kind: 'search', query });
     this.#log(caller, 'Search', {
       searchParams: params,
       ...(query.accountId !== undefined ? { accountId: query.accountId } : {}),
@@ -36,14 +39,14 @@ export class ArchiveService {
 
   /** `record: false` reads without logging an Open (a REST HEAD shows no content). */
   async email(caller: Caller, id: number, options: { record?: boolean } = {}) {
-    const email = await this.engine.run({ kind: 'detail', principal: caller.principal, id });
+    const email = await caller.key.run({ kind: 'detail', id });
     if (email && options.record !== false) this.#log(caller, 'Open', { emailId: email.id, accountId: email.accountId });
     return email;
   }
 
   /** Resolves a visible attachment without logging: a front end may still refuse it (size limit, busy engine). */
   findAttachment(caller: Caller, emailId: number, attachmentId: number) {
-    return this.engine.run({ kind: 'attachment', principal: caller.principal, emailId, attachmentId });
+    return caller.key.run({ kind: 'attachment', emailId, attachmentId });
   }
 
   /** Logs a download of an attachment found by findAttachment, once its bytes are going out. */
@@ -64,7 +67,7 @@ export class ArchiveService {
   }
 
   stats(caller: Caller) {
-    return this.engine.run({ kind: 'stats', principal: caller.principal });
+    return caller.key.run({ kind: 'stats' });
   }
 
   #log(
@@ -72,11 +75,14 @@ export class ArchiveService {
     type: 'Search' | 'Open' | 'Download',
     extra: { emailId?: number; accountId?: number; searchParams?: Record<string, unknown> },
   ): void {
+    // Logged only after a job succeeded, so its key was found genuine.
+    const principal = caller.key.principal;
+    if (!principal) throw new Error(`${type} logged before the caller's key was checked`);
     this.accessLog.record({
-      userId: caller.principal.userId,
+      userId: principal.userId,
       type,
       at: Date.now(),
-      keyPrefix: caller.principal.keyPrefix,
+      keyPrefix: principal.keyPrefix,
       clientIp: caller.clientIp,
       source: caller.source,
       ...extra,

@@ -1,10 +1,12 @@
 // Bearer API keys (SPEC.md section 5). The key's hash is looked up by a worker on every
 // request, so revocation, expiry and deactivation apply to the very next request in every
-// process. Cookies are never read here. Admission (admission.ts) decides when a key is checked.
+// process. Cookies are never read here. A KeyCheck (below) runs a request's jobs and looks its
+// key up with the first of them; admission (admission.ts) decides what the outcome costs.
 import type { Middleware } from 'koa';
 import { createHash } from 'node:crypto';
+import { EngineOverloaded } from '../engine/overloaded.js';
 import type { EnginePool } from '../engine/pool.js';
-import type { AuthFailure, Principal } from '../shared/jobs.js';
+import type { AuthFailure, AuthResult, Job, JobResult, OwnedKind, Principal, UnownedJob } from '../shared/jobs.js';
 import { Problem } from './problem.js';
 
 const KEY = /^ma_[A-Za-z0-9_-]{43}$/;
@@ -59,33 +61,99 @@ export function missingKey(header: string | undefined): Problem {
   return unauthorized('malformed', 'The Authorization header must be of the form Bearer <key>.', false);
 }
 
-/** Resolves a bearer token to its key's principal, or rejects with the 401 that says why. */
-export async function verifyKey(engine: EnginePool, token: string): Promise<Principal> {
-  if (!KEY.test(token))
-    throw unauthorized(
-      'malformed',
-      'The API key is malformed: expected ma_ followed by 43 URL-safe base64 characters.',
-      true,
+/** The SHA-256 (hex) the engine looks a key up by; undefined for a malformed key. */
+export function keyHashOf(token: string): string | undefined {
+  return KEY.test(token) ? createHash('sha256').update(token, 'utf8').digest('hex') : undefined;
+}
+
+/** The 401 for a bearer token that cannot be a key, found without asking the engine. */
+export const malformedKey = (): Unauthorized =>
+  unauthorized('malformed', 'The API key is malformed: expected ma_ followed by 43 URL-safe base64 characters.', true);
+
+/** The 401 for a key the engine refused, saying why. */
+export const refusedKey = (reason: AuthFailure): Unauthorized => unauthorized(reason, REASONS[reason], true);
+
+/**
+ * The key a request carries, and the one way its jobs reach the engine: every job the request
+ * runs as the key's principal goes through run(). The first carries the key check with it (one
+ * crossing to a worker thread: an AuthedJob); later ones run as the principal it found.
+ * `settle` (admission.ts) turns the check's outcome into the principal, charging the key's
+ * budget, or into the answer to give instead (401, 429); a job's result is returned only after
+ * that.
+ */
+export class KeyCheck {
+  #checked: Promise<Principal> | undefined;
+  #principal: Principal | undefined;
+
+  constructor(
+    private readonly engine: EnginePool,
+    private readonly keyHash: string,
+    private readonly settle: (auth: AuthResult) => Promise<Principal>,
+  ) {}
+
+  /** The key's principal, once a check found it genuine and admission charged it. */
+  get principal(): Principal | undefined {
+    return this.#principal;
+  }
+
+  /**
+   * True while the key has not been looked up: no job carried the check (none was sent, or the
+   * pool refused it unstarted) and check() was not called.
+   */
+  get unchecked(): boolean {
+    return this.#checked === undefined;
+  }
+
+  /** Runs a job as the key's principal; the first one checks the key in the same job. */
+  async run<K extends OwnedKind>(job: UnownedJob<K>): Promise<JobResult<K>> {
+    if (this.#checked) {
+      const principal = await this.#checked;
+      return this.engine.run({ ...job, principal } as Job<K>);
+    }
+    const sent = this.engine.runAuthed<K>({ kind: 'authed', keyHash: this.keyHash, now: Date.now(), job });
+    const checked = sent.then(
+      (out) => this.#settled(out.auth),
+      (err: unknown) => {
+        // Refused before it started: nothing was looked up, so the check is still to be made.
+        if (err instanceof EngineOverloaded) this.#checked = undefined;
+        throw err;
+      },
     );
-  const hash = createHash('sha256').update(token, 'utf8').digest('hex');
-  const result = await engine.run({ kind: 'authenticate', keyHash: hash, now: Date.now() });
-  if (!result.ok) throw unauthorized(result.reason, REASONS[result.reason], true);
-  return result.principal;
+    this.#checked = checked;
+    await checked;
+    const out = await sent;
+    if ('error' in out) throw out.error;
+    if ('result' in out) return out.result;
+    throw new Error('unreachable: settle answers a refused key with its 401');
+  }
+
+  /** The key's principal, looking the key up on its own when no job has carried the check. */
+  check(): Promise<Principal> {
+    this.#checked ??= this.engine
+      .run({ kind: 'authenticate', keyHash: this.keyHash, now: Date.now() })
+      .then((auth) => this.#settled(auth));
+    return this.#checked;
+  }
+
+  async #settled(auth: AuthResult): Promise<Principal> {
+    this.#principal = await this.settle(auth);
+    return this.#principal;
+  }
 }
 
 export interface AuthState {
-  /** Set by admission (admission.ts) when the request carried a genuine key. */
-  principal?: Principal;
+  /** Set by admission (admission.ts) when the request carries a bearer token. */
+  key?: KeyCheck;
 }
 
-/** The caller's principal, or the 401 for a request that brought no key. */
-export function principalOf(ctx: { state: AuthState; get(field: string): string }): Principal {
-  if (ctx.state.principal) return ctx.state.principal;
+/** The request's key, or the 401 for a request that brought none. */
+export function keyOf(ctx: { state: AuthState; get(field: string): string }): KeyCheck {
+  if (ctx.state.key) return ctx.state.key;
   throw missingKey(ctx.get('Authorization') || undefined);
 }
 
-/** Route guard: answers 401 unless admission found a genuine key. */
+/** Route guard: answers 401 unless the request brought a key (admission checks it). */
 export const requireApiKey: Middleware<AuthState> = async (ctx, next) => {
-  principalOf(ctx);
+  keyOf(ctx);
   await next();
 };

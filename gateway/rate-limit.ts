@@ -43,6 +43,12 @@ class PartitionCap {
     return partition;
   }
 
+  /** Where `partition` would be counted now, without tracking it: a look adds no partition. */
+  peek(partition: string, now: number): string {
+    if (now >= this.#windowEnds || this.#seen.has(partition)) return partition;
+    return this.#seen.size >= this.cap ? OVERFLOW_PARTITION : partition;
+  }
+
   get size(): number {
     return this.#seen.size;
   }
@@ -95,18 +101,35 @@ export class RateLimiter {
 
   /** Rejects with a 429 Problem when the partition has spent its budget; spends nothing. */
   async check(partition: string): Promise<void> {
-    const res = await this.#call(partition, (limiter, key) => limiter.get(key));
+    const res = await this.#peek(partition);
     if (res && res.consumedPoints >= this.#policy.pointsPerMinute) {
       throw this.#tooMany(new RateLimiterRes(0, res.msBeforeNext, res.consumedPoints));
     }
   }
 
+  /** True when the partition has spent its budget in this window; spends nothing. */
+  async spent(partition: string): Promise<boolean> {
+    const res = await this.#peek(partition);
+    return res !== null && res.consumedPoints >= this.#policy.pointsPerMinute;
+  }
+
+  /** The partition's window, or null before its first point; neither spends nor tracks it. */
+  #peek(partition: string): Promise<RateLimiterRes | null> {
+    return this.#call(partition, (limiter, key) => limiter.get(key), false);
+  }
+
   /**
    * Runs one limiter operation on Redis when it is configured and answering, else on this
-   * process's in-memory window. A RateLimiterRes rejection (budget spent) passes through.
+   * process's in-memory window (`track`: the operation may add the partition there). A
+   * RateLimiterRes rejection (budget spent) passes through.
    */
-  async #call<T>(partition: string, op: (limiter: RateLimiterAbstract, key: string) => Promise<T>): Promise<T> {
-    const memory = () => op(this.#memory, this.#cap.key(partition, Date.now()));
+  async #call<T>(
+    partition: string,
+    op: (limiter: RateLimiterAbstract, key: string) => Promise<T>,
+    track = true,
+  ): Promise<T> {
+    const memory = () =>
+      op(this.#memory, track ? this.#cap.key(partition, Date.now()) : this.#cap.peek(partition, Date.now()));
     if (!this.#redis || Date.now() < this.#skipRedisUntil) return memory();
     try {
       const out = await op(this.#redis, partition);

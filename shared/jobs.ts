@@ -196,3 +196,32 @@ export interface SearchIndexInfo {
   builtAt?: string;
   buildMs?: number;
 }
+
+/** The kinds of job that read as someone: their arguments carry the caller's principal. */
+export type OwnedKind = { [K in JobKind]: JobMap[K]['args'] extends { principal: Principal } ? K : never }[JobKind];
+/** Such a job without its principal, which the worker fills in from a key (AuthedJob). */
+export type UnownedJob<K extends OwnedKind = OwnedKind> = {
+  [P in K]: { kind: P } & Omit<JobMap[P]['args'], 'principal'>;
+}[K];
+
+/**
+ * A key check and the job it admits, sent as one job so that a keyed request crosses to a
+ * worker thread once (docs/decisions.md, ADR 7). The worker authenticates `keyHash` at `now`
+ * exactly as an `authenticate` job does and, only when the key is genuine, runs `job` as the
+ * key's principal. It runs on `job`'s lane and is shed as `job` would be.
+ */
+export interface AuthedJob<K extends OwnedKind = OwnedKind> {
+  kind: 'authed';
+  keyHash: string;
+  now: number;
+  job: UnownedJob<K>;
+}
+
+/**
+ * What an AuthedJob found: the key's outcome always; for a genuine key, the job's result, or
+ * the error the job failed with (so the gateway still knows whose request it was).
+ */
+export type AuthedResult<K extends OwnedKind = OwnedKind> =
+  | { auth: Extract<AuthResult, { ok: false }> }
+  | { auth: Extract<AuthResult, { ok: true }>; result: JobResult<K> }
+  | { auth: Extract<AuthResult, { ok: true }>; error: Error };

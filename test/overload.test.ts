@@ -14,13 +14,14 @@ import { get as httpGet, type IncomingMessage } from 'node:http';
 import { EngineOverloaded } from '../engine/overloaded.js';
 import { EnginePool, SHORT_QUEUE_PER_THREAD, type Lane } from '../engine/pool.js';
 import { ArchiveService } from '../gateway/archive-service.js';
+import { KeyCheck } from '../gateway/auth.js';
 import { createMcpServer } from '../gateway/mcp/server.js';
 import { mcpTools } from '../gateway/mcp/tools.js';
 import { buildOpenApiDocument } from '../gateway/api/openapi.js';
 import type { Principal } from '../shared/jobs.js';
 import { createFixture } from './helpers/fixture.js';
 import { OpenApiConformance } from './helpers/openapi-conformance.js';
-import { bearer, capturingLogger, listen, startApi, type ApiHarness } from './helpers/api.js';
+import { bearer, capturingLogger, listen, startApi, unknownKey, type ApiHarness } from './helpers/api.js';
 import { connectClient, postMcp, toolsCall } from './helpers/mcp.js';
 import { addWebUser, csrfOf, signIn } from './helpers/web.js';
 
@@ -116,6 +117,24 @@ test('a full query lane answers searches 503 problem+json with Retry-After; chea
   t.is((await request.get('/api/v1/stats').set(admin)).status, 200);
 });
 
+test('a search refused by a full query lane still checks its key: a failing key gets its 401, a genuine one spends its point', async (t) => {
+  const { harness } = await start(t);
+  const { request, fixture, gateway } = harness;
+  const held = fillQuery(gateway.engine);
+  t.teardown(() => held.release());
+  // No job carried the key check (the search was refused before its job), so admission made it.
+  const bad = await request.get('/api/v1/emails').query({ q: 'budget' }).set(bearer(unknownKey()));
+  t.is(bad.status, 401);
+  t.is(bad.headers['www-authenticate'], 'Bearer error="invalid_token"');
+  const limit = String(harness.settings.Api.RateLimitPerMinute);
+  const before = await request.get('/api/v1/accounts').set(bearer(fixture.keys.bob));
+  t.is(before.status, 200);
+  const refused = await request.get('/api/v1/emails').query({ q: 'budget' }).set(bearer(fixture.keys.bob));
+  t.is(refused.status, 503);
+  t.is(refused.headers['ratelimit-limit'], limit);
+  t.is(Number(refused.headers['ratelimit-remaining']), Number(before.headers['ratelimit-remaining']) - 1);
+});
+
 test('an access-log entry recorded while the query lane is full is written', async (t) => {
   const { harness } = await start(t);
   const { request, fixture, gateway } = harness;
@@ -193,13 +212,16 @@ test('MCP: a tool whose job is refused after the endpoint admitted the call answ
   const { harness } = await start(t);
   const { gateway, fixture, settings } = harness;
   const keyHash = createHash('sha256').update(fixture.keys.admin).digest('hex');
-  const auth = await gateway.engine.run({ kind: 'authenticate', keyHash, now: Date.now() });
-  if (!auth.ok) throw new Error('fixture key refused');
+  const key = new KeyCheck(gateway.engine, keyHash, async (auth) => {
+    if (!auth.ok) throw new Error('fixture key refused');
+    return auth.principal;
+  });
+  await key.check(); // as the endpoint does before the transport starts
   const { lines, logger } = capturingLogger();
   const service = new ArchiveService(gateway.engine, gateway.accessLog);
   const server = createMcpServer(mcpTools(settings.Mcp), {
     service,
-    caller: { principal: auth.principal, clientIp: '127.0.0.1', source: 'mcp' },
+    caller: { key, clientIp: '127.0.0.1', source: 'mcp' },
     logger,
   });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();

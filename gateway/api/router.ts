@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import type { Settings } from '../../shared/config.js';
 import { parseInt32, parseSearchInput } from '../../shared/search-input.js';
 import type { ArchiveService } from '../archive-service.js';
-import { principalOf, requireApiKey, type AuthState } from '../auth.js';
+import { requireApiKey, type AuthState } from '../auth.js';
 import { callerOf } from '../client.js';
 import { contentDisposition } from '../content-disposition.js';
 import { Problem } from '../problem.js';
@@ -14,11 +14,11 @@ import { Problem } from '../problem.js';
 export function apiRouter(settings: Settings, service: ArchiveService): Router<AuthState> {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
   const limits = { defaultPageSize: settings.Api.DefaultPageSize, maxPageSize: settings.Api.MaxPageSize };
-  const caller = (ctx: Context & { state: AuthState }) => callerOf(ctx, principalOf(ctx), 'api');
+  const caller = (ctx: Context & { state: AuthState }) => callerOf(ctx, 'api');
   const idParam = (ctx: Context, name: string) => parseInt32(name, (ctx.params as Record<string, string>)[name]);
 
-  // Admission (admission.ts) has checked any key; each route still refuses a request that
-  // brought none. Attached to each route rather than with router.use(): a router-level
+  // Admission (admission.ts) checks the key with the route's job; each route still refuses a
+  // request that brought none. Attached to each route rather than with router.use(): a router-level
   // middleware layer matches every path, which made the gateway's "known path?" check (405 vs
   // 404) treat unknown paths such as /api/v1/nope as known and answer 405.
   const auth = requireApiKey;
@@ -113,8 +113,9 @@ const QUERY_LANE_ROUTES: Record<string, 'search' | 'folders' | 'stats'> = {
 };
 
 /**
- * Runs right after admission (so the answer still carries its RateLimit headers, and a bad key
- * is still a 401): a request for a route whose job runs on the query lane is refused at once
+ * Runs right after admission, inside it (so a bad key is still a 401, and the answer still
+ * carries its RateLimit headers: admission checks the key on its own when no job carried the
+ * check): a request for a route whose job runs on the query lane is refused at once
  * (503, EngineOverloaded) while that lane is full, before its parameters are parsed or its job
  * queued. Cheap requests keep flowing (docs/decisions.md, ADR 10).
  */

@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Settings } from '../../shared/config.js';
 import type { ArchiveService } from '../archive-service.js';
-import { principalOf, type AuthState } from '../auth.js';
+import { keyOf, type AuthState } from '../auth.js';
 import { callerOf } from '../client.js';
 import { Problem } from '../problem.js';
 import { answerPreflight, isPreflight, originGuard } from './origin.js';
@@ -48,7 +48,8 @@ export function mcpEndpoint(
   };
 
   const serve: Middleware = async (ctx) => {
-    const principal = principalOf(ctx as Context & { state: AuthState });
+    // The key is checked now, on its own: once the transport answers, a 401 can no longer be sent.
+    await keyOf(ctx as Context & { state: AuthState }).check();
     if (!(await readBody(ctx, parseJson))) return;
     if (Array.isArray(ctx.request.body)) {
       // One message per request keeps every call under the rate limit; batches left MCP in 2025-06-18.
@@ -60,7 +61,11 @@ export function mcpEndpoint(
       );
     }
     refuseWhenBusy(ctx.request.body, tools, service);
-    const server = createMcpServer(tools, { service, caller: callerOf(ctx, principal, 'mcp'), logger });
+    const server = createMcpServer(tools, {
+      service,
+      caller: callerOf(ctx as Context & { state: AuthState }, 'mcp'),
+      logger,
+    });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     ctx.res.on('close', () => {
       void transport.close();
