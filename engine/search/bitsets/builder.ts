@@ -1,12 +1,14 @@
 // The builder thread: one per pool (engine/pool.ts starts it for a SQLite archive). It builds a
-// snapshot at start, then looks at the archive once a second and rebuilds when messages were
-// added or rewritten, once the archive has been quiet for a moment (an import in progress
-// would otherwise be rebuilt over and over). It runs at low CPU priority, like the query lane:
+// snapshot at start, then looks at the archive once a second; when messages were added it
+// extends the snapshot (extend.ts), when they were rewritten it builds anew, once the archive
+// has been quiet for a moment (an import in progress would otherwise be redone over and over). It runs at low CPU priority, like the query lane:
 // searches are still answered while it works, by SQL.
 import { setPriority } from 'node:os';
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import { openArchive } from '../../db/open.js';
 import { archiveState, buildSnapshot } from './build.js';
+import { extendSnapshot } from './extend.js';
+import { Snapshot } from './snapshot.js';
 import type { SnapshotMessage } from './share.js';
 
 export interface BuilderData {
@@ -29,6 +31,8 @@ if (process.platform === 'linux') {
 const db = openArchive(data.dbPath, { readonly: true });
 const bc = new BroadcastChannel(data.channel);
 let latest: SharedArrayBuffer | undefined;
+let latestSnapshot: Snapshot | undefined;
+let fullBuildRows = 0;
 let built: { maxId: number; rewrites: number } | undefined;
 let seen: { maxId: number; rewrites: number; at: number } | undefined;
 const QUIET_MS = 2000;
@@ -46,7 +50,13 @@ function tick(): void {
   if (same(built)) return;
   // Rebuild once the archive has been still for QUIET_MS (the first build does not wait).
   if (built && now - seen!.at < QUIET_MS) return;
-  latest = buildSnapshot(db, { maxBytes: data.maxBytes });
+  // Appended mail is added to the current snapshot; a rewrite, or a quarter more mail than at
+  // the last full build (the choice of kept words drifts), means a full build.
+  const extended =
+    latestSnapshot && latestSnapshot.rows < fullBuildRows * 1.25 ? extendSnapshot(db, latestSnapshot) : undefined;
+  latest = extended ?? buildSnapshot(db, { maxBytes: data.maxBytes });
+  latestSnapshot = new Snapshot(latest);
+  if (!extended) fullBuildRows = latestSnapshot.rows;
   built = state;
   bc.postMessage({ buffer: latest } satisfies SnapshotMessage);
   parentPort?.postMessage({ built: state });

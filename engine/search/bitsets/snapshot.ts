@@ -194,6 +194,11 @@ export class Snapshot {
     return this.#index.size;
   }
 
+  /** The kept terms' keys, in the order they are stored. */
+  get termKeys(): string[] {
+    return [...this.#index.keys()];
+  }
+
   /** The kept set of a term, or undefined when the term is not kept (it is rare, or unknown). */
   term(key: string): TermSet | undefined {
     const i = this.#index.get(key);
