@@ -53,13 +53,7 @@ export function buildSnapshot(db: Db, options: BuildOptions = {}): SharedArrayBu
       universe[id >>> 5]! |= 1 << (id & 31);
     }
 
-    // Each other sort key as SQL orders it (collation included), ascending; descending is the reverse.
-    const orders = {} as Record<OrderKey, Int32Array>;
-    for (const o of ORDERS) {
-      orders[o] = Int32Array.from(
-        db.prepare(`SELECT id FROM emails e ORDER BY ${SORT_COLUMNS[o]}, e.id`).pluck().all() as number[],
-      );
-    }
+    const orders = readOrders(db);
 
     const minDocs = options.minDocs ?? Math.max(256, Math.ceil(rows / 1000));
     const budget = options.maxBytes ?? DEFAULT_MAX_BYTES;
@@ -243,14 +237,25 @@ function toSet(found: number[], keys: Float64Array, ids: Int32Array, words: numb
   return { kind: 'ids', ids: list!.sort(), docs: found.length };
 }
 
-/** The first position at or after `from` whose key is not below `key`. */
-export function lowerBound(keys: Float64Array, key: number, from = 0): number {
+/** The first position at or after `from` whose value is not below `value` (numbers or words). */
+export function lowerBound<T extends number | string>(sorted: ArrayLike<T>, value: T, from = 0): number {
   let lo = from;
-  let hi = keys.length;
+  let hi = sorted.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (keys[mid]! < key) lo = mid + 1;
+    if (sorted[mid]! < value) lo = mid + 1;
     else hi = mid;
   }
   return lo;
+}
+
+/** Each other sort key as SQL orders it (collation included), ascending; descending is the reverse. */
+export function readOrders(db: Db): Record<OrderKey, Int32Array> {
+  const orders = {} as Record<OrderKey, Int32Array>;
+  for (const o of ORDERS) {
+    orders[o] = Int32Array.from(
+      db.prepare(`SELECT id FROM emails e ORDER BY ${SORT_COLUMNS[o]}, e.id`).pluck().all() as number[],
+    );
+  }
+  return orders;
 }

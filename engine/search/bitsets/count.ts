@@ -11,6 +11,8 @@ import { prepared } from '../../db/statements.js';
 import { tokenize } from '../unicode61.js';
 import { DEFAULT_COLUMNS, ftsExpression } from '../compile.js';
 import { accountTag, ADDRESS, addressTag, ATTACHMENT_TAG, directionTag, folderTag } from '../tags.js';
+import { lowerBound } from './build.js';
+import { positionsInRange } from './page.js';
 import { termKey, type Snapshot } from './snapshot.js';
 
 type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
@@ -33,10 +35,7 @@ export function countMatches(
 ): { bits: Uint32Array; total: number } | undefined {
   const bits = matchSet(db, snap, viewer, query, root);
   if (bits === undefined) return undefined;
-  const total =
-    query.from === undefined && query.to === undefined
-      ? popcount(bits)
-      : countInRange(bits, snap.sent, query.from ?? -Infinity, query.to ?? Infinity);
+  const total = query.from === undefined && query.to === undefined ? popcount(bits) : countInRange(bits, snap, query);
   return { bits, total };
 }
 
@@ -144,7 +143,7 @@ class Evaluator {
     const vocab = this.snap.vocab;
     const out = new Uint32Array(this.snap.words);
     const rare: string[] = [];
-    for (let i = lowerBoundText(vocab, token); i < vocab.length && vocab[i]!.startsWith(token); i++) {
+    for (let i = lowerBound(vocab, token); i < vocab.length && vocab[i]!.startsWith(token); i++) {
       const kept = this.kept(termKey('d', vocab[i]!));
       if (kept) this.orInto(out, kept);
       else rare.push(vocab[i]!);
@@ -229,8 +228,21 @@ export function popcount(bits: Bits): number {
   return n;
 }
 
-function countInRange(bits: Bits, sent: Float64Array, from: number, to: number): number {
+/** Matches sent within the query's range: a walk of that slice of the date order when it is short. */
+function countInRange(bits: Bits, snap: Snapshot, query: SearchQuery): number {
+  const [start, end] = positionsInRange(snap, query);
   let n = 0;
+  if ((end - start) * 4 < snap.rows) {
+    const { ids } = snap;
+    for (let p = start; p < end; p++) {
+      const id = ids[p]!;
+      if ((bits[id >>> 5]! & (1 << (id & 31))) !== 0) n++;
+    }
+    return n;
+  }
+  const { sent } = snap;
+  const from = query.from ?? -Infinity;
+  const to = query.to ?? Infinity;
   for (let i = 0; i < bits.length; i++) {
     let v = bits[i]!;
     while (v !== 0) {
@@ -243,15 +255,4 @@ function countInRange(bits: Bits, sent: Float64Array, from: number, to: number):
   return n;
 }
 
-function lowerBoundText(sorted: string[], text: string): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (sorted[mid]! < text) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-const hasWord = (sorted: string[], word: string) => sorted[lowerBoundText(sorted, word)] === word;
+const hasWord = (sorted: string[], word: string) => sorted[lowerBound(sorted, word)] === word;

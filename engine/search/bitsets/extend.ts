@@ -6,10 +6,9 @@
 // not revisited here: a word that becomes common later is still found by FTS5, exactly, and the
 // builder does a full build once the archive has grown by a quarter.
 import type { Db } from '../../db/open.js';
-import { SORT_COLUMNS } from '../sort.js';
 import { tokenize } from '../unicode61.js';
-import { archiveState, MAX_TAIL_PREFIX } from './build.js';
-import { ORDERS, pack, Snapshot, termKey, wordsFor, type OrderKey, type TermSet } from './snapshot.js';
+import { archiveState, MAX_TAIL_PREFIX, readOrders } from './build.js';
+import { pack, Snapshot, termKey, wordsFor, type TermSet } from './snapshot.js';
 
 /** A new snapshot with the messages added since `old`, or undefined when only a full build will do. */
 export function extendSnapshot(db: Db, old: Snapshot): SharedArrayBuffer | undefined {
@@ -114,12 +113,7 @@ export function extendSnapshot(db: Db, old: Snapshot): SharedArrayBuffer | undef
     });
 
     // The other sort orders are SQL's to give (collations included): read them again.
-    const orders = {} as Record<OrderKey, Int32Array>;
-    for (const o of ORDERS) {
-      orders[o] = Int32Array.from(
-        db.prepare(`SELECT id FROM emails e ORDER BY ${SORT_COLUMNS[o]}, e.id`).pluck().all() as number[],
-      );
-    }
+    const orders = readOrders(db);
     return pack({
       maxId,
       rewrites,

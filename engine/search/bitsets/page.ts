@@ -18,9 +18,7 @@ export function pageIds(snap: Snapshot, bits: Uint32Array, query: SearchQuery, h
   const has = (id: number) => (bits[id >>> 5]! & (1 << (id & 31))) !== 0;
 
   if (query.sortBy === 'sentDate' || query.sortBy === 'relevance') {
-    const range = keyRange(query.from, query.to);
-    const start = range.low === undefined ? 0 : lowerBound(snap.keys, range.low);
-    const end = range.high === undefined ? snap.rows : lowerBound(snap.keys, range.high + 1);
+    const [start, end] = positionsInRange(snap, query);
     const { ids } = snap;
     let seen = 0;
     for (let p = desc ? end - 1 : start; desc ? p >= start : p < end; desc ? p-- : p++) {
@@ -52,4 +50,13 @@ export function pageIds(snap: Snapshot, bits: Uint32Array, query: SearchQuery, h
     }
   }
   return out;
+}
+
+/** The slice of the date order (positions in `keys`) that the query's date range covers. */
+export function positionsInRange(snap: Snapshot, query: Pick<SearchQuery, 'from' | 'to'>): [number, number] {
+  const range = keyRange(query.from, query.to);
+  return [
+    range.low === undefined ? 0 : lowerBound(snap.keys, range.low),
+    range.high === undefined ? snap.rows : lowerBound(snap.keys, range.high + 1),
+  ];
 }
