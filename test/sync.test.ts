@@ -356,7 +356,9 @@ test.serial(
   'sync --watch runs a pass, then stops cleanly on SIGTERM; a second runner finds the account leased',
   async (t) => {
     const s = await setup(t);
-    const total = 2000;
+    // Large enough that the watcher's pass outlasts starting a second CLI process on a busy
+    // machine (2,000 was not: under the full suite the pass sometimes ended first).
+    const total = 8000;
     await bigInbox(s, total);
     const watcher = background(t, s, ['sync', '--watch', '--json']);
     // While the watcher's pass holds the lease, a second runner leaves the account alone.
