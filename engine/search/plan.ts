@@ -1,6 +1,9 @@
-// The search planner: builds and runs the SQL for one page of results and its exact count.
+// The search planner: one page of results and its exact count.
 //
-// With a text query the full-text index drives. Its rowids are in sent-date order
+// First choice: the shared in-memory index (bitsets/, ADR 13), when it describes the archive as
+// it is: the count is set operations, the page a walk in the requested order; only relevance
+// asks FTS5 for its page (bm25 over the newest RELEVANCE_WINDOW matches). Otherwise, SQL:
+// with a text query the full-text index drives. Its rowids are in sent-date order
 // (fts-key.ts), so `ORDER BY f.rowid DESC LIMIT 20` reads the newest 20 matches and stops,
 // however many messages match; dates become a rowid range and account, folder, direction and
 // visibility become hidden tags in the same MATCH (tags.ts), so counting needs no join.
