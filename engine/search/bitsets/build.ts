@@ -5,6 +5,7 @@
 import type { Db } from '../../db/open.js';
 import { DEFAULT_COLUMNS } from '../compile.js';
 import { SORT_COLUMNS } from '../sort.js';
+import { buildPairs, MAX_PAIR_WORDS, PAIR_SHARE, type ColumnTexts } from './pairs.js';
 import { ORDERS, pack, termKey, wordsFor, type Group, type OrderKey, type TermSet } from './snapshot.js';
 
 export interface BuildOptions {
@@ -19,7 +20,7 @@ export interface BuildOptions {
 const DEFAULT_MAX_BYTES = 768 * 1024 * 1024;
 
 /** Which FTS5 columns each group counts over, as compile.ts writes them. */
-const GROUPS: Record<Exclude<Group, 'p'>, { filter: string; columns: string[] }> = {
+const GROUPS: Record<'d' | 's' | 't', { filter: string; columns: string[] }> = {
   d: { filter: DEFAULT_COLUMNS, columns: ['subject', 'body', 'from_text', 'to_text', 'cc_text', 'bcc_text'] },
   s: { filter: '{subject}', columns: ['subject'] },
   t: { filter: '{tags}', columns: ['tags'] },
@@ -106,6 +107,15 @@ export function buildSnapshot(db: Db, options: BuildOptions = {}): SharedArrayBu
       words,
       minCostUs: options.tailMinCostUs ?? TAIL_MIN_COST_US,
     });
+    // Common word pairs (pairs.ts): all of them or none, since a missing pair means "nowhere".
+    const pairWords = terms
+      .filter((t) => t.key.startsWith('d:') && t.set.docs * PAIR_SHARE >= rows)
+      .sort((a, b) => b.set.docs - a.set.docs)
+      .slice(0, MAX_PAIR_WORDS)
+      .map((t) => t.key.slice(2));
+    const pairs = pairWords.length ? buildPairs(pairWords, messageTexts(db, 0), words) : [];
+    const pairBytes = pairs.reduce((sum, p) => sum + 4 * (p.set.kind === 'bits' ? words : p.set.ids.length), 0);
+    if (bytes + pairBytes <= budget) terms.push(...pairs);
     return pack({
       maxId,
       rewrites,
@@ -235,6 +245,17 @@ function toSet(found: number[], keys: Float64Array, ids: Int32Array, words: numb
   }
   if (bits) return { kind: 'bits', bits, docs: found.length };
   return { kind: 'ids', ids: list!.sort(), docs: found.length };
+}
+
+/** Messages above `afterId`, in id order, with the default columns' texts as FTS5 indexes them. */
+export function messageTexts(db: Db, afterId: number): Iterable<[number, ...ColumnTexts]> {
+  return db
+    .prepare(
+      `SELECT e.id, e.subject, b.text_body, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr
+         FROM emails e JOIN email_bodies b ON b.email_id = e.id WHERE e.id > ? ORDER BY e.id`,
+    )
+    .raw()
+    .iterate(afterId) as Iterable<[number, ...ColumnTexts]>;
 }
 
 /** The first position at or after `from` whose value is not below `value` (numbers or words). */

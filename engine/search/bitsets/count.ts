@@ -13,6 +13,7 @@ import { DEFAULT_COLUMNS, ftsExpression } from '../compile.js';
 import { accountTag, ADDRESS, addressTag, ATTACHMENT_TAG, directionTag, folderTag } from '../tags.js';
 import { lowerBound } from './build.js';
 import { positionsInRange } from './page.js';
+import { pairKey, pairWordKey } from './pairs.js';
 import { termKey, type Snapshot } from './snapshot.js';
 
 type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
@@ -130,6 +131,12 @@ class Evaluator {
       } else if (group === 'd') {
         return this.prefix(token);
       }
+    }
+    if (group === 'd' && !node.prefix && tokens.length === 2) {
+      // Two pair words: their pair set, or nothing if the pair occurs nowhere (pairs.ts).
+      const [first, second] = tokens as [string, string];
+      if (this.snap.term(pairWordKey(first)) && this.snap.term(pairWordKey(second)))
+        return this.kept(pairKey(first, second)) ?? new Uint32Array(this.snap.words);
     }
     return this.fts(ftsExpression(node));
   }

@@ -8,6 +8,7 @@
 import type { Db } from '../../db/open.js';
 import { tokenize } from '../unicode61.js';
 import { archiveState, MAX_TAIL_PREFIX, readOrders } from './build.js';
+import { PairFinder } from './pairs.js';
 import { pack, Snapshot, termKey, wordsFor, type TermSet } from './snapshot.js';
 
 /** A new snapshot with the messages added since `old`, or undefined when only a full build will do. */
@@ -68,10 +69,18 @@ export function extendSnapshot(db: Db, old: Snapshot): SharedArrayBuffer | undef
       else additions.set(key, [id]);
     };
     const vocab = new Set(old.vocab);
+    const pairs = new PairFinder(old.termKeys.filter((k) => k.startsWith('w:')).map((k) => k.slice(2)));
+    // A pair of pair words seen for the first time occurred nowhere before: its set is new.
+    const newPairs = new Map<string, number[]>();
     for (const r of added) {
       sent[r.id] = r.sent_date;
       universe[r.id >>> 5]! |= 1 << (r.id & 31);
       if (!r.indexed) continue; // no body row, so no full-text row either
+      pairs.pairs([r.subject, r.text_body, r.from_addr, r.to_addr, r.cc_addr, r.bcc_addr], (pair) => {
+        const key = pairs.key(pair);
+        if (old.term(key)) add(key, r.id);
+        else newPairs.set(key, [...(newPairs.get(key) ?? []), r.id]);
+      });
       const subject = new Set(tokenize(r.subject));
       const all = new Set([
         ...subject,
@@ -111,6 +120,10 @@ export function extendSnapshot(db: Db, old: Snapshot): SharedArrayBuffer | undef
       }
       return { key, set: next };
     });
+    for (const [key, list] of newPairs) {
+      const ids = Int32Array.from(list).sort();
+      terms.push({ key, set: { kind: 'ids', ids, docs: ids.length } });
+    }
 
     // The other sort orders are SQL's to give (collations included): read them again.
     const orders = readOrders(db);

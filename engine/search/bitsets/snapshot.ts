@@ -40,9 +40,10 @@ const HEADER_SLOTS = 16;
 
 /**
  * Term groups: which columns a kept term was counted over (compile.ts's column sets): the
- * default columns, subject, tags; `p` is a prefix tail (build.ts, addPrefixTails).
+ * default columns, subject, tags; `p` is a prefix tail (build.ts, addPrefixTails); `b` a common
+ * word pair and `w` marks a pair word (pairs.ts).
  */
-export type Group = 'd' | 's' | 't' | 'p';
+export type Group = 'd' | 's' | 't' | 'p' | 'b' | 'w';
 export const termKey = (group: Group, token: string) => `${group}:${token}`;
 
 /** The sort keys kept as permutations, in their order in the buffer. */
