@@ -18,7 +18,7 @@ module.exports = {
       // Shutdown drains the access log and the worker pool; give it time before SIGKILL.
       kill_timeout: 12000,
       // A safety net, above what a large archive needs: at 1,000,000 messages a process holds
-      // about 1 GB (its 280 MiB search index, SQLite's memory-mapped pages, the page cache).
+      // about 1.5 GB (its 400 MiB search index, SQLite's memory-mapped pages, the page cache).
       max_memory_restart: '2G',
       env: {
         NODE_ENV: 'production',
