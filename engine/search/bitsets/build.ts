@@ -33,104 +33,103 @@ export function archiveState(db: Db): { maxId: number; rewrites: number } {
 }
 
 export function buildSnapshot(db: Db, options: BuildOptions = {}): SharedArrayBuffer {
+  return inReadTransaction(db, () => build(db, options));
+}
+
+function build(db: Db, options: BuildOptions): SharedArrayBuffer {
   const started = performance.now();
-  db.exec('BEGIN');
-  try {
-    const { maxId, rewrites } = archiveState(db);
-    const words = wordsFor(maxId);
-    const sent = new Float64Array(maxId + 1).fill(Number.NaN);
-    const universe = new Uint32Array(words);
-    const rows = (db.prepare('SELECT count(*) FROM emails').pluck().get() as number) || 0;
-    const keys = new Float64Array(rows);
-    const ids = new Int32Array(rows);
-    let n = 0;
-    for (const [id, key, date] of db
-      .prepare('SELECT id, fts_key, sent_date FROM emails ORDER BY fts_key')
-      .raw()
-      .iterate() as Iterable<[number, number, number]>) {
-      keys[n] = key;
-      ids[n++] = id;
-      sent[id] = date;
-      universe[id >>> 5]! |= 1 << (id & 31);
-    }
-
-    const orders = readOrders(db);
-
-    const minDocs = options.minDocs ?? Math.max(256, Math.ceil(rows / 1000));
-    const budget = options.maxBytes ?? DEFAULT_MAX_BYTES;
-    db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.email_fts_vocab USING fts5vocab(main, email_fts, 'col')");
-    // Per term and group: an upper bound of its documents (the sum over the group's columns).
-    const bound = new Map<string, number>();
-    const vocab = new Set<string>();
-    const columnGroups = new Map<string, Group[]>();
-    for (const [g, { columns }] of Object.entries(GROUPS) as Array<[keyof typeof GROUPS, { columns: string[] }]>) {
-      for (const c of columns) columnGroups.set(c, [...(columnGroups.get(c) ?? []), g]);
-    }
-    for (const [term, col, docs] of db
-      .prepare('SELECT term, col, doc FROM temp.email_fts_vocab')
-      .raw()
-      .iterate() as Iterable<[string, string, number]>) {
-      const groups = columnGroups.get(col);
-      if (!groups) continue;
-      if (groups.includes('d')) vocab.add(term);
-      if (docs < minDocs && !groups.includes('d')) continue;
-      for (const g of groups) {
-        const key = termKey(g, term);
-        bound.set(key, (bound.get(key) ?? 0) + docs);
-      }
-    }
-    const candidates = [...bound].filter(([, docs]) => docs >= minDocs).sort((a, b) => b[1] - a[1]);
-
-    const terms: Array<{ key: string; set: TermSet }> = [];
-    let bytes = 0;
-    const list = db.prepare('SELECT rowid FROM email_fts WHERE email_fts MATCH ?').pluck();
-    for (const [key] of candidates) {
-      const group = key[0] as keyof typeof GROUPS;
-      const token = key.slice(2);
-      const found = list.all(`${GROUPS[group].filter} : "${token.replaceAll('"', '""')}"`) as number[];
-      if (found.length < minDocs) continue; // the bound overcounted: the word shares messages across columns
-      const set = toSet(found, keys, ids, words);
-      const size = set.kind === 'bits' ? words * 4 : set.ids.length * 4;
-      if (bytes + size > budget) continue;
-      bytes += size;
-      terms.push({ key, set });
-    }
-    bytes += addPrefixTails({
-      vocab,
-      bound,
-      terms,
-      budget: budget - bytes,
-      fetch: (word) => {
-        const found = list.all(`${DEFAULT_COLUMNS} : "${word.replaceAll('"', '""')}"`) as number[];
-        return toIds(found, keys, ids);
-      },
-      words,
-      minCostUs: options.tailMinCostUs ?? TAIL_MIN_COST_US,
-    });
-    // Common word pairs (pairs.ts): all of them or none, since a missing pair means "nowhere".
-    const pairWords = terms
-      .filter((t) => t.key.startsWith('d:') && t.set.docs * PAIR_SHARE >= rows)
-      .sort((a, b) => b.set.docs - a.set.docs)
-      .slice(0, MAX_PAIR_WORDS)
-      .map((t) => t.key.slice(2));
-    const pairs = pairWords.length ? buildPairs(pairWords, messageTexts(db, 0), words) : [];
-    const pairBytes = pairs.reduce((sum, p) => sum + 4 * (p.set.kind === 'bits' ? words : p.set.ids.length), 0);
-    if (bytes + pairBytes <= budget) terms.push(...pairs);
-    return pack({
-      maxId,
-      rewrites,
-      sent,
-      keys,
-      ids,
-      orders,
-      universe,
-      terms,
-      vocab: [...vocab].sort(),
-      buildMs: performance.now() - started,
-    });
-  } finally {
-    db.exec('COMMIT');
+  const { maxId, rewrites } = archiveState(db);
+  const words = wordsFor(maxId);
+  const sent = new Float64Array(maxId + 1).fill(Number.NaN);
+  const universe = new Uint32Array(words);
+  const rows = (db.prepare('SELECT count(*) FROM emails').pluck().get() as number) || 0;
+  const keys = new Float64Array(rows);
+  const ids = new Int32Array(rows);
+  let n = 0;
+  for (const [id, key, date] of db
+    .prepare('SELECT id, fts_key, sent_date FROM emails ORDER BY fts_key')
+    .raw()
+    .iterate() as Iterable<[number, number, number]>) {
+    keys[n] = key;
+    ids[n++] = id;
+    sent[id] = date;
+    universe[id >>> 5]! |= 1 << (id & 31);
   }
+
+  const orders = readOrders(db);
+
+  const minDocs = options.minDocs ?? Math.max(256, Math.ceil(rows / 1000));
+  const budget = options.maxBytes ?? DEFAULT_MAX_BYTES;
+  db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.email_fts_vocab USING fts5vocab(main, email_fts, 'col')");
+  // Per term and group: an upper bound of its documents (the sum over the group's columns).
+  const bound = new Map<string, number>();
+  const vocab = new Set<string>();
+  const columnGroups = new Map<string, Group[]>();
+  for (const [g, { columns }] of Object.entries(GROUPS) as Array<[keyof typeof GROUPS, { columns: string[] }]>) {
+    for (const c of columns) columnGroups.set(c, [...(columnGroups.get(c) ?? []), g]);
+  }
+  for (const [term, col, docs] of db
+    .prepare('SELECT term, col, doc FROM temp.email_fts_vocab')
+    .raw()
+    .iterate() as Iterable<[string, string, number]>) {
+    const groups = columnGroups.get(col);
+    if (!groups) continue;
+    if (groups.includes('d')) vocab.add(term);
+    if (docs < minDocs && !groups.includes('d')) continue;
+    for (const g of groups) {
+      const key = termKey(g, term);
+      bound.set(key, (bound.get(key) ?? 0) + docs);
+    }
+  }
+  const candidates = [...bound].filter(([, docs]) => docs >= minDocs).sort((a, b) => b[1] - a[1]);
+
+  const terms: Array<{ key: string; set: TermSet }> = [];
+  let bytes = 0;
+  const list = db.prepare('SELECT rowid FROM email_fts WHERE email_fts MATCH ?').pluck();
+  for (const [key] of candidates) {
+    const group = key[0] as keyof typeof GROUPS;
+    const token = key.slice(2);
+    const found = list.all(`${GROUPS[group].filter} : "${token.replaceAll('"', '""')}"`) as number[];
+    if (found.length < minDocs) continue; // the bound overcounted: the word shares messages across columns
+    const set = toSet(found, keys, ids, words);
+    const size = set.kind === 'bits' ? words * 4 : set.ids.length * 4;
+    if (bytes + size > budget) continue;
+    bytes += size;
+    terms.push({ key, set });
+  }
+  bytes += addPrefixTails({
+    vocab,
+    bound,
+    terms,
+    budget: budget - bytes,
+    fetch: (word) => {
+      const found = list.all(`${DEFAULT_COLUMNS} : "${word.replaceAll('"', '""')}"`) as number[];
+      return toIds(found, keys, ids);
+    },
+    words,
+    minCostUs: options.tailMinCostUs ?? TAIL_MIN_COST_US,
+  });
+  // Common word pairs (pairs.ts): all of them or none, since a missing pair means "nowhere".
+  const pairWords = terms
+    .filter((t) => t.key.startsWith('d:') && t.set.docs * PAIR_SHARE >= rows)
+    .sort((a, b) => b.set.docs - a.set.docs)
+    .slice(0, MAX_PAIR_WORDS)
+    .map((t) => t.key.slice(2));
+  const pairs = pairWords.length ? buildPairs(pairWords, messageTexts(db, 0), words) : [];
+  const pairBytes = pairs.reduce((sum, p) => sum + 4 * (p.set.kind === 'bits' ? words : p.set.ids.length), 0);
+  if (bytes + pairBytes <= budget) terms.push(...pairs);
+  return pack({
+    maxId,
+    rewrites,
+    sent,
+    keys,
+    ids,
+    orders,
+    universe,
+    terms,
+    vocab,
+    buildMs: performance.now() - started,
+  });
 }
 
 /** Prefixes up to this many characters may have a tail set (`p:` terms). */
@@ -256,6 +255,16 @@ export function messageTexts(db: Db, afterId: number): Iterable<[number, ...Colu
     )
     .raw()
     .iterate(afterId) as Iterable<[number, ...ColumnTexts]>;
+}
+
+/** Runs `work` inside one read transaction, so that everything it reads describes one moment. */
+export function inReadTransaction<T>(db: Db, work: () => T): T {
+  db.exec('BEGIN');
+  try {
+    return work();
+  } finally {
+    db.exec('COMMIT');
+  }
 }
 
 /** The first position at or after `from` whose value is not below `value` (numbers or words). */

@@ -64,7 +64,8 @@ export interface SnapshotParts {
   orders: Record<OrderKey, Int32Array>;
   universe: Uint32Array;
   terms: Array<{ key: string; set: TermSet }>;
-  vocab: string[];
+  /** Every word of the default columns, in any order. */
+  vocab: Iterable<string>;
   buildMs: number;
 }
 
@@ -73,7 +74,7 @@ export function pack(parts: SnapshotParts): SharedArrayBuffer {
   const words = wordsFor(parts.maxId);
   const encoder = new TextEncoder();
   const dict = encoder.encode(parts.terms.map((t) => t.key).join('\n'));
-  const vocab = encoder.encode(parts.vocab.join('\n'));
+  const vocab = encoder.encode([...parts.vocab].sort().join('\n'));
   const rows = parts.keys.length;
   const dataBytes = parts.terms.reduce((sum, t) => sum + align8(4 * lengthOf(t.set)), 0);
   const sizes = [
