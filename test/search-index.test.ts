@@ -13,6 +13,7 @@ import { addAccount } from '../engine/store/accounts.js';
 import { createKey } from '../engine/store/keys.js';
 import { addUser, assignAccount, unassignAccount } from '../engine/store/users.js';
 import { ArchiveWriter } from '../engine/store/writer.js';
+import type { SearchQuery } from '../shared/jobs.js';
 import { parseSearchInput } from '../shared/search-input.js';
 import { bearer, startApi } from './helpers/api.js';
 import { createFixture, email, tempDir } from './helpers/fixture.js';
@@ -63,6 +64,30 @@ function addMessages(db: Db, accounts: number[], count: number, seed: number, vo
   });
 }
 
+/** Runs `work` on a new archive file, removed afterwards. */
+function withArchive(work: (db: Db) => void): void {
+  const { dir, cleanup } = tempDir();
+  const db = openArchive(`${dir}/a.db`);
+  try {
+    work(db);
+  } finally {
+    db.close();
+    cleanup();
+  }
+}
+
+/** Whether a search gives the same count and page with `snap` adopted as with plain SQL. */
+function sameAsSql(db: Db, snap: Snapshot, viewer: { isAdmin: boolean; userId: number }, query: SearchQuery): boolean {
+  adoptSnapshot(db, snap);
+  const fast = searchEmails(db, viewer, query);
+  adoptSnapshot(db, undefined);
+  const slow = searchEmails(db, viewer, query, { reference: true });
+  return (
+    fast.totalItems === slow.totalItems &&
+    JSON.stringify(fast.items.map((i) => i.id)) === JSON.stringify(slow.items.map((i) => i.id))
+  );
+}
+
 const term = fc.oneof(
   fc.constantFrom(...WORDS, 'absent', 'MÜLLER', 'Muller'),
   fc.constantFrom(...WORDS).map((w) => `${w.slice(0, 3)}*`),
@@ -109,9 +134,7 @@ for (const [name, minDocs, tailMinCostUs] of [
   ['the common words kept, a prefix tail for every prefix', 60, 0],
 ] as const) {
   test(`counts and pages equal SQL's for generated searches (${name})`, (t) => {
-    const { dir, cleanup } = tempDir();
-    const db = openArchive(`${dir}/a.db`);
-    try {
+    withArchive((db) => {
       const { accounts } = buildArchive(db, 600);
       addUser(db, { username: 'ruth', isAdmin: false });
       assignAccount(db, 'ruth', accounts[1]!);
@@ -135,30 +158,18 @@ for (const [name, minDocs, tailMinCostUs] of [
         fc.property(params, fc.constantFrom(0, 1, 2), (p, v) => {
           const query = parseSearchInput(toInput(p), limits);
           const viewer = viewers[v]!;
-          adoptSnapshot(db, snap);
-          const fast = searchEmails(db, viewer, query);
-          adoptSnapshot(db, undefined);
-          const slow = searchEmails(db, viewer, query, { reference: true });
           runs++;
-          return (
-            fast.totalItems === slow.totalItems &&
-            JSON.stringify(fast.items.map((i) => i.id)) === JSON.stringify(slow.items.map((i) => i.id))
-          );
+          return sameAsSql(db, snap, viewer, query);
         }),
         { numRuns: 1500, seed: 20261123 },
       );
       t.is(runs, 1500);
-    } finally {
-      db.close();
-      cleanup();
-    }
+    });
   });
 }
 
 test('new mail is counted at once: the index steps aside until it has caught up', (t) => {
-  const { dir, cleanup } = tempDir();
-  const db = openArchive(`${dir}/a.db`);
-  try {
+  withArchive((db) => {
     const { accounts } = buildArchive(db, 200);
     adoptSnapshot(db, new Snapshot(buildSnapshot(db, { minDocs: 3 })));
     const query = parseSearchInput({ q: 'alpha' }, limits);
@@ -174,16 +185,11 @@ test('new mail is counted at once: the index steps aside until it has caught up'
     t.is(after.totalItems, before + 1);
     t.is(after.totalItems, exactCount(db, admin, query));
     t.is(after.items[0]?.id, id ?? -1, 'the newest message leads the date order');
-  } finally {
-    db.close();
-    cleanup();
-  }
+  });
 });
 
 test('rewritten or deleted mail makes the index step aside (rewrite counter)', (t) => {
-  const { dir, cleanup } = tempDir();
-  const db = openArchive(`${dir}/a.db`);
-  try {
+  withArchive((db) => {
     buildArchive(db, 200);
     adoptSnapshot(db, new Snapshot(buildSnapshot(db, { minDocs: 3 })));
     const admin = { isAdmin: true, userId: 0 };
@@ -197,16 +203,11 @@ test('rewritten or deleted mail makes the index step aside (rewrite counter)', (
     const other = searchEmails(db, admin, query).items[0]!.id;
     db.prepare("UPDATE emails SET subject = 'nothing here' WHERE id = ?").run(other);
     t.is(searchEmails(db, admin, query).totalItems, exactCount(db, admin, query));
-  } finally {
-    db.close();
-    cleanup();
-  }
+  });
 });
 
 test('a permission change applies to the next search, with the index still in use', (t) => {
-  const { dir, cleanup } = tempDir();
-  const db = openArchive(`${dir}/a.db`);
-  try {
+  withArchive((db) => {
     const { accounts } = buildArchive(db, 300);
     addUser(db, { username: 'ruth', isAdmin: false });
     const ruth = {
@@ -228,10 +229,7 @@ test('a permission change applies to the next search, with the index still in us
     unassignAccount(db, 'ruth', accounts[0]!);
     t.is(searchEmails(db, ruth, query).totalItems, exactCount(db, ruth, query));
     t.true(searchEmails(db, ruth, query).totalItems < two);
-  } finally {
-    db.close();
-    cleanup();
-  }
+  });
 });
 
 test('through the gateway: the pool builds the index, shares it, and catches up after an import', async (t) => {
@@ -280,9 +278,7 @@ test('Engine:SearchMemoryMB = 0 turns the index off', async (t) => {
 });
 
 test('relevance ranks the newest RELEVANCE_WINDOW matches by bm25, then the older ones by date', (t) => {
-  const { dir, cleanup } = tempDir();
-  const db = openArchive(`${dir}/a.db`);
-  try {
+  withArchive((db) => {
     const account = addAccount(db, { name: 'a', emailAddress: 'a@x.com' }).id;
     const writer = new ArchiveWriter(db);
     const total = RELEVANCE_WINDOW + 500;
@@ -325,16 +321,11 @@ test('relevance ranks the newest RELEVANCE_WINDOW matches by bm25, then the olde
     t.deepEqual(desc.slice(RELEVANCE_WINDOW), byDate.slice(RELEVANCE_WINDOW), 'older matches follow, newest first');
     t.deepEqual(all('asc', undefined).slice(0, 500), [...byDate.slice(RELEVANCE_WINDOW)].reverse());
     t.deepEqual(all('desc', new Snapshot(buildSnapshot(db, { minDocs: 3 }))), desc, 'the same with the index');
-  } finally {
-    db.close();
-    cleanup();
-  }
+  });
 });
 
 test('appended mail extends the snapshot: counts and pages equal SQL, and its sets equal a full build', (t) => {
-  const { dir, cleanup } = tempDir();
-  const db = openArchive(`${dir}/a.db`);
-  try {
+  withArchive((db) => {
     const { accounts } = buildArchive(db, 400);
     const options = { minDocs: 20, tailMinCostUs: 0 };
     const before = new Snapshot(buildSnapshot(db, options));
@@ -390,22 +381,12 @@ test('appended mail extends the snapshot: counts and pages equal SQL, and its se
         fc.oneof(params, fc.constant({ q: 'novaword' }), fc.constant({ q: 'rep*' }), fc.constant({ q: 'Angs*' })),
         (p) => {
           const query = parseSearchInput(toInput(p), limits);
-          adoptSnapshot(db, extended);
-          const fast = searchEmails(db, admin, query);
-          adoptSnapshot(db, undefined);
-          const slow = searchEmails(db, admin, query, { reference: true });
-          return (
-            fast.totalItems === slow.totalItems &&
-            JSON.stringify(fast.items.map((i) => i.id)) === JSON.stringify(slow.items.map((i) => i.id))
-          );
+          return sameAsSql(db, extended, admin, query);
         },
       ),
       { numRuns: 800, seed: 7 },
     );
     db.prepare('UPDATE emails SET subject = ? WHERE id = 1').run('changed');
     t.is(extendSnapshot(db, extended), undefined, 'a rewrite needs a full build');
-  } finally {
-    db.close();
-    cleanup();
-  }
+  });
 });
