@@ -15,6 +15,14 @@ export class InvalidInput extends Error {
 }
 
 export const MAX_QUERY_LENGTH = 10_000;
+
+/**
+ * How many of the newest matches `sortBy=relevance` ranks by bm25; older matches follow, newest
+ * first (docs/search.md). Part of what clients are told (OpenAPI, MCP tool description). FTS5's
+ * bm25() costs 10 to 70 microseconds a row at 1,000,000 messages, so ranking every match of a
+ * common word takes seconds; this window takes 15 to 70 ms.
+ */
+export const RELEVANCE_WINDOW = 1_000;
 const INT32_MAX = 2_147_483_647;
 const INT32_MIN = -2_147_483_648;
 

@@ -24,6 +24,7 @@ import { countMatches } from './bitsets/count.js';
 import { currentSnapshot } from './bitsets/share.js';
 import { pageIds } from './bitsets/page.js';
 import { parseQuery } from '../../shared/query-language.js';
+import { RELEVANCE_WINDOW } from '../../shared/search-input.js';
 
 type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
 
@@ -49,13 +50,8 @@ function cachedCount(db: Db, key: string, count: () => number, options: PlanOpti
   return value;
 }
 
-/**
- * How many of the newest matches `sortBy=relevance` ranks by bm25 (docs/search.md). FTS5's
- * bm25() costs 10 to 70 microseconds a row at 1,000,000 messages (more for a word that occurs
- * often in each message), so ranking every match of a common word takes seconds; this window
- * takes 15 to 70 ms.
- */
-export const RELEVANCE_WINDOW = 1_000;
+/** Re-exported: the planner is where the window is applied (shared/search-input.ts says why). */
+export { RELEVANCE_WINDOW };
 
 /** Summaries of these messages (by id or by full-text rowid), in this order. */
 function summariesOf(db: Db, ids: number[], by: 'id' | 'fts_key' = 'id'): EmailSummaryDto[] {

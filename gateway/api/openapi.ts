@@ -16,7 +16,7 @@ import { z } from 'zod';
 import type { Settings } from '../../shared/config.js';
 import * as dto from '../../shared/dto.js';
 import { SORT_KEYS, type SortKey } from '../../shared/jobs.js';
-import { MAX_QUERY_LENGTH } from '../../shared/search-input.js';
+import { MAX_QUERY_LENGTH, RELEVANCE_WINDOW } from '../../shared/search-input.js';
 
 export const OPENAPI_VERSION = '3.0.3';
 /** `info.version` of the v1 document (SPEC.md section 9). */
@@ -199,7 +199,7 @@ const SORT_KEY_MEANING: Record<SortKey, string> = {
   subject: 'subject, case-insensitive',
   from: 'sender, case-insensitive',
   to: 'recipient address, case-insensitive',
-  relevance: 'full-text rank of `q` (best first with `desc`), newest first among equals; without `q`, sent date',
+  relevance: `full-text rank of \`q\` among its newest ${RELEVANCE_WINDOW.toLocaleString('en')} matches (best first with \`desc\`, newest first among equals), then older matches newest first; without \`q\`, sent date`,
 };
 
 function searchParameters(settings: Settings): OpenApiParameter[] {

@@ -20,7 +20,7 @@ import { SORT_KEYS, type JobKind } from '../../shared/jobs.js';
 import { TEXT_FIELDS } from '../../shared/query-language.js';
 import { EngineOverloaded } from '../../engine/overloaded.js';
 import { isArchiveUnavailable } from '../../engine/unavailable.js';
-import { InvalidInput, parseSearchInput } from '../../shared/search-input.js';
+import { InvalidInput, parseSearchInput, RELEVANCE_WINDOW } from '../../shared/search-input.js';
 import type { ArchiveService, Caller } from '../archive-service.js';
 import { enumParam, intParam, stringParam } from './params.js';
 import { objectResult, toolError, wrappedResult } from './results.js';
@@ -116,7 +116,7 @@ const AttachmentContent = z.object({
 // SPEC.md spells sort keys in lower case (`sentdate`); REST spells them in camelCase. Both work.
 const SORT_VALUES = [...new Set([...SORT_KEYS.map((k) => k.toLowerCase()), ...SORT_KEYS])] as [string, ...string[]];
 const RELEVANCE_NOTE = (SORT_KEYS as readonly string[]).includes('relevance')
-  ? ' With relevance, the best matches for q come first.'
+  ? ` With relevance, the best matches for q come first (among its newest ${RELEVANCE_WINDOW.toLocaleString('en')} matches; older ones follow, newest first).`
   : '';
 
 export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
