@@ -10,7 +10,7 @@ import {
   getFolderTree,
   getStats,
   readAttachmentChunk,
-  searchEmails,
+  searchPage,
 } from './store/emails.js';
 import { authenticate } from './store/keys.js';
 import { snapshotInfo } from './search/bitsets/share.js';
@@ -22,7 +22,7 @@ export const handlers: Handlers = {
   authenticate: (db, job) => authenticate(db, job.keyHash, job.now),
   accounts: (db, job) => listVisibleAccounts(db, job.principal),
   folders: (db, job) => getFolderTree(db, job.principal, job.accountId),
-  search: (db, job) => searchEmails(db, job.principal, job.query),
+  search: (db, job) => searchPage(db, job.principal, job.query),
   detail: (db, job) => getEmailDetail(db, job.principal, job.id),
   attachment: (db, job) => getAttachmentHandle(db, job.principal, job.emailId, job.attachmentId),
   attachmentChunk: (db, job) => readAttachmentChunk(db, job.contentId, job.seq),

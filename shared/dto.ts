@@ -53,7 +53,15 @@ const summaryShape = {
   folderName: z.string().meta({ description: 'Full path of the folder' }),
 };
 
-export const EmailSummaryDto = z.object(summaryShape).meta({ id: 'EmailSummaryDto' });
+export const EmailSummaryDto = z
+  .object({
+    ...summaryShape,
+    snippet: z.string().optional().meta({
+      description:
+        'Only with `snippets=true` and words in `q`: the text around the matched words, each wrapped in <mark>…</mark>, the rest HTML-escaped (docs/search.md).',
+    }),
+  })
+  .meta({ id: 'EmailSummaryDto' });
 export type EmailSummaryDto = z.infer<typeof EmailSummaryDto>;
 
 export const AttachmentDto = z

@@ -40,6 +40,8 @@ export interface SearchQuery {
   pageSize: number;
   sortBy: SortKey;
   sortOrder: SortOrder;
+  /** Add a `snippet` to each item (docs/search.md, "Snippets"); only when `q` has words. */
+  snippets?: boolean;
 }
 
 /** The engine's two worker lanes (engine/pool.ts): point reads and key checks, and scans. */

@@ -23,6 +23,8 @@ export const MAX_QUERY_LENGTH = 10_000;
  * common word takes seconds; this window takes 15 to 70 ms.
  */
 export const RELEVANCE_WINDOW = 1_000;
+/** About how long a search item's `snippet` is, in characters (engine/search/snippet.ts). */
+export const SNIPPET_CHARS = 200;
 const INT32_MAX = 2_147_483_647;
 const INT32_MIN = -2_147_483_648;
 
@@ -54,6 +56,16 @@ export function parseInt32(param: string, value: unknown): number {
     throw new InvalidInput(param, `${param} must be a 32-bit integer, not ${JSON.stringify(v)}.`);
   }
   return n;
+}
+
+/** A JSON boolean, or `true`/`false`/`1`/`0` in any case from a query string. */
+export function parseBoolean(param: string, value: unknown): boolean {
+  const v = single(param, value);
+  if (typeof v === 'boolean') return v;
+  const text = typeof v === 'string' ? v.trim().toLowerCase() : undefined;
+  if (text === 'true' || text === '1') return true;
+  if (text === 'false' || text === '0') return false;
+  throw new InvalidInput(param, `${param} must be true or false, not ${JSON.stringify(v)}.`);
 }
 
 function parseString(param: string, value: unknown): string {
@@ -147,5 +159,6 @@ export function parseSearchInput(raw: RawSearchInput, limits: PageLimits): Searc
   query.pageSize = Math.min(query.pageSize, limits.maxPageSize);
   if (present(raw.sortBy)) query.sortBy = oneOf<SortKey>('sortBy', raw.sortBy, SORT_KEYS);
   if (present(raw.sortOrder)) query.sortOrder = oneOf<SortOrder>('sortOrder', raw.sortOrder, ['asc', 'desc']);
+  if (present(raw.snippets) && parseBoolean('snippets', raw.snippets)) query.snippets = true;
   return query;
 }

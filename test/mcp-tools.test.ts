@@ -64,6 +64,7 @@ test('tools/list offers the five tools with the parameters, required flags and a
     'page',
     'pageSize',
     'q',
+    'snippets',
     'sortBy',
     'sortOrder',
     'to',

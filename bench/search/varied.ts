@@ -32,7 +32,17 @@ import { SerialClient } from '../lib/serial-client.js';
 import { FLOOR_SERVER, startArchiveServer, startServer, type RunningServer } from '../lib/server.js';
 
 const WORKLOAD = 'varied stream';
-const TARGETS = { p50: 10, p99: 60, rps: 600, singleWord: 15, sortedCommon: 60, byIdRatio: 0.25, isolationP99: 20 };
+const TARGETS = {
+  p50: 10,
+  p99: 60,
+  rps: 600,
+  singleWord: 15,
+  sortedCommon: 60,
+  byIdRatio: 0.25,
+  isolationP99: 20,
+  /** Issue 13: the stream with snippets=true costs at most this factor of it without. */
+  snippetsFactor: 1.5,
+};
 /** The server's page limits (Api:DefaultPageSize, Api:MaxPageSize defaults). */
 const LIMITS = { defaultPageSize: 20, maxPageSize: 100 };
 /** The steady /accounts client beside the stream sends one request this often (or as soon as answered, if later). */
@@ -117,12 +127,14 @@ interface Plan {
   floorPool: Req[];
   exact: Req[];
   headline: Req[];
+  /** As many other searches, each with snippets=true: the headline's twin, none sent before. */
+  snippets: Req[];
   isolation: Req[];
 }
 
 /** The whole stream, every request distinct (caller and path), cut into the run's phases. */
 function planStream(db: Db, o: VariedOptions): Plan {
-  const total = WARM_POOL + FLOOR_POOL + o.exactSample + 2 * o.streamSize;
+  const total = WARM_POOL + FLOOR_POOL + o.exactSample + 3 * o.streamSize;
   const seen = new Set<string>();
   const all: Req[] = [];
   queryStream(total, { addresses: sampleAddresses(db, 200) }).forEach((s, i) => {
@@ -142,6 +154,7 @@ function planStream(db: Db, o: VariedOptions): Plan {
     floorPool: cut(FLOOR_POOL),
     exact: cut(o.exactSample),
     headline: cut(o.streamSize),
+    snippets: cut(o.streamSize).map((r) => request(r.kind, r.caller, { ...r.params, snippets: 'true' })),
     isolation: all,
   };
 }
@@ -338,11 +351,12 @@ async function underLoad(server: RunningServer, plan: Plan, o: VariedOptions, ar
   const headline = await run(plan.headline);
   const rssAfter = rssBytes(server.process.pid);
   const searchState = await searchStateBytes(server);
+  const snippets = await run(plan.snippets);
   const probe = startProbe(`${server.url}/api/v1/accounts`, o.admin.headers, ACCOUNTS_EVERY_MS);
   const beside = await run(plan.isolation);
   const accounts = await probe.stop();
   const byId = await pointReads(server, o, archiveSize);
-  return { headline, beside, accounts, byId, rssBefore, rssAfter, searchState };
+  return { headline, snippets, beside, accounts, byId, rssBefore, rssAfter, searchState };
 }
 
 export async function runVaried(o: VariedOptions): Promise<void> {
@@ -396,6 +410,7 @@ function printLoad(r: LoadFigures, plan: Plan, sentBefore: Req[], o: VariedOptio
   console.log('| workload | requests | req/s | p50 | p90 | p99 | max | non-2xx + errors |');
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
   autocannonRow('**varied stream (headline)**', r.headline);
+  autocannonRow('varied stream, snippets=true', r.snippets);
   autocannonRow('varied stream, beside /accounts', r.beside);
   const a = r.accounts.latencies;
   const aBad = [...r.accounts.statuses].filter(([status]) => status !== 200).reduce((n, [, c]) => n + c, 0);
@@ -415,7 +430,20 @@ function printLoad(r: LoadFigures, plan: Plan, sentBefore: Req[], o: VariedOptio
     plan.headline.length,
     countKeyRepeats(sentBefore, plan.headline, r.headline.taken),
   );
-  const sentBeforeIsolation = [...sentBefore, ...plan.headline.slice(0, r.headline.taken)];
+  printStreamUse(
+    'snippets=true',
+    r.snippets,
+    plan.snippets.length,
+    countKeyRepeats([...sentBefore, ...plan.headline.slice(0, r.headline.taken)], plan.snippets, r.snippets.taken),
+  );
+  console.log(
+    `Snippets on / off (other queries of the same stream): req/s ${ratio(r.headline.rps, r.snippets.rps)} fewer, p50 ${ratio(r.snippets.p50, r.headline.p50)}, p99 ${ratio(r.snippets.p99, r.headline.p99)} (target ≤ ${TARGETS.snippetsFactor}x each).`,
+  );
+  const sentBeforeIsolation = [
+    ...sentBefore,
+    ...plan.headline.slice(0, r.headline.taken),
+    ...plan.snippets.slice(0, r.snippets.taken),
+  ];
   printStreamUse(
     'beside /accounts',
     r.beside,
@@ -441,6 +469,12 @@ function scoreLoad(r: LoadFigures, plan: Plan, s: Scorecard): void {
   s.add(WORKLOAD, `exact totalItems (${plan.exact.length} sampled)`, 'all equal', true);
   const accountsP99 = percentile(r.accounts.latencies, 99);
   s.atMost(WORKLOAD, '/accounts p99 while the stream saturates the pool', accountsP99, TARGETS.isolationP99, ms);
+  const factor = (n: number) => `${n.toFixed(2)}x`;
+  const { snippets } = r;
+  s.atMost(WORKLOAD, 'snippets=true: req/s off / on', headline.rps / snippets.rps, TARGETS.snippetsFactor, factor);
+  s.atMost(WORKLOAD, 'snippets=true: p50 on / off', snippets.p50 / headline.p50, TARGETS.snippetsFactor, factor);
+  s.atMost(WORKLOAD, 'snippets=true: p99 on / off', snippets.p99 / headline.p99, TARGETS.snippetsFactor, factor);
+  s.add(WORKLOAD, 'snippets=true: no failed requests', String(bad(snippets)), bad(snippets) === 0);
   const byIdRatio = r.byId.api.rps / r.byId.floor.rps;
   s.atLeast(WORKLOAD, 'GET /emails/{id} req/s / HTTP floor', byIdRatio, TARGETS.byIdRatio, (n) => `${n.toFixed(2)}x`);
 }

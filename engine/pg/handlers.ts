@@ -31,7 +31,7 @@ import { verifyPasswordSync } from '../store/users.js';
 import { decoyHash, forbidden, notFound, stampOf } from '../store/web.js';
 import { iso } from '../time.js';
 import { summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './columns.js';
-import { searchEmails } from './search.js';
+import { searchPage } from './search.js';
 import { sql } from './sql.js';
 import type { PgContext } from './store.js';
 
@@ -357,7 +357,7 @@ export const pgHandlers: PgHandlers = {
   authenticate: (ctx, job) => authenticate(ctx, job.keyHash, job.now),
   accounts: (ctx, job) => accounts(ctx, job.principal),
   folders: (ctx, job) => folders(ctx, job.principal, job.accountId),
-  search: (ctx, job) => searchEmails(ctx, job.principal, job.query),
+  search: (ctx, job) => searchPage(ctx, job.principal, job.query),
   detail: (ctx, job) => detail(ctx, job.principal, job.id),
   attachment: (ctx, job) => attachment(ctx, job.principal, job.emailId, job.attachmentId),
   attachmentChunk: (ctx, job) => attachmentChunk(ctx, job.contentId, job.seq),

@@ -5,6 +5,7 @@
 import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
 import type { SearchQuery, SortKey } from '../../shared/jobs.js';
 import { compileSearch } from '../search/compile.js';
+import { snippetTermsOf, withSnippets } from '../search/snippet.js';
 import { pageOf, toSummary, type RawSummary } from '../store/summary.js';
 import { summaryColumns, T, visibleAccounts, zonedTimestamp } from './columns.js';
 import { compileTsQuery, DOCS, ensureSearchIndex } from './search-index.js';
@@ -113,4 +114,20 @@ export async function searchEmails(
          WHERE ${where} AND ${matches} ORDER BY ${order} LIMIT ${query.pageSize} OFFSET ${offset}`,
   );
   return page(rows.map(toSummary), total);
+}
+
+/** A search job's answer: the page, with snippets when asked, from Mail Archiver's text body (what `q` searched). */
+export async function searchPage(
+  ctx: PgContext,
+  viewer: Viewer,
+  query: SearchQuery,
+): Promise<PagedResult<EmailSummaryDto>> {
+  const result = await searchEmails(ctx, viewer, query);
+  const terms = query.snippets ? snippetTermsOf(query.q) : null;
+  if (!terms || result.items.length === 0) return result;
+  const ids = result.items.map((i) => i.id);
+  const rows = await ctx.read<{ id: number; body: string | null }>(
+    sql`SELECT e."Id" AS id, e."Body" AS body FROM ${T.emails} e WHERE e."Id" = ANY(${ids}::int[])`,
+  );
+  return { ...result, items: withSnippets(result.items, terms, new Map(rows.map((r) => [r.id, r.body]))) };
 }

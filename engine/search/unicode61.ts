@@ -18,21 +18,38 @@ for (const entry of FOLD.split(',')) {
 /** The tokens FTS5 stores for `text`, in order (a token's position is its index). */
 export function tokenize(text: string): string[] {
   const tokens: string[] = [];
-  let current = '';
-  let open = false;
-  for (const ch of text) {
-    const c = ch.codePointAt(0)!;
-    // A lone surrogate or NUL ends a token, as SQLite sees neither as a character.
-    if (c === 0 || (c >= 0xd800 && c < 0xe000) || separators.has(c)) {
-      if (open && current !== '') tokens.push(current);
-      current = '';
-      open = false;
-      continue;
-    }
-    open = true;
-    const f = folds.get(c);
-    current += f ?? ch;
-  }
-  if (open && current !== '') tokens.push(current);
+  for (const span of tokenSpans(text)) tokens.push(span.token);
   return tokens;
+}
+
+/** A token as tokenize() yields it, with where it stands in the text (UTF-16 offsets). */
+export interface TokenSpan {
+  token: string;
+  start: number;
+  end: number;
+}
+
+/**
+ * tokenize()'s tokens with their offsets, reading at most the first `limit` characters. A lone
+ * surrogate or NUL ends a token, as SQLite sees neither as a character.
+ */
+export function* tokenSpans(text: string, limit = text.length): Generator<TokenSpan> {
+  let current = '';
+  let start = -1;
+  const end = Math.min(limit, text.length);
+  let i = 0;
+  while (i < end) {
+    const c = text.codePointAt(i)!;
+    const width = c > 0xffff ? 2 : 1;
+    if (c === 0 || (c >= 0xd800 && c < 0xe000) || separators.has(c)) {
+      if (start >= 0 && current !== '') yield { token: current, start, end: i };
+      current = '';
+      start = -1;
+    } else {
+      if (start < 0) start = i;
+      current += folds.get(c) ?? String.fromCodePoint(c);
+    }
+    i += width;
+  }
+  if (start >= 0 && current !== '') yield { token: current, start, end: i };
 }

@@ -2,12 +2,20 @@
 // Every query takes the principal and applies the visibility rule of SPEC.md section 5.6:
 // what the caller may not see does not exist.
 import { statSync } from 'node:fs';
-import type { AttachmentDto, EmailDetailDto, FolderNodeDto, StatsDto } from '../../shared/dto.js';
-import type { AttachmentHandle, Principal } from '../../shared/jobs.js';
+import type {
+  AttachmentDto,
+  EmailDetailDto,
+  EmailSummaryDto,
+  FolderNodeDto,
+  PagedResult,
+  StatsDto,
+} from '../../shared/dto.js';
+import type { AttachmentHandle, Principal, SearchQuery } from '../../shared/jobs.js';
 import { resolveBody } from '../body.js';
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
 import { searchEmails } from '../search/plan.js';
+import { snippetTermsOf, withSnippets } from '../search/snippet.js';
 import { iso } from '../time.js';
 import { canSeeAccount, visibleAccountsClause } from './accounts.js';
 import { buildFolderTree } from './folders.js';
@@ -17,6 +25,20 @@ type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
 
 /** Search lives in the planner; re-exported so every read query is reachable from here. */
 export { searchEmails };
+
+/** A search job's answer: the planner's page, with snippets when the query asked for them. */
+export function searchPage(db: Db, viewer: Viewer, query: SearchQuery): PagedResult<EmailSummaryDto> {
+  const result = searchEmails(db, viewer, query);
+  const terms = query.snippets ? snippetTermsOf(query.q) : null;
+  if (!terms || result.items.length === 0) return result;
+  const rows = prepared(
+    db,
+    'SELECT email_id, text_body FROM email_bodies WHERE email_id IN (SELECT value FROM json_each(?))',
+  )
+    .raw()
+    .all(JSON.stringify(result.items.map((i) => i.id))) as Array<[number, string | null]>;
+  return { ...result, items: withSnippets(result.items, terms, new Map(rows)) };
+}
 
 /** A message's detail row, in the column names both stores select (engine/pg/handlers.ts too). */
 export interface RawDetail extends RawSummary {

@@ -16,7 +16,7 @@ import { z } from 'zod';
 import type { Settings } from '../../shared/config.js';
 import * as dto from '../../shared/dto.js';
 import { SORT_KEYS, type SortKey } from '../../shared/jobs.js';
-import { MAX_QUERY_LENGTH, RELEVANCE_WINDOW } from '../../shared/search-input.js';
+import { MAX_QUERY_LENGTH, RELEVANCE_WINDOW, SNIPPET_CHARS } from '../../shared/search-input.js';
 
 export const OPENAPI_VERSION = '3.0.3';
 /** `info.version` of the v1 document (SPEC.md section 9). */
@@ -267,6 +267,12 @@ function searchParameters(settings: Settings): OpenApiParameter[] {
       in: 'query',
       description: '`asc` or `desc` (case-insensitive).',
       schema: { type: 'string', enum: ['asc', 'desc'], default: 'desc' },
+    },
+    {
+      name: 'snippets',
+      in: 'query',
+      description: `\`true\` adds a \`snippet\` to each item: up to about ${SNIPPET_CHARS} characters of the stored text body (or the subject) around the words of \`q\`, each matched word wrapped in \`<mark>\`…\`</mark>\`, everything else HTML-escaped (\`&\`, \`<\`, \`>\`), whitespace collapsed, \`…\` where the text was cut. Items get no snippet when \`q\` has no words for the subject or body (no \`q\`, or only negations, address or file-name terms, \`has:attachment\`); where the words matched only in an address, the snippet is the start of the body, unmarked. An addition to SPEC.md: without it items are exactly as SPEC.md describes. See docs/search.md.`,
+      schema: { type: 'boolean', default: false },
     },
   ];
 }

@@ -25,6 +25,12 @@ export function stringParam(param: string, description: string) {
   return z.string({ error: (issue) => `${param} must be a string, not ${shown(issue.input)}` }).meta({ description });
 }
 
+export function boolParam(param: string, description: string) {
+  return z
+    .boolean({ error: (issue) => `${param} must be true or false, not ${shown(issue.input)}` })
+    .meta({ description });
+}
+
 export function enumParam<const T extends readonly [string, ...string[]]>(
   param: string,
   values: T,

@@ -20,9 +20,9 @@ import { SORT_KEYS, type JobKind } from '../../shared/jobs.js';
 import { TEXT_FIELDS } from '../../shared/query-language.js';
 import { EngineOverloaded } from '../../engine/overloaded.js';
 import { isArchiveUnavailable } from '../../engine/unavailable.js';
-import { InvalidInput, parseSearchInput, RELEVANCE_WINDOW } from '../../shared/search-input.js';
+import { InvalidInput, parseSearchInput, RELEVANCE_WINDOW, SNIPPET_CHARS } from '../../shared/search-input.js';
 import type { ArchiveService, Caller } from '../archive-service.js';
-import { enumParam, intParam, stringParam } from './params.js';
+import { boolParam, enumParam, intParam, stringParam } from './params.js';
 import { objectResult, toolError, wrappedResult } from './results.js';
 
 /** What a tool call runs with: the archive, and who is calling. */
@@ -198,6 +198,12 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
         'sortOrder',
         ['asc', 'desc'],
         'Sort direction: asc or desc, default desc (newest first for dates).',
+      ).optional(),
+      snippets: boolParam(
+        'snippets',
+        `true adds to each item a snippet: about ${SNIPPET_CHARS} characters of the body (or subject) around the words of q, ` +
+          'each matched word wrapped in <mark>…</mark>, the rest HTML-escaped; shows why a message matched without opening it. ' +
+          'Default false; needs words in q.',
       ).optional(),
     }),
     output: z.object(PagedResultDtoOfEmailSummaryDto.shape),

@@ -1,0 +1,161 @@
+// Snippets: why a search result matched (docs/search.md, "Snippets"). Store-independent: each
+// store hands over the subject and stored text body of a page's messages, and this picks the
+// part of about SNIPPET_CHARS characters that holds the most of the query's words, marked with
+// <mark>…</mark>. The rest of the snippet is HTML-escaped (&, <, >), so a <mark> in a snippet is
+// always ours and the snippet can be shown as HTML as it is.
+import { parseQuery, type Node } from '../../shared/query-language.js';
+import { SNIPPET_CHARS } from '../../shared/search-input.js';
+import { tokenSpans, tokenize } from './unicode61.js';
+
+/** How far into a body matches are looked for: a 1 MB body costs milliseconds, not tens. */
+const SCAN_CHARS = 200_000;
+/** Matches considered when choosing the window; the first ones of a long body are enough. */
+const MAX_MATCHES = 256;
+/** Context kept before the first match of the window, when the window has room for it. */
+const LEAD_CHARS = 40;
+
+/** The words a snippet marks: those of the query's positive terms over subject and body. */
+export interface SnippetTerms {
+  words: Set<string>;
+  prefixes: string[];
+}
+
+/**
+ * The tokens worth marking, or null when the query has none (no `q`, or only negations,
+ * address, file-name and filter terms): such a search gets no snippets.
+ */
+export function snippetTerms(root: Node | null): SnippetTerms | null {
+  const words = new Set<string>();
+  const prefixes: string[] = [];
+  const visit = (node: Node): void => {
+    switch (node.type) {
+      case 'text': {
+        if (node.field !== null && node.field !== 'subject' && node.field !== 'body') return;
+        const tokens = node.words.flatMap((w) => tokenize(w));
+        tokens.forEach((t, i) => (node.prefix && i === tokens.length - 1 ? prefixes.push(t) : words.add(t)));
+        return;
+      }
+      case 'and':
+      case 'or':
+        node.children.forEach(visit);
+        return;
+      case 'not': // what must not be there is not why a message matched
+      default:
+        return;
+    }
+  };
+  if (root) visit(root);
+  return words.size || prefixes.length ? { words, prefixes } : null;
+}
+
+/** snippetTerms() of a query as given (validated already: it parsed before the job was sent). */
+export function snippetTermsOf(q: string | undefined): SnippetTerms | null {
+  return q?.trim() ? snippetTerms(parseQuery(q)) : null;
+}
+
+interface Hit {
+  start: number;
+  end: number;
+  token: string;
+}
+
+function hitsIn(text: string, terms: SnippetTerms, limit: number): Hit[] {
+  const hits: Hit[] = [];
+  for (const span of tokenSpans(text, limit)) {
+    if (terms.words.has(span.token) || terms.prefixes.some((p) => span.token.startsWith(p))) {
+      hits.push(span);
+      if (hits.length >= MAX_MATCHES) break;
+    }
+  }
+  return hits;
+}
+
+const escapeHtml = (s: string) => s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+const collapse = (s: string) => s.replace(/\s+/gu, ' ');
+
+/** `text[from, to)` with its hits marked, escaped, whitespace collapsed, "…" where it was cut. */
+function render(text: string, from: number, to: number, hits: Hit[]): string {
+  let out = '';
+  let at = from;
+  for (const hit of hits) {
+    if (hit.start < from || hit.end > to) continue;
+    out += escapeHtml(text.slice(at, hit.start)) + '<mark>' + escapeHtml(text.slice(hit.start, hit.end)) + '</mark>';
+    at = hit.end;
+  }
+  out += escapeHtml(text.slice(at, to));
+  out = collapse(out);
+  if (from > 0) out = '…' + out.trimStart();
+  if (to < text.length) out = out.trimEnd() + '…';
+  return out.trim();
+}
+
+const isWord = (c: string | undefined) => c !== undefined && /[\p{L}\p{M}\p{N}]/u.test(c);
+const isLowSurrogate = (text: string, i: number) => /[\udc00-\udfff]/u.test(text[i] ?? '');
+
+/** Moves a window's start forward out of a word it would cut, never past `limit`. */
+function cutStart(text: string, i: number, limit: number): number {
+  if (i <= 0) return 0;
+  while (i < limit && ((isWord(text[i - 1]) && isWord(text[i])) || isLowSurrogate(text, i))) i++;
+  return i;
+}
+
+/** Moves a window's end back out of a word it would cut, never before `floor`. */
+function cutEnd(text: string, i: number, floor: number): number {
+  if (i >= text.length) return text.length;
+  while (i > floor && ((isWord(text[i - 1]) && isWord(text[i])) || isLowSurrogate(text, i))) i--;
+  return i;
+}
+
+/**
+ * The window of at most `size` characters holding the most distinct terms (then the most hits),
+ * starting a little before its first hit.
+ */
+function bestWindow(text: string, hits: Hit[], size: number): { from: number; to: number } {
+  let best = { distinct: -1, count: -1, first: 0 };
+  for (let i = 0; i < hits.length; i++) {
+    const seen = new Set<string>();
+    let j = i;
+    while (j < hits.length && hits[j]!.end - hits[i]!.start <= size) seen.add(hits[j++]!.token);
+    if (seen.size > best.distinct || (seen.size === best.distinct && j - i > best.count))
+      best = { distinct: seen.size, count: Math.max(1, j - i), first: i };
+  }
+  const first = hits[best.first]!;
+  const last = hits[best.first + best.count - 1]!;
+  const slack = Math.max(0, size - (last.end - first.start));
+  let from = Math.max(0, first.start - Math.min(LEAD_CHARS, slack >> 1));
+  let to = Math.min(text.length, from + size);
+  if (to === text.length) from = Math.max(0, Math.min(from, to - size)); // use the room before
+  return { from: cutStart(text, from, first.start), to: Math.max(cutEnd(text, to, last.end), last.end) };
+}
+
+/**
+ * The snippet of one message: its body around the matched words, else its subject when only the
+ * subject holds them, else (the match was in an address or a file name) the body's beginning,
+ * unmarked.
+ */
+export function makeSnippet(subject: string, body: string | null, terms: SnippetTerms, size = SNIPPET_CHARS): string {
+  const text = body ?? '';
+  const hits = hitsIn(text, terms, SCAN_CHARS);
+  if (hits.length) {
+    const { from, to } = bestWindow(text, hits, size);
+    return render(text, from, to, hits);
+  }
+  const subjectHits = hitsIn(subject, terms, size * 4);
+  if (subjectHits.length) {
+    const { from, to } = bestWindow(subject, subjectHits, size);
+    return render(subject, from, to, subjectHits);
+  }
+  const source = text.trim() ? text : subject;
+  const start = source.search(/\S/u);
+  if (start < 0) return '';
+  return render(source, start, cutEnd(source, Math.min(source.length, start + size), start + 1), []);
+}
+
+/** Adds a snippet to each item that has a body or subject in `texts`; keeps the order. */
+export function withSnippets<T extends { id: number; subject: string }>(
+  items: T[],
+  terms: SnippetTerms,
+  bodies: Map<number, string | null>,
+): Array<T & { snippet: string }> {
+  return items.map((item) => ({ ...item, snippet: makeSnippet(item.subject, bodies.get(item.id) ?? null, terms) }));
+}
