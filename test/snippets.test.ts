@@ -2,6 +2,7 @@
 // REST parameter and MCP argument on the real gateway, on this run's store (TEST_STORE).
 import anyTest, { type TestFn } from 'ava';
 import { makeSnippet, snippetTermsOf, type SnippetTerms } from '../engine/search/snippet.js';
+import { tokenSpans, tokenize } from '../engine/search/unicode61.js';
 import type { EmailSummaryDto, PagedResult } from '../shared/dto.js';
 import { bearer, startApi, type ApiHarness } from './helpers/api.js';
 import { call, connectClient, startMcpGateway, type McpHarness } from './helpers/mcp.js';
@@ -16,6 +17,25 @@ test.before(async (t) => {
 test.after.always(async (t) => {
   await t.context.api?.close();
   await t.context.mcp?.close();
+});
+
+test('tokenSpans yields the tokens of tokenize, each at the offsets of its text', (t) => {
+  const samples = [
+    'Schöne Grüße aus MÜNCHEN, e-mail alice@x.com',
+    'a\u0000b \ud800c 😀word😀 日本語テキスト',
+    'ﬁne Ǆ İstanbul ǅ x\u0301y',
+    '',
+    '   ',
+  ];
+  for (const text of samples) {
+    const spans = [...tokenSpans(text)];
+    t.deepEqual(
+      spans.map((s) => s.token),
+      tokenize(text),
+      text,
+    );
+    for (const s of spans) t.deepEqual(tokenize(text.slice(s.start, s.end)), [s.token], `${text} ${s.token}`);
+  }
 });
 
 test('a snippet marks the matched words, accent- and case-insensitively, and escapes the rest', (t) => {
