@@ -13,6 +13,7 @@ import {
   searchEmails,
 } from './store/emails.js';
 import { authenticate } from './store/keys.js';
+import { getThread, threadIdsOf } from './store/threads.js';
 import { snapshotInfo } from './search/bitsets/share.js';
 import { createKeyFor, listKeysFor, login, revokeKeyAs, sessionUser } from './store/web.js';
 
@@ -22,8 +23,17 @@ export const handlers: Handlers = {
   authenticate: (db, job) => authenticate(db, job.keyHash, job.now),
   accounts: (db, job) => listVisibleAccounts(db, job.principal),
   folders: (db, job) => getFolderTree(db, job.principal, job.accountId),
-  search: (db, job) => searchEmails(db, job.principal, job.query),
+  search: (db, job) => {
+    const result = searchEmails(db, job.principal, job.query);
+    if (!job.query.includeThreadId) return result;
+    const threads = threadIdsOf(
+      db,
+      result.items.map((i) => i.id),
+    );
+    return { ...result, items: result.items.map((i) => ({ ...i, threadId: threads.get(i.id) ?? i.id })) };
+  },
   detail: (db, job) => getEmailDetail(db, job.principal, job.id),
+  thread: (db, job) => getThread(db, job.principal, job.id),
   attachment: (db, job) => getAttachmentHandle(db, job.principal, job.emailId, job.attachmentId),
   attachmentChunk: (db, job) => readAttachmentChunk(db, job.contentId, job.seq),
   stats: (db, job) => getStats(db, job.principal),

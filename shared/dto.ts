@@ -53,7 +53,15 @@ const summaryShape = {
   folderName: z.string().meta({ description: 'Full path of the folder' }),
 };
 
-export const EmailSummaryDto = z.object(summaryShape).meta({ id: 'EmailSummaryDto' });
+export const EmailSummaryDto = z
+  .object({
+    ...summaryShape,
+    // Additive (not in SPEC.md): present only when the caller asked for it (include=threadId).
+    threadId: int32(
+      'The conversation this message belongs to (the smallest message id in it); only with include=threadId. Use it with thread:<id> in q or GET /api/v1/emails/{id}/thread.',
+    ).optional(),
+  })
+  .meta({ id: 'EmailSummaryDto' });
 export type EmailSummaryDto = z.infer<typeof EmailSummaryDto>;
 
 export const AttachmentDto = z

@@ -32,6 +32,7 @@ import { decoyHash, forbidden, notFound, stampOf } from '../store/web.js';
 import { iso } from '../time.js';
 import { summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './columns.js';
 import { searchEmails } from './search.js';
+import { getThread, threadIdsOf } from './threads.js';
 import { sql } from './sql.js';
 import type { PgContext } from './store.js';
 
@@ -357,8 +358,17 @@ export const pgHandlers: PgHandlers = {
   authenticate: (ctx, job) => authenticate(ctx, job.keyHash, job.now),
   accounts: (ctx, job) => accounts(ctx, job.principal),
   folders: (ctx, job) => folders(ctx, job.principal, job.accountId),
-  search: (ctx, job) => searchEmails(ctx, job.principal, job.query),
+  search: async (ctx, job) => {
+    const result = await searchEmails(ctx, job.principal, job.query);
+    if (!job.query.includeThreadId) return result;
+    const threads = await threadIdsOf(
+      ctx,
+      result.items.map((i) => i.id),
+    );
+    return { ...result, items: result.items.map((i) => ({ ...i, threadId: threads.get(i.id) ?? i.id })) };
+  },
   detail: (ctx, job) => detail(ctx, job.principal, job.id),
+  thread: (ctx, job) => getThread(ctx, job.principal, job.id),
   attachment: (ctx, job) => attachment(ctx, job.principal, job.emailId, job.attachmentId),
   attachmentChunk: (ctx, job) => attachmentChunk(ctx, job.contentId, job.seq),
   stats: (ctx, job) => stats(ctx, job.principal),

@@ -7,7 +7,8 @@ import type { SearchQuery, SortKey } from '../../shared/jobs.js';
 import { compileSearch } from '../search/compile.js';
 import { pageOf, toSummary, type RawSummary } from '../store/summary.js';
 import { summaryColumns, T, visibleAccounts, zonedTimestamp } from './columns.js';
-import { compileTsQuery, DOCS, ensureSearchIndex } from './search-index.js';
+import { compileMatch, compileTsQuery, DOCS, ensureSearchIndex } from './search-index.js';
+import { ensureThreads, threadCondition } from './threads.js';
 import { join, planned, raw, sql, type Sql } from './sql.js';
 import type { PgContext } from './store.js';
 
@@ -58,11 +59,12 @@ export async function searchEmails(
     return page(rows.map(toSummary), total);
   }
 
-  const tsq = compileTsQuery(query.q);
-  if (tsq === null) return page([], 0);
+  const compiledMatch = compileMatch(query.q, threadCondition);
+  if (compiledMatch === null) return page([], 0);
   await ensureSearchIndex(ctx);
+  if (compiledMatch.hasThread) await ensureThreads(ctx);
   const where = join(filters, ' AND ', 'true');
-  const matches = sql`d.doc @@ ${tsq}::tsquery`;
+  const matches = compiledMatch.sql;
   // Counting a common word, the planner picks a sequential scan of the side index, which reads
   // and unpacks every document (1.5 s at 1M messages); the GIN bitmap it rejects takes 0.7 s.
   const [count] = await ctx.read<{ n: number }>(
@@ -75,7 +77,10 @@ export async function searchEmails(
   if (offset >= total) return page([], total);
   // As on SQLite, a query with no positive part (`-spam`) has nothing to rank: date order.
   const compiled = compileSearch(query.q);
-  const ranked = query.sortBy === 'relevance' && compiled.kind === 'query' && compiled.match !== null;
+  // A query with thread: terms has no single tsquery to rank by: it is sorted by date.
+  const ranked =
+    query.sortBy === 'relevance' && compiled.kind === 'query' && compiled.match !== null && !compiledMatch.hasThread;
+  const tsq = ranked ? compileTsQuery(query.q) : null;
 
   // Sorted by date, two plans, chosen with the exact count as on SQLite (engine/search/plan.ts).
   // Many matches: walk IX_ArchivedEmails_SentDate newest first and probe the side-index per

@@ -6,6 +6,7 @@ import type { Db } from '../db/open.js';
 import { prepareBody, STORED_BODY_LIMIT } from '../body.js';
 import { keyBase, SLOTS, toSecond } from '../search/fts-key.js';
 import { messageTags } from '../search/tags.js';
+import { linkNewMessage, relinkDuplicate } from './threads.js';
 import { bumpGeneration } from './users.js';
 
 /** Attachment content is stored in chunks of this many bytes; downloads stream chunk by chunk. */
@@ -36,6 +37,13 @@ export interface NewEmail {
   attachments: NewAttachment[];
   /** Identity of the message inside its account and folder; see dedupKeyFor. */
   dedupKey: string;
+  /**
+   * The message ids its References and In-Reply-To name, normalised (engine/threads.ts
+   * referencedIds); they link it into a conversation. Absent: none.
+   */
+  refs?: string[];
+  /** The raw header block as received, for stores that keep it (PostgreSQL's RawHeaders). */
+  rawHeaders?: string;
 }
 
 /** Message-ID when the message has one, else a hash of its raw bytes. */
@@ -108,7 +116,11 @@ export class ArchiveWriter {
       email.dedupKey,
       this.#ftsKey(sentDate),
     );
-    if (info.changes === 0) return null;
+    if (info.changes === 0) {
+      // A re-import may bring headers the stored copy never recorded (docs/import.md).
+      relinkDuplicate(this.#db, { accountId: email.accountId, folder, dedupKey: email.dedupKey }, email.refs ?? []);
+      return null;
+    }
     const id = Number(info.lastInsertRowid);
     // Attachments first: the body's insert trigger indexes their file names.
     for (const a of email.attachments) {
@@ -134,6 +146,14 @@ export class ArchiveWriter {
       html.original,
       tags,
     );
+    linkNewMessage(this.#db, {
+      id,
+      accountId: email.accountId,
+      messageId: email.messageId,
+      subject: email.subject,
+      sentDate,
+      refs: email.refs ?? [],
+    });
     return id;
   }
 
