@@ -23,7 +23,7 @@ import { parseQuery, QuerySyntaxError } from '../shared/query-language.js';
 import { bearer, listen, startApi, type ApiHarness } from './helpers/api.js';
 import { createFixture, tempDir, type Fixture } from './helpers/fixture.js';
 import { call, connectClient, jsonOf } from './helpers/mcp.js';
-import { readAccessLog, TEST_STORE } from './helpers/store.js';
+import { readAccessLog, TEST_STORE, withAdmin } from './helpers/store.js';
 
 interface Mail {
   id: string;
@@ -389,6 +389,40 @@ test('MCP get_thread returns the conversation, null for a hidden message; search
   } finally {
     await server.close();
   }
+});
+
+test('an import into the served archive links as it writes (PostgreSQL: RawHeaders and the catch-up)', async (t) => {
+  const { fixture, api } = t.context;
+  const mails: Mail[] = [
+    // The reply first, then its parent; subjects differ, so only the headers link them.
+    { id: 'q2@imp', subject: 'Re: Quote for the roof', date: '2024-07-02T10:00:00Z', references: ['q1@imp'] },
+    { id: 'q1@imp', subject: 'Roofing quote', date: '2024-07-01T10:00:00Z' },
+    { id: 'q3@imp', subject: 'Re: Roofing quote', date: '2024-07-03T10:00:00Z', inReplyTo: 'q1@imp' },
+  ];
+  const file = join(fixture.dir, 'imported.mbox');
+  writeMbox(file, mails);
+  const summary = await withAdmin(api.settings.Database.Path, (admin) =>
+    importPaths(admin, [file], { accountId: fixture.accounts.shared, folder: 'Quotes' }),
+  );
+  t.is(summary.imported, 3);
+  const found = await api.request
+    .get('/api/v1/emails')
+    .query({ folder: 'Quotes', include: 'threadId', sortBy: 'sentDate', sortOrder: 'asc' })
+    .set(bearer(fixture.keys.alice))
+    .expect(200);
+  const items = found.body.items as EmailSummaryDto[];
+  t.deepEqual(
+    items.map((i) => i.subject),
+    ['Roofing quote', 'Re: Quote for the roof', 'Re: Roofing quote'],
+  );
+  const q2 = items[1]!.id;
+  t.true(
+    items.every((i) => i.threadId === q2),
+    'named by the reply, imported first',
+  );
+  const thread = (await getThread_(t, items[0]!.id, fixture.keys.alice)) as EmailSummaryDto[];
+  t.deepEqual(idsOf(thread), idsOf(items));
+  await getThread_(t, q2, fixture.keys.bob, 404);
 });
 
 // ---------------------------------------------------------------------------------------------
