@@ -268,7 +268,7 @@ export const migrations: Migration[] = [
     sql: /* sql */ `
       -- Conversations (docs/decisions.md, ADR 14). thread_id names a message's conversation by
       -- its smallest member id; thread_subject is the normalised subject the fallback groups by
-      -- (engine/threads.ts). Neither is in the full-text index or the in-memory search index, and
+      -- (engine/threads.ts). None of them is in the full-text index or the in-memory search index, and
       -- neither is in the rewrite triggers of migration 3: merging two conversations updates
       -- thread_id only, which changes no search text. SQLite does not keep raw messages, so the
       -- References and In-Reply-To of mail archived before this version are unknown; the backfill
@@ -276,8 +276,10 @@ export const migrations: Migration[] = [
       -- headers in (docs/import.md, "Conversations").
       ALTER TABLE emails ADD COLUMN thread_id INTEGER;
       ALTER TABLE emails ADD COLUMN thread_subject TEXT NOT NULL DEFAULT '';
+      -- 1 when the subject carried a reply or forward prefix (only such pairs group by subject).
+      ALTER TABLE emails ADD COLUMN thread_reply INTEGER NOT NULL DEFAULT 0;
       CREATE INDEX emails_thread ON emails (thread_id, sent_date);
-      CREATE INDEX emails_thread_subject ON emails (account_id, thread_subject, sent_date);
+      CREATE INDEX emails_thread_subject ON emails (account_id, thread_subject, thread_reply, sent_date);
       CREATE INDEX emails_message_id ON emails (account_id, message_id);
       -- The message ids a message names in References and In-Reply-To, normalised (no brackets).
       CREATE TABLE email_refs (

@@ -11,6 +11,7 @@ import {
   normaliseMessageId,
   normaliseSubject,
   SUBJECT_WINDOW_MS,
+  type NormalisedSubject,
   subjectMatch,
   type SubjectCandidate,
 } from '../threads.js';
@@ -35,9 +36,6 @@ export interface ThreadedMessage {
 /** Both spellings a Message-ID may be stored in (with or without angle brackets). */
 const spellings = (ids: readonly string[]) => ids.flatMap((id) => [id, `<${id}>`]);
 
-/** Candidate limit for the subject fallback: the nearest in time are enough. */
-const SUBJECT_CANDIDATES = 50;
-
 /**
  * The conversations a message is linked to by Message-ID: members it names, members that name
  * it, and other copies of it (another folder) in its account.
@@ -61,7 +59,9 @@ function linkedThreads(db: Db, m: ThreadedMessage, refs: readonly string[]): num
   if (own) {
     const rows = prepared(
       db,
-      `SELECT DISTINCT e.thread_id FROM email_refs r JOIN emails e ON e.id = r.email_id
+      // CROSS JOIN fixes the order: the few rows naming the id first, then their messages. Left
+      // to itself (no ANALYZE statistics) the planner walked the whole account instead.
+      `SELECT DISTINCT e.thread_id FROM email_refs r CROSS JOIN emails e ON e.id = r.email_id
         WHERE r.ref = ? AND e.account_id = ? AND e.id <> ? AND e.thread_id IS NOT NULL`,
     )
       .pluck()
@@ -71,22 +71,24 @@ function linkedThreads(db: Db, m: ThreadedMessage, refs: readonly string[]): num
   return [...threads];
 }
 
-function subjectThread(db: Db, m: ThreadedMessage, key: string): number | null {
-  if (key === '') return null;
-  const candidates = prepared(
-    db,
-    `SELECT thread_id AS threadId, sent_date AS sentDate, subject FROM emails
-      WHERE account_id = ? AND thread_subject = ? AND sent_date BETWEEN ? AND ? AND id <> ?
-        AND thread_id IS NOT NULL
-      ORDER BY abs(sent_date - ?) LIMIT ${SUBJECT_CANDIDATES}`,
-  ).all(
-    m.accountId,
-    key,
-    m.sentDate - SUBJECT_WINDOW_MS,
-    m.sentDate + SUBJECT_WINDOW_MS,
-    m.id,
-    m.sentDate,
-  ) as SubjectCandidate[];
+function subjectThread(db: Db, m: ThreadedMessage, subject: NormalisedSubject): number | null {
+  if (subject.key === '') return null;
+  // The nearest candidate on each side, per reply flag that qualifies (any, when the message is a
+  // reply itself; else only replies): one index seek each. A common subject ("Updated org
+  // chart") has hundreds of messages within the window; reading and sorting them all cost more
+  // than the rest of storing the message.
+  const nearest = (reply: number, op: '<=' | '>', order: 'DESC' | 'ASC', bound: number) =>
+    prepared(
+      db,
+      `SELECT thread_id AS threadId, sent_date AS sentDate, subject FROM emails
+        WHERE account_id = ? AND thread_subject = ? AND thread_reply = ?
+          AND sent_date ${op} ? AND sent_date ${op === '<=' ? '>=' : '<='} ? AND id <> ? AND thread_id IS NOT NULL
+        ORDER BY sent_date ${order} LIMIT 1`,
+    ).all(m.accountId, subject.key, reply, m.sentDate, bound, m.id) as SubjectCandidate[];
+  const candidates = (subject.reply ? [0, 1] : [1]).flatMap((reply) => [
+    ...nearest(reply, '<=', 'DESC', m.sentDate - SUBJECT_WINDOW_MS),
+    ...nearest(reply, '>', 'ASC', m.sentDate + SUBJECT_WINDOW_MS),
+  ]);
   return subjectMatch(m, candidates);
 }
 
@@ -103,9 +105,11 @@ function storeRefs(db: Db, emailId: number, refs: readonly string[]): number {
   return added;
 }
 
-/** Links a message just inserted (thread_id NULL) into its conversation. In the writer's transaction. */
-export function linkNewMessage(db: Db, m: ThreadedMessage): number {
-  const { key } = normaliseSubject(m.subject);
+/**
+ * Links a message just inserted (thread_id NULL; thread_subject and thread_reply written with
+ * it, from `subject`) into its conversation. In the writer's transaction.
+ */
+export function linkNewMessage(db: Db, m: ThreadedMessage, subject: NormalisedSubject): number {
   storeRefs(db, m.id, m.refs);
   const linked = linkedThreads(db, m, m.refs);
   let threadId: number;
@@ -114,9 +118,9 @@ export function linkNewMessage(db: Db, m: ThreadedMessage): number {
     threadId = decision.threadId;
     merge(db, threadId, decision.merge);
   } else {
-    threadId = subjectThread(db, m, key) ?? m.id;
+    threadId = subjectThread(db, m, subject) ?? m.id;
   }
-  prepared(db, 'UPDATE emails SET thread_subject = ?, thread_id = ? WHERE id = ?').run(key, threadId, m.id);
+  prepared(db, 'UPDATE emails SET thread_id = ? WHERE id = ?').run(threadId, m.id);
   return threadId;
 }
 
@@ -179,8 +183,8 @@ export function backfillThreads(db: Db): void {
     const rb = find(b);
     if (ra !== rb) parent.set(Math.max(ra, rb), Math.min(ra, rb)); // the root is the smallest id
   };
-  const setSubject = db.prepare('UPDATE emails SET thread_subject = ? WHERE id = ?');
-  const subjects: Array<[string, number]> = [];
+  const setSubject = db.prepare('UPDATE emails SET thread_subject = ?, thread_reply = ? WHERE id = ?');
+  const subjects: Array<[string, number, number]> = [];
   for (const [id, account, messageId, subject, sentDate] of rows) {
     const n = normaliseSubject(subject);
     ids.push(id);
@@ -189,7 +193,7 @@ export function backfillThreads(db: Db): void {
     keys.push(n.key);
     replies.push(n.reply);
     parent.set(id, id);
-    if (n.key !== '') subjects.push([n.key, id]);
+    if (n.key !== '' || n.reply) subjects.push([n.key, n.reply ? 1 : 0, id]);
     const own = normaliseMessageId(messageId);
     if (own) {
       const mapKey = `${account}\u0000${own}`;
@@ -198,7 +202,7 @@ export function backfillThreads(db: Db): void {
       else union(first, id);
     }
   }
-  for (const [key, id] of subjects) setSubject.run(key, id);
+  for (const [key, reply, id] of subjects) setSubject.run(key, reply, id);
   const order = ids.map((_, i) => i).filter((i) => keys[i] !== '');
   order.sort((a, b) =>
     accounts[a] !== accounts[b]

@@ -6,6 +6,7 @@ import type { Db } from '../db/open.js';
 import { prepareBody, STORED_BODY_LIMIT } from '../body.js';
 import { keyBase, SLOTS, toSecond } from '../search/fts-key.js';
 import { messageTags } from '../search/tags.js';
+import { normaliseSubject } from '../threads.js';
 import { linkNewMessage, relinkDuplicate } from './threads.js';
 import { bumpGeneration } from './users.js';
 
@@ -79,8 +80,9 @@ export class ArchiveWriter {
     this.#bodyLimit = options.bodyLimit ?? STORED_BODY_LIMIT;
     this.#insertEmail = db.prepare(
       `INSERT INTO emails (account_id, folder, message_id, subject, from_addr, to_addr, cc_addr, bcc_addr,
-                           sent_date, received_date, is_outgoing, has_attachments, dedup_key, fts_key)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                           sent_date, received_date, is_outgoing, has_attachments, dedup_key, fts_key,
+                           thread_subject, thread_reply)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (account_id, folder, dedup_key) DO NOTHING`,
     );
     this.#insertBody = db.prepare(
@@ -100,6 +102,7 @@ export class ArchiveWriter {
   add(email: NewEmail): number | null {
     const folder = normalizeFolder(email.folder);
     const sentDate = toSecond(email.sentDate);
+    const subject = normaliseSubject(email.subject);
     const info = this.#insertEmail.run(
       email.accountId,
       folder,
@@ -115,6 +118,8 @@ export class ArchiveWriter {
       email.attachments.length > 0 ? 1 : 0,
       email.dedupKey,
       this.#ftsKey(sentDate),
+      subject.key,
+      subject.reply ? 1 : 0,
     );
     if (info.changes === 0) {
       // A re-import may bring headers the stored copy never recorded (docs/import.md).
@@ -146,14 +151,18 @@ export class ArchiveWriter {
       html.original,
       tags,
     );
-    linkNewMessage(this.#db, {
-      id,
-      accountId: email.accountId,
-      messageId: email.messageId,
-      subject: email.subject,
-      sentDate,
-      refs: email.refs ?? [],
-    });
+    linkNewMessage(
+      this.#db,
+      {
+        id,
+        accountId: email.accountId,
+        messageId: email.messageId,
+        subject: email.subject,
+        sentDate,
+        refs: email.refs ?? [],
+      },
+      subject,
+    );
     return id;
   }
 
