@@ -13,6 +13,7 @@ import {
   searchPage,
 } from './store/emails.js';
 import { authenticate } from './store/keys.js';
+import { getThread } from './store/threads.js';
 import { snapshotInfo } from './search/bitsets/share.js';
 import { createKeyFor, listKeysFor, login, revokeKeyAs, sessionUser } from './store/web.js';
 
@@ -24,6 +25,7 @@ export const handlers: Handlers = {
   folders: (db, job) => getFolderTree(db, job.principal, job.accountId),
   search: (db, job) => searchPage(db, job.principal, job.query),
   detail: (db, job) => getEmailDetail(db, job.principal, job.id),
+  thread: (db, job) => getThread(db, job.principal, job.id),
   attachment: (db, job) => getAttachmentHandle(db, job.principal, job.emailId, job.attachmentId),
   attachmentChunk: (db, job) => readAttachmentChunk(db, job.contentId, job.seq),
   stats: (db, job) => getStats(db, job.principal),

@@ -70,6 +70,7 @@ const LANES: Record<JobKind, Lane> = {
   sessionUser: 'interactive',
   accounts: 'interactive',
   detail: 'interactive',
+  thread: 'interactive', // one conversation by index, bounded (MAX_THREAD_LENGTH)
   attachment: 'interactive',
   accessLog: 'interactive',
   listKeysFor: 'interactive',

@@ -44,6 +44,19 @@ export class ArchiveService {
     return email;
   }
 
+  /**
+   * The conversation of a message, oldest first; null when the message is missing or hidden.
+   * Logged as a Search (it lists messages, as a search does) with the message id in its parameters.
+   */
+  async thread(caller: Caller, id: number) {
+    const items = await caller.key.run({ kind: 'thread', id });
+    if (items) {
+      const accountId = items.find((i) => i.id === id)?.accountId;
+      this.#log(caller, 'Search', { searchParams: { thread: id }, ...(accountId !== undefined ? { accountId } : {}) });
+    }
+    return items;
+  }
+
   /** Resolves a visible attachment without logging: a front end may still refuse it (size limit, busy engine). */
   findAttachment(caller: Caller, emailId: number, attachmentId: number) {
     return caller.key.run({ kind: 'attachment', emailId, attachmentId });

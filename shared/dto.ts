@@ -60,6 +60,10 @@ export const EmailSummaryDto = z
       description:
         'Only with `snippets=true` and words in `q`: the text around the matched words, each wrapped in <mark>…</mark>, the rest HTML-escaped (docs/search.md).',
     }),
+    // Additive (not in SPEC.md): present only when the caller asked for it (include=threadId).
+    threadId: int32(
+      'The conversation this message belongs to (the smallest message id in it); only with include=threadId. Use it with thread:<id> in q or GET /api/v1/emails/{id}/thread.',
+    ).optional(),
   })
   .meta({ id: 'EmailSummaryDto' });
 export type EmailSummaryDto = z.infer<typeof EmailSummaryDto>;

@@ -42,7 +42,12 @@ export interface SearchQuery {
   sortOrder: SortOrder;
   /** Add a `snippet` to each item (docs/search.md, "Snippets"); only when `q` has words. */
   snippets?: boolean;
+  /** `include=threadId`: each item also carries its conversation's threadId. */
+  includeThreadId?: boolean;
 }
+
+/** At most this many messages of one conversation are returned (the oldest); documented in the API. */
+export const MAX_THREAD_LENGTH = 1000;
 
 /** The engine's two worker lanes (engine/pool.ts): point reads and key checks, and scans. */
 export type Lane = 'interactive' | 'query';
@@ -112,6 +117,11 @@ export interface JobMap {
   search: { args: { principal: Principal; query: SearchQuery }; result: PagedResult<EmailSummaryDto> };
   /** null when the message does not exist or is not visible. */
   detail: { args: { principal: Principal; id: number }; result: EmailDetailDto | null };
+  /**
+   * The conversation of a message, oldest first (at most MAX_THREAD_LENGTH members, engine/threads.ts);
+   * null when the message does not exist or is not visible.
+   */
+  thread: { args: { principal: Principal; id: number }; result: EmailSummaryDto[] | null };
   /** null when the message or attachment does not exist or is not visible. */
   attachment: {
     args: { principal: Principal; emailId: number; attachmentId: number };

@@ -20,6 +20,8 @@ export type Node =
   /** `text` is the term as written (unquoted), `words` what the index sees of it. */
   | { type: 'text'; field: TextField | null; text: string; words: string[]; prefix: boolean }
   | { type: 'has'; what: 'attachment' }
+  /** `thread:<id>`: the conversation the message `id` belongs to (any member's id works). */
+  | { type: 'thread'; id: number }
   | { type: 'and'; children: Node[] }
   | { type: 'or'; children: Node[] }
   | { type: 'not'; child: Node };
@@ -65,7 +67,10 @@ function tokenize(q: string): Token[] {
     }
     let field: string | null = null;
     const fieldMatch = /^([A-Za-z]+):(?=\S)/.exec(q.slice(i, i + 20));
-    if (fieldMatch && (TEXT_FIELDS as readonly string[]).concat('has').includes(fieldMatch[1]!.toLowerCase())) {
+    if (
+      fieldMatch &&
+      (TEXT_FIELDS as readonly string[]).concat('has', 'thread').includes(fieldMatch[1]!.toLowerCase())
+    ) {
       field = fieldMatch[1]!.toLowerCase();
       i += fieldMatch[0].length;
     }
@@ -183,6 +188,15 @@ class Parser {
     if (t.field === 'has') {
       if (/^attachments?$/i.test(t.text)) return { type: 'has', what: 'attachment' };
       throw new QuerySyntaxError(`has:${t.raw} is not supported; the one has: term is has:attachment.`);
+    }
+    if (t.field === 'thread') {
+      const id = /^\d{1,10}$/.test(t.text) ? Number(t.text) : Number.NaN;
+      if (!Number.isInteger(id) || id < 1 || id > 2_147_483_647)
+        throw new QuerySyntaxError(
+          `thread:${t.raw} is not a message id; write thread: followed by the id of any message of the conversation, such as thread:42.`,
+        );
+      this.#count();
+      return { type: 'thread', id };
     }
     const w = words(t.text);
     if (w.length === 0) return null; // punctuation only: nothing to search for

@@ -126,6 +126,28 @@ export function parseDateBound(param: string, value: unknown, bound: 'lower' | '
   return ms;
 }
 
+/** What `include` may name: extra fields of each search item (additive to SPEC.md). */
+export const INCLUDE_FIELDS = ['threadId'] as const;
+
+/**
+ * `include`: a field name, a comma-separated list, or an array of them (a query string given
+ * twice, or MCP's typed array); any case. An unknown name is refused, so a typo is not silent.
+ */
+export function parseInclude(value: unknown): Set<(typeof INCLUDE_FIELDS)[number]> {
+  const parts = (Array.isArray(value) ? value : [value]).flatMap((v) => {
+    if (typeof v !== 'string') throw new InvalidInput('include', 'include must be a string or an array of strings.');
+    return v.split(',');
+  });
+  const out = new Set<(typeof INCLUDE_FIELDS)[number]>();
+  for (const part of parts.map((p) => p.trim()).filter(Boolean)) {
+    const found = INCLUDE_FIELDS.find((f) => f.toLowerCase() === part.toLowerCase());
+    if (!found)
+      throw new InvalidInput('include', `include may name ${INCLUDE_FIELDS.join(', ')}, not ${JSON.stringify(part)}.`);
+    out.add(found);
+  }
+  return out;
+}
+
 export function parseSearchInput(raw: RawSearchInput, limits: PageLimits): SearchQuery {
   const query: SearchQuery = { page: 1, pageSize: limits.defaultPageSize, sortBy: 'sentDate', sortOrder: 'desc' };
   if (present(raw.q)) {
@@ -160,5 +182,6 @@ export function parseSearchInput(raw: RawSearchInput, limits: PageLimits): Searc
   if (present(raw.sortBy)) query.sortBy = oneOf<SortKey>('sortBy', raw.sortBy, SORT_KEYS);
   if (present(raw.sortOrder)) query.sortOrder = oneOf<SortOrder>('sortOrder', raw.sortOrder, ['asc', 'desc']);
   if (present(raw.snippets) && parseBoolean('snippets', raw.snippets)) query.snippets = true;
+  if (present(raw.include) && parseInclude(raw.include).has('threadId')) query.includeThreadId = true;
   return query;
 }

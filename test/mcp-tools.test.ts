@@ -39,12 +39,13 @@ test('initialize names this product, its package version and gives instructions 
   t.is(instructions.split(/(?<=\.)\s+/).length, 2, 'two sentences');
 });
 
-test('tools/list offers the five tools with the parameters, required flags and annotations of SPEC.md', async (t) => {
+test('tools/list offers the five tools of SPEC.md and get_thread, with parameters, required flags and annotations', async (t) => {
   const { tools } = await t.context.admin.listTools();
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   t.deepEqual([...byName.keys()].sort(), [
     'get_attachment',
     'get_email',
+    'get_thread',
     'list_accounts',
     'list_folders',
     'search_emails',
@@ -54,6 +55,7 @@ test('tools/list offers the five tools with the parameters, required flags and a
   t.deepEqual(Object.keys(params('list_accounts').properties ?? {}), []);
   t.deepEqual(params('list_folders').required, ['accountId']);
   t.deepEqual(params('get_email').required, ['id']);
+  t.deepEqual(params('get_thread').required, ['id']);
   t.deepEqual(params('get_attachment').required?.sort(), ['attachmentId', 'id']);
   const searchSchema = params('search_emails');
   t.deepEqual(Object.keys(searchSchema.properties ?? {}).sort(), [
@@ -61,6 +63,7 @@ test('tools/list offers the five tools with the parameters, required flags and a
     'direction',
     'folder',
     'from',
+    'include',
     'page',
     'pageSize',
     'q',

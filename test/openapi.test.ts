@@ -78,11 +78,19 @@ const OPERATIONS: Record<string, { operationId: string; tag: string; params: str
       'sortBy',
       'sortOrder',
       'snippets',
+      'include',
     ],
     statuses: ['200', '400', '401', '429', '500', '503'],
   },
   '/api/v1/emails/{id}': {
     operationId: 'getEmail',
+    tag: 'Emails',
+    params: ['id'],
+    statuses: ['200', '400', '401', '404', '429', '500', '503'],
+  },
+  // Additive to SPEC.md: conversations (docs/decisions.md, ADR 14).
+  '/api/v1/emails/{id}/thread': {
+    operationId: 'getThread',
     tag: 'Emails',
     params: ['id'],
     statuses: ['200', '400', '401', '404', '429', '500', '503'],
@@ -278,9 +286,11 @@ test('components: fields, formats, nullability and references as SPEC.md section
     'hasAttachments',
     'folderName',
   ];
-  // SPEC.md's fields, then the additions a search item carries only when asked for.
-  t.deepEqual(Object.keys(props('EmailSummaryDto')), [...summary, 'snippet']);
+  // SPEC.md's fields, then the additions a search item carries only when asked for (snippets=true,
+  // include=threadId); like every field, optional in the document.
+  t.deepEqual(Object.keys(props('EmailSummaryDto')), [...summary, 'snippet', 'threadId']);
   t.like(props('EmailSummaryDto').snippet, { type: 'string' });
+  t.like(props('EmailSummaryDto').threadId, int32);
   t.like(props('EmailSummaryDto').accountId, int32);
   t.like(props('EmailSummaryDto').sentDate, dateTime);
   t.falsy(props('EmailSummaryDto').sentDate!.nullable);
@@ -330,7 +340,7 @@ test('components: fields, formats, nullability and references as SPEC.md section
   for (const node of objects(s)) t.false(Math.abs(Number(node.maximum ?? 0)) === Number.MAX_SAFE_INTEGER);
 });
 
-test('paths: exactly the six GET operations of SPEC.md section 4, with ids, tags, parameters and statuses', (t) => {
+test('paths: the six GET operations of SPEC.md section 4 and the conversation route, with ids, tags, parameters and statuses', (t) => {
   const { doc } = t.context;
   t.deepEqual(Object.keys(doc.paths).sort(), Object.keys(OPERATIONS).sort());
   const ids = new Set<string>();
@@ -368,7 +378,7 @@ test('paths: exactly the six GET operations of SPEC.md section 4, with ids, tags
       );
     }
   }
-  t.is(ids.size, 6, 'operationIds are unique');
+  t.is(ids.size, 7, 'operationIds are unique');
 });
 
 test('success responses: the DTOs as application/json, the attachment bytes with no declared body', (t) => {
@@ -383,6 +393,10 @@ test('success responses: the DTOs as application/json, the attachment bytes with
   t.deepEqual(schemaOf('/api/v1/emails'), { $ref: '#/components/schemas/PagedResultDtoOfEmailSummaryDto' });
   t.deepEqual(schemaOf('/api/v1/emails/{id}'), { $ref: '#/components/schemas/EmailDetailDto' });
   t.deepEqual(schemaOf('/api/v1/stats'), { $ref: '#/components/schemas/StatsDto' });
+  t.deepEqual(schemaOf('/api/v1/emails/{id}/thread'), {
+    type: 'array',
+    items: { $ref: '#/components/schemas/EmailSummaryDto' },
+  });
   const download = operation(doc, '/api/v1/emails/{id}/attachments/{attachmentId}').responses['200'] as OpenApiResponse;
   t.is(download.content, undefined);
   t.truthy(download.headers?.['Content-Disposition']);

@@ -2,10 +2,18 @@
 // PRAGMA user_version; opening a file that is already current changes nothing.
 // Append new migrations; never edit one that has shipped.
 
+import type BetterSqlite3 from 'better-sqlite3';
+import { backfillThreads } from '../store/threads.js';
+
 export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /**
+   * Work SQL alone cannot do, run after `sql` in the same transaction (a backfill computed in
+   * JavaScript). Written once with its migration and never edited, like the SQL.
+   */
+  run?: (db: BetterSqlite3.Database) => void;
 }
 
 export const migrations: Migration[] = [
@@ -253,5 +261,34 @@ export const migrations: Migration[] = [
         UPDATE archive_state SET rewrites = rewrites + 1 WHERE id = 1;
       END;
     `,
+  },
+  {
+    version: 4,
+    name: 'Conversations',
+    sql: /* sql */ `
+      -- Conversations (docs/decisions.md, ADR 14). thread_id names a message's conversation by
+      -- its smallest member id; thread_subject is the normalised subject the fallback groups by
+      -- (engine/threads.ts). None of them is in the full-text index or the in-memory search index, and
+      -- neither is in the rewrite triggers of migration 3: merging two conversations updates
+      -- thread_id only, which changes no search text. SQLite does not keep raw messages, so the
+      -- References and In-Reply-To of mail archived before this version are unknown; the backfill
+      -- below groups it by Message-ID and subject, and re-importing the original files fills the
+      -- headers in (docs/import.md, "Conversations").
+      ALTER TABLE emails ADD COLUMN thread_id INTEGER;
+      ALTER TABLE emails ADD COLUMN thread_subject TEXT NOT NULL DEFAULT '';
+      -- 1 when the subject carried a reply or forward prefix (only such pairs group by subject).
+      ALTER TABLE emails ADD COLUMN thread_reply INTEGER NOT NULL DEFAULT 0;
+      CREATE INDEX emails_thread ON emails (thread_id, sent_date);
+      CREATE INDEX emails_thread_subject ON emails (account_id, thread_subject, thread_reply, sent_date);
+      CREATE INDEX emails_message_id ON emails (account_id, message_id);
+      -- The message ids a message names in References and In-Reply-To, normalised (no brackets).
+      CREATE TABLE email_refs (
+        email_id INTEGER NOT NULL REFERENCES emails (id) ON DELETE CASCADE,
+        ref      TEXT    NOT NULL,
+        PRIMARY KEY (email_id, ref)
+      ) WITHOUT ROWID;
+      CREATE INDEX email_refs_ref ON email_refs (ref);
+    `,
+    run: backfillThreads,
   },
 ];

@@ -67,6 +67,7 @@ export function migrate(db: Db): number[] {
     const step = db.transaction(() => {
       if (schemaVersion(db) >= m.version) return false;
       db.exec(m.sql);
+      m.run?.(db);
       db.pragma(`user_version = ${m.version}`);
       return true;
     });

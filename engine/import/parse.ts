@@ -2,6 +2,7 @@
 import { compile } from 'html-to-text';
 import { simpleParser, type AddressObject, type EmailAddress, type ParsedMail, type Attachment } from 'mailparser';
 import { dedupKeyFor, type NewAttachment, type NewEmail } from '../store/writer.js';
+import { referencedIds } from '../threads.js';
 import { parseMailDate, receivedHeaderDate } from './mail-date.js';
 
 /** A message that cannot be archived; the importer skips it with a warning. */
@@ -80,7 +81,21 @@ export async function parseMessage(raw: Buffer, ctx: ParseContext): Promise<NewE
     htmlBody: html,
     attachments: mail.attachments.map(toAttachment),
     dedupKey: dedupKeyFor(messageId, raw),
+    refs: referencedIds(mail.references, mail.inReplyTo, messageId),
+    rawHeaders: rawHeaderBlock(raw),
   };
+}
+
+/** Raw headers kept at most this long; a block beyond it is cut (a runaway Received chain). */
+const MAX_RAW_HEADERS = 256 * 1024;
+
+/** The header block as received: everything before the first empty line, as text. */
+function rawHeaderBlock(raw: Buffer): string {
+  const crlf = raw.indexOf('\r\n\r\n');
+  const lf = raw.indexOf('\n\n');
+  const ends = [crlf, lf].filter((i) => i >= 0);
+  const end = ends.length ? Math.min(...ends) : raw.length;
+  return raw.toString('utf8', 0, Math.min(end, MAX_RAW_HEADERS));
 }
 
 function textBodyOf(mail: ParsedMail, html: string | null): string | null {

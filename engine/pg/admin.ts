@@ -31,6 +31,7 @@ import { sql, type Sql } from './sql.js';
 import { PgStore, type PgContext, type Query } from './store.js';
 import { catchUpSearchIndex, pruneSearchIndex } from './search-index.js';
 import { PgArchiveWriter } from './writer.js';
+import { catchUpThreads } from './threads.js';
 
 /**
  * Runs after every committed import batch: the search side-index catches up with what was
@@ -38,6 +39,7 @@ import { PgArchiveWriter } from './writer.js';
  */
 const AFTER_BATCH: ((ctx: PgContext) => Promise<void>) | undefined = async (ctx) => {
   await catchUpSearchIndex(ctx);
+  await catchUpThreads(ctx); // conversations too (engine/pg/threads.ts)
 };
 
 /** Users.Email is NOT NULL, unique and at most 100 characters in Mail Archiver. */
@@ -379,6 +381,7 @@ export class PgAdmin implements ArchiveAdmin {
 
   async refreshSearchIndex(onProgress?: (indexed: number) => void): Promise<{ indexed: number; pruned: number }> {
     const indexed = await catchUpSearchIndex(this.ctx, (p) => onProgress?.(p.indexed));
+    await catchUpThreads(this.ctx);
     return { indexed, pruned: await pruneSearchIndex(this.ctx) };
   }
 

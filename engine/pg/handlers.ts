@@ -32,6 +32,7 @@ import { decoyHash, forbidden, notFound, stampOf } from '../store/web.js';
 import { iso } from '../time.js';
 import { summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './columns.js';
 import { searchPage } from './search.js';
+import { getThread } from './threads.js';
 import { sql } from './sql.js';
 import type { PgContext } from './store.js';
 
@@ -359,6 +360,7 @@ export const pgHandlers: PgHandlers = {
   folders: (ctx, job) => folders(ctx, job.principal, job.accountId),
   search: (ctx, job) => searchPage(ctx, job.principal, job.query),
   detail: (ctx, job) => detail(ctx, job.principal, job.id),
+  thread: (ctx, job) => getThread(ctx, job.principal, job.id),
   attachment: (ctx, job) => attachment(ctx, job.principal, job.emailId, job.attachmentId),
   attachmentChunk: (ctx, job) => attachmentChunk(ctx, job.contentId, job.seq),
   stats: (ctx, job) => stats(ctx, job.principal),

@@ -114,4 +114,40 @@ export const ourMigrations: OwnMigration[] = [
       );
     `,
   },
+  {
+    version: 6,
+    name: 'Conversations',
+    sql: /* sql */ `
+      -- Conversations (docs/decisions.md, ADR 14), kept beside Mail Archiver's tables, which have
+      -- no column for them: one row per ArchivedEmails row looked at by the thread catch-up
+      -- (engine/pg/threads.ts), with what linking needs (normalised Message-ID and subject, sent
+      -- time in epoch ms) and thread_id, the smallest member id of its conversation. Reads join
+      -- ArchivedEmails, so a message Mail Archiver deleted is never shown.
+      CREATE TABLE mail_archive_gateway.threads (
+        email_id    integer PRIMARY KEY,
+        account_id  integer NOT NULL,
+        thread_id   integer NOT NULL,
+        message_id  text    NOT NULL,
+        subject_key text    NOT NULL,
+        subject     text    NOT NULL,
+        sent_ms     float8  NOT NULL
+      );
+      CREATE INDEX threads_thread ON mail_archive_gateway.threads (thread_id);
+      CREATE INDEX threads_message_id ON mail_archive_gateway.threads (account_id, message_id);
+      CREATE INDEX threads_subject ON mail_archive_gateway.threads (account_id, subject_key, sent_ms);
+      -- Message ids named by References and In-Reply-To (parsed from RawHeaders), normalised.
+      CREATE TABLE mail_archive_gateway.thread_refs (
+        email_id integer NOT NULL,
+        ref      text    NOT NULL,
+        PRIMARY KEY (email_id, ref)
+      );
+      CREATE INDEX thread_refs_ref ON mail_archive_gateway.thread_refs (ref);
+      -- The catch-up's watermark, as search_state's.
+      CREATE TABLE mail_archive_gateway.thread_state (
+        id              integer PRIMARY KEY CHECK (id = 1),
+        threaded_through integer NOT NULL
+      );
+      INSERT INTO mail_archive_gateway.thread_state (id, threaded_through) VALUES (1, 0);
+    `,
+  },
 ];

@@ -19,7 +19,7 @@ import { parseQuery } from '../../shared/query-language.js';
 import { ADDRESS, addressTag, addressTags, ATTACHMENT_TAG } from '../search/tags.js';
 import { tokenize } from '../search/unicode61.js';
 import { T } from './columns.js';
-import { raw, sql } from './sql.js';
+import { join, raw, sql, type Sql } from './sql.js';
 import type { PgContext, Query } from './store.js';
 
 export const DOCS = raw('mail_archive_gateway.search_docs');
@@ -123,6 +123,10 @@ function phrase(field: Field, tokens: string[], prefix: boolean): string {
 
 function tsquery(node: Node): string {
   switch (node.type) {
+    case 'thread':
+      // Not expressible as lexemes; engine/pg/search.ts turns a query holding thread: terms into
+      // SQL over per-leaf tsqueries (matchCondition) and never asks for this.
+      throw new Error('unreachable: thread: is compiled by matchCondition');
     case 'has':
       return quote(lexeme('tag', ATTACHMENT_TAG));
     case 'not':
@@ -147,6 +151,39 @@ function tsquery(node: Node): string {
       return alternatives.length === 1 ? alternatives[0]! : `(${alternatives.join(' | ')})`;
     }
   }
+}
+
+const hasThread = (node: Node): boolean =>
+  node.type === 'thread' ||
+  ((node.type === 'and' || node.type === 'or') && node.children.some(hasThread)) ||
+  (node.type === 'not' && hasThread(node.child));
+
+/**
+ * `q` as a condition on the side-index row `d`, or null when q holds nothing searchable. One
+ * tsquery when it can be (the GIN index answers it whole); a query with `thread:` terms, which
+ * are not in the index, becomes SQL over a tsquery per leaf and `thread` (engine/pg/threads.ts).
+ */
+export function compileMatch(q: string, thread: (id: number) => Sql): { sql: Sql; hasThread: boolean } | null {
+  const root = parseQuery(q);
+  if (!root) return null;
+  if (!hasThread(root)) return { sql: sql`d.doc @@ ${tsquery(root)}::tsquery`, hasThread: false };
+  const toSql = (node: Node): Sql => {
+    switch (node.type) {
+      case 'thread':
+        return thread(node.id);
+      case 'not':
+        return sql`NOT (${toSql(node.child)})`;
+      case 'and':
+      case 'or':
+        return join(
+          node.children.map((c) => sql`(${toSql(c)})`),
+          node.type === 'and' ? ' AND ' : ' OR ',
+        );
+      default:
+        return sql`d.doc @@ ${tsquery(node)}::tsquery`;
+    }
+  };
+  return { sql: toSql(root), hasThread: true };
 }
 
 /** `q` as tsquery input; null when q holds nothing searchable (nothing can match). */

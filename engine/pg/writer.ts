@@ -95,10 +95,10 @@ export class PgArchiveWriter {
     await query(
       sql`INSERT INTO ${T.emails} ("Id", "MailAccountId", "MessageId", "Subject", "Body", "HtmlBody", "From", "To", "Cc", "Bcc",
                                    "SentDate", "ReceivedDate", "IsOutgoing", "HasAttachments", "FolderName",
-                                   "BodyUntruncatedText", "BodyUntruncatedHtml", "OriginalBodyText", "OriginalBodyHtml")
+                                   "BodyUntruncatedText", "BodyUntruncatedHtml", "OriginalBodyText", "OriginalBodyHtml", "RawHeaders")
           SELECT id, account, mid, subject, body, html, fr, t, cc, bcc,
                  (to_timestamp(sent / 1000) AT TIME ZONE ${this.#ctx.zone}::text), (to_timestamp(received / 1000) AT TIME ZONE 'UTC'),
-                 outgoing, has_att, folder, text_full, html_full, text_orig, html_orig
+                 outgoing, has_att, folder, text_full, html_full, text_orig, html_orig, headers
             FROM unnest(${col((x) => x.id)}::int[], ${col((x) => x.e.accountId)}::int[], ${col((x) => noNul(x.e.messageId))}::text[],
                         ${col((x) => noNul(x.e.subject))}::text[], ${col((_, t) => t.stored ?? '')}::text[],
                         ${col((_, __, h) => h.stored ?? '')}::text[], ${col((x) => noNul(x.e.from))}::text[],
@@ -107,9 +107,10 @@ export class PgArchiveWriter {
                         ${col((x) => x.e.isOutgoing)}::bool[], ${col((x) => x.e.attachments.length > 0)}::bool[],
                         ${col((x) => keys[x.i]!.folder)}::text[], ${col((_, t) => t.untruncated)}::text[],
                         ${col((_, __, h) => h.untruncated)}::text[], ${col((_, t) => t.original)}::bytea[],
-                        ${col((_, __, h) => h.original)}::bytea[])
+                        ${col((_, __, h) => h.original)}::bytea[],
+                        ${col((x) => (x.e.rawHeaders === undefined ? null : noNul(x.e.rawHeaders)))}::text[])
                  AS u(id, account, mid, subject, body, html, fr, t, cc, bcc, sent, received, outgoing, has_att, folder,
-                      text_full, html_full, text_orig, html_orig)`,
+                      text_full, html_full, text_orig, html_orig, headers)`,
     );
 
     const attachments = fresh.flatMap((x) =>

@@ -57,6 +57,8 @@ function fts(node: Node): string | null {
       return phrase(node);
     case 'has':
       return `{tags} : "${ATTACHMENT_TAG}"`;
+    case 'thread':
+      return null; // not in the full-text index: thread ids change when conversations merge
     case 'not':
       return null; // FTS5's NOT is binary: it needs a positive operand, handled under 'and'.
     case 'or': {
@@ -74,6 +76,8 @@ function fts(node: Node): string | null {
 }
 
 const IN_FTS = 'e.fts_key IN (SELECT rowid FROM email_fts WHERE email_fts MATCH ?)';
+/** `thread:<id>`: the conversation of message id (none when it does not exist). */
+export const THREAD_CONDITION = 'e.thread_id = (SELECT thread_id FROM emails WHERE id = ?)';
 
 /** Any node as a SQL condition on `emails e`; slower than the fast path but always possible. */
 function sql(node: Node): SqlCondition {
@@ -92,6 +96,8 @@ function sql(node: Node): SqlCondition {
         params: parts.flatMap((p) => p.params),
       };
     }
+    case 'thread':
+      return { sql: THREAD_CONDITION, params: [node.id] };
     case 'text':
     case 'has':
       throw new Error('unreachable: terms always compile to FTS');

@@ -6,6 +6,8 @@ import type { Db } from '../db/open.js';
 import { prepareBody, STORED_BODY_LIMIT } from '../body.js';
 import { keyBase, SLOTS, toSecond } from '../search/fts-key.js';
 import { messageTags } from '../search/tags.js';
+import { normaliseSubject } from '../threads.js';
+import { linkNewMessage, relinkDuplicate } from './threads.js';
 import { bumpGeneration } from './users.js';
 
 /** Attachment content is stored in chunks of this many bytes; downloads stream chunk by chunk. */
@@ -36,6 +38,13 @@ export interface NewEmail {
   attachments: NewAttachment[];
   /** Identity of the message inside its account and folder; see dedupKeyFor. */
   dedupKey: string;
+  /**
+   * The message ids its References and In-Reply-To name, normalised (engine/threads.ts
+   * referencedIds); they link it into a conversation. Absent: none.
+   */
+  refs?: string[];
+  /** The raw header block as received, for stores that keep it (PostgreSQL's RawHeaders). */
+  rawHeaders?: string;
 }
 
 /** Message-ID when the message has one, else a hash of its raw bytes. */
@@ -71,8 +80,9 @@ export class ArchiveWriter {
     this.#bodyLimit = options.bodyLimit ?? STORED_BODY_LIMIT;
     this.#insertEmail = db.prepare(
       `INSERT INTO emails (account_id, folder, message_id, subject, from_addr, to_addr, cc_addr, bcc_addr,
-                           sent_date, received_date, is_outgoing, has_attachments, dedup_key, fts_key)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                           sent_date, received_date, is_outgoing, has_attachments, dedup_key, fts_key,
+                           thread_subject, thread_reply)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (account_id, folder, dedup_key) DO NOTHING`,
     );
     this.#insertBody = db.prepare(
@@ -92,6 +102,7 @@ export class ArchiveWriter {
   add(email: NewEmail): number | null {
     const folder = normalizeFolder(email.folder);
     const sentDate = toSecond(email.sentDate);
+    const subject = normaliseSubject(email.subject);
     const info = this.#insertEmail.run(
       email.accountId,
       folder,
@@ -107,8 +118,14 @@ export class ArchiveWriter {
       email.attachments.length > 0 ? 1 : 0,
       email.dedupKey,
       this.#ftsKey(sentDate),
+      subject.key,
+      subject.reply ? 1 : 0,
     );
-    if (info.changes === 0) return null;
+    if (info.changes === 0) {
+      // A re-import may bring headers the stored copy never recorded (docs/import.md).
+      relinkDuplicate(this.#db, { accountId: email.accountId, folder, dedupKey: email.dedupKey }, email.refs ?? []);
+      return null;
+    }
     const id = Number(info.lastInsertRowid);
     // Attachments first: the body's insert trigger indexes their file names.
     for (const a of email.attachments) {
@@ -133,6 +150,18 @@ export class ArchiveWriter {
       text.original,
       html.original,
       tags,
+    );
+    linkNewMessage(
+      this.#db,
+      {
+        id,
+        accountId: email.accountId,
+        messageId: email.messageId,
+        subject: email.subject,
+        sentDate,
+        refs: email.refs ?? [],
+      },
+      subject,
     );
     return id;
   }

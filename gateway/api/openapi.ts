@@ -15,8 +15,8 @@
 import { z } from 'zod';
 import type { Settings } from '../../shared/config.js';
 import * as dto from '../../shared/dto.js';
-import { SORT_KEYS, type SortKey } from '../../shared/jobs.js';
-import { MAX_QUERY_LENGTH, RELEVANCE_WINDOW, SNIPPET_CHARS } from '../../shared/search-input.js';
+import { MAX_THREAD_LENGTH, SORT_KEYS, type SortKey } from '../../shared/jobs.js';
+import { INCLUDE_FIELDS, MAX_QUERY_LENGTH, RELEVANCE_WINDOW, SNIPPET_CHARS } from '../../shared/search-input.js';
 
 export const OPENAPI_VERSION = '3.0.3';
 /** `info.version` of the v1 document (SPEC.md section 9). */
@@ -210,7 +210,7 @@ function searchParameters(settings: Settings): OpenApiParameter[] {
     {
       name: 'q',
       in: 'query',
-      description: `Full-text query over subject, body, from, to, cc and bcc; all words must match, case- and accent-insensitively. Also: \`"exact phrase"\`, \`a OR b\`, \`-word\` or \`NOT word\`, \`(groups)\`, \`prefix*\`, field terms \`subject:\`, \`from:\`, \`to:\`, \`cc:\`, \`bcc:\`, \`body:\` (a word, prefix or quoted phrase; \`from:alice@example.com\` matches that exact address), \`has:attachment\` and \`filename:<word>\`. A query with no sensible reading (such as an unmatched \`)\`) is a 400 naming q. At most ${MAX_QUERY_LENGTH} characters. See docs/search.md.`,
+      description: `Full-text query over subject, body, from, to, cc and bcc; all words must match, case- and accent-insensitively. Also: \`"exact phrase"\`, \`a OR b\`, \`-word\` or \`NOT word\`, \`(groups)\`, \`prefix*\`, field terms \`subject:\`, \`from:\`, \`to:\`, \`cc:\`, \`bcc:\`, \`body:\` (a word, prefix or quoted phrase; \`from:alice@example.com\` matches that exact address), \`has:attachment\`, \`filename:<word>\` and \`thread:<id>\` (the conversation of message \`id\`; any message id of it works). A query with no sensible reading (such as an unmatched \`)\`) is a 400 naming q. At most ${MAX_QUERY_LENGTH} characters. See docs/search.md.`,
       schema: { type: 'string', maxLength: MAX_QUERY_LENGTH },
     },
     {
@@ -273,6 +273,13 @@ function searchParameters(settings: Settings): OpenApiParameter[] {
       in: 'query',
       description: `\`true\` adds a \`snippet\` to each item: up to about ${SNIPPET_CHARS} characters of the stored text body (or the subject) around the words of \`q\`, each matched word wrapped in \`<mark>\`…\`</mark>\`, everything else HTML-escaped (\`&\`, \`<\`, \`>\`), whitespace collapsed, \`…\` where the text was cut. Items get no snippet when \`q\` has no words for the subject or body (no \`q\`, or only negations, address or file-name terms, \`has:attachment\`); where the words matched only in an address, the snippet is the start of the body, unmarked. An addition to SPEC.md: without it items are exactly as SPEC.md describes. See docs/search.md.`,
       schema: { type: 'boolean', default: false },
+    },
+    {
+      name: 'include',
+      in: 'query',
+      description:
+        'Extra fields for each item, comma-separated or repeated (case-insensitive). `threadId`: the conversation each message belongs to (`EmailSummaryDto.threadId`). Without it items carry exactly the fields above. Any other name is a 400.',
+      schema: { type: 'string', enum: [...INCLUDE_FIELDS] },
     },
   ];
 }
@@ -338,6 +345,26 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
         parameters: [pathId('id', 'Email id.')],
         responses: byStatus({
           '200': ok('The message.', ref('EmailDetailDto')),
+          '400': problem('`id` is not a 32-bit integer.'),
+          ...COMMON,
+          '404': problem('The message does not exist or its account is not visible to the caller.'),
+        }),
+      },
+    },
+    '/api/v1/emails/{id}/thread': {
+      get: {
+        operationId: 'getThread',
+        tags: ['Emails'],
+        summary: "Get an email's conversation",
+        description:
+          'The conversation the message belongs to, oldest first (by sent date, then id), the message itself included: the messages of its account linked to it by Message-ID, References and In-Reply-To, or joined by subject (reply prefixes stripped, within 30 days). ' +
+          `At most ${MAX_THREAD_LENGTH.toLocaleString('en')} messages (the oldest). Only messages the caller may see. Logged in the access log as Search, with \`thread\` (the id) as its parameter. See docs/search.md.`,
+        parameters: [pathId('id', 'Email id: any message of the conversation.')],
+        responses: byStatus({
+          '200': ok('The messages of the conversation, oldest first.', {
+            type: 'array',
+            items: ref('EmailSummaryDto'),
+          }),
           '400': problem('`id` is not a 32-bit integer.'),
           ...COMMON,
           '404': problem('The message does not exist or its account is not visible to the caller.'),

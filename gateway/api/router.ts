@@ -46,6 +46,12 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
     ctx.body = email;
   });
 
+  router.get('/emails/:id/thread', auth, async (ctx) => {
+    const thread = await service.thread(caller(ctx), idParam(ctx, 'id'));
+    if (!thread) throw new Problem(404, `Email ${ctx.params.id} does not exist.`);
+    ctx.body = thread;
+  });
+
   router.get('/emails/:id/attachments/:attachmentId', auth, async (ctx) => {
     const emailId = idParam(ctx, 'id');
     const attachmentId = idParam(ctx, 'attachmentId');

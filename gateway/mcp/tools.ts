@@ -1,4 +1,4 @@
-// The five MCP tools of SPEC.md section 4, each a thin adapter over ArchiveService (which checks
+// The five MCP tools of SPEC.md section 4 and get_thread (conversations, additive), each a thin adapter over ArchiveService (which checks
 // permissions in the engine and writes the access log), like the REST routes.
 //
 // Schemas, descriptions and annotations are built once per gateway, because descriptions quote
@@ -12,15 +12,22 @@ import type { Settings } from '../../shared/config.js';
 import {
   AttachmentDto,
   EmailDetailDto,
+  EmailSummaryDto,
   FolderNodeDto,
   MailAccountDto,
   PagedResultDtoOfEmailSummaryDto,
 } from '../../shared/dto.js';
-import { SORT_KEYS, type JobKind } from '../../shared/jobs.js';
+import { MAX_THREAD_LENGTH, SORT_KEYS, type JobKind } from '../../shared/jobs.js';
 import { TEXT_FIELDS } from '../../shared/query-language.js';
 import { EngineOverloaded } from '../../engine/overloaded.js';
 import { isArchiveUnavailable } from '../../engine/unavailable.js';
-import { InvalidInput, parseSearchInput, RELEVANCE_WINDOW, SNIPPET_CHARS } from '../../shared/search-input.js';
+import {
+  INCLUDE_FIELDS,
+  InvalidInput,
+  parseSearchInput,
+  RELEVANCE_WINDOW,
+  SNIPPET_CHARS,
+} from '../../shared/search-input.js';
 import type { ArchiveService, Caller } from '../archive-service.js';
 import { boolParam, enumParam, intParam, stringParam } from './params.js';
 import { objectResult, toolError, wrappedResult } from './results.js';
@@ -164,7 +171,7 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
       q: stringParam(
         'q',
         'Full-text query over subject, body and addresses; all words must match (case- and accent-insensitive). Also: "exact phrase", ' +
-          `a OR b, -word, prefix*, (groups), has:attachment, and field:word with ${TEXT_FIELDS.join(', ')} (e.g. from:alice@example.com matches that exact address; filename: searches attachment names).`,
+          `a OR b, -word, prefix*, (groups), has:attachment, thread:<id> (the conversation of email id, as get_thread), and field:word with ${TEXT_FIELDS.join(', ')} (e.g. from:alice@example.com matches that exact address; filename: searches attachment names).`,
       ).optional(),
       from: stringParam(
         'from',
@@ -205,6 +212,13 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
           'each matched word wrapped in <mark>…</mark>, the rest HTML-escaped; shows why a message matched without opening it. ' +
           'Default false; needs words in q.',
       ).optional(),
+      include: z
+        .union([z.enum(INCLUDE_FIELDS), z.array(z.enum(INCLUDE_FIELDS))])
+        .meta({
+          description:
+            'Extra fields for each item: "threadId" (or ["threadId"]) adds the conversation id of each message, for thread:<id> or get_thread.',
+        })
+        .optional(),
     }),
     output: z.object(PagedResultDtoOfEmailSummaryDto.shape),
     async run(args, { service, caller }) {
@@ -237,6 +251,36 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
         return result;
       }
       return wrappedResult(email, { email });
+    },
+  });
+
+  const getThread = defineTool({
+    name: 'get_thread',
+    title: 'Get the conversation of an email',
+    description:
+      'Returns the conversation an archived email belongs to, oldest first, the email itself included: summaries (id, accountId, subject, from, to, sentDate, ' +
+      'isOutgoing, hasAttachments, folderName) of the messages of its account linked by Message-ID, References and In-Reply-To, or joined by subject ' +
+      `(Re:/Fwd:/AW: and the like stripped, within 30 days). At most ${MAX_THREAD_LENGTH.toLocaleString('en')} messages. Open one with get_email. ` +
+      'The text result is null when the email does not exist or this key may not read it.',
+    input: z.object({ id: intParam('id', 'An email id, from search_emails: any message of the conversation.') }),
+    output: z.object({
+      items: z
+        .array(EmailSummaryDto)
+        .nullable()
+        .meta({ description: 'The conversation oldest first, or null; the text result is this value' }),
+    }),
+    async run({ id }, { service, caller }) {
+      const items = await service.thread(caller, id);
+      if (items === null) {
+        // As get_email: the result stays null, and a second block says what null means.
+        const result = wrappedResult(null, { items: null });
+        result.content.push({
+          type: 'text',
+          text: `There is no email ${id} that this key may read: it does not exist, or its account is not visible to this key.`,
+        });
+        return result;
+      }
+      return wrappedResult(items, { items });
     },
   });
 
@@ -285,5 +329,5 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
     },
   });
 
-  return [listAccounts, listFolders, searchEmails, getEmail, getAttachment];
+  return [listAccounts, listFolders, searchEmails, getEmail, getThread, getAttachment];
 }

@@ -95,6 +95,7 @@ export async function copySqliteToPostgres(sqlitePath: string, url: string, opti
       ['UserId', 'MailAccountId'],
       all('SELECT * FROM user_accounts').map((r) => [r.user_id, r.account_id]),
     );
+    const refsOf = db.prepare('SELECT ref FROM email_refs WHERE email_id = ? ORDER BY ref').pluck();
     await insertRows(
       client,
       'ArchivedEmails',
@@ -118,6 +119,7 @@ export async function copySqliteToPostgres(sqlitePath: string, url: string, opti
         'BodyUntruncatedHtml',
         'OriginalBodyText',
         'OriginalBodyHtml',
+        'RawHeaders',
       ],
       all('SELECT e.*, b.* FROM emails e LEFT JOIN email_bodies b ON b.email_id = e.id ORDER BY e.id').map((e) => [
         e.id,
@@ -139,6 +141,9 @@ export async function copySqliteToPostgres(sqlitePath: string, url: string, opti
         e.html_untruncated,
         e.text_original,
         e.html_original,
+        // SQLite keeps the References and In-Reply-To ids, not the header block: written back as
+        // the headers Mail Archiver would have stored, so conversations link the same on both.
+        rawHeaders(e.message_id as string, refsOf.all(e.id) as string[]),
       ]),
     );
     const contents = all('SELECT * FROM attachment_contents ORDER BY id');
@@ -203,4 +208,10 @@ export async function copySqliteToPostgres(sqlitePath: string, url: string, opti
     await client.end();
     db.close();
   }
+}
+
+/** A header block with the message's References, or null when it names none (as a bare import). */
+function rawHeaders(messageId: string, refs: string[]): string | null {
+  if (refs.length === 0) return null;
+  return `Message-ID: ${messageId}\r\nReferences: ${refs.map((r) => `<${r}>`).join('\r\n ')}\r\n`;
 }

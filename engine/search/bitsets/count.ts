@@ -85,6 +85,8 @@ class Evaluator {
         return this.tag(ATTACHMENT_TAG);
       case 'text':
         return this.text(node);
+      case 'thread':
+        return this.thread(node.id);
       case 'or': {
         const out = new Uint32Array(this.snap.words);
         for (const c of node.children) this.orInto(out, this.node(c));
@@ -195,6 +197,29 @@ class Evaluator {
       if (cache.size > LEAF_CACHE_SIZE) cache.delete(cache.keys().next().value!);
     }
     return bits;
+  }
+
+  /**
+   * `thread:<id>`: the conversation's members, read from the emails table (thread ids are not in
+   * the snapshot: a merge would force a rebuild), turned into bits as ftsInto does.
+   */
+  thread(id: number): Bits {
+    const out = new Uint32Array(this.snap.words);
+    const { ids } = this.snap;
+    let from = 0;
+    for (const key of prepared(
+      this.db,
+      'SELECT fts_key FROM emails WHERE thread_id = (SELECT thread_id FROM emails WHERE id = ?) ORDER BY fts_key',
+    )
+      .pluck()
+      .iterate(id) as Iterable<number>) {
+      const p = this.snap.positionOfKey(key, from);
+      if (p < 0) throw new Stale();
+      from = p + 1;
+      const bit = ids[p]!;
+      out[bit >>> 5]! |= 1 << (bit & 31);
+    }
+    return out;
   }
 
   /** Adds FTS5's matches for an expression to `out`. */
