@@ -2,7 +2,7 @@
 // REST parameter and MCP argument on the real gateway, on this run's store (TEST_STORE).
 import anyTest, { type TestFn } from 'ava';
 import { makeSnippet, snippetTermsOf, type SnippetTerms } from '../engine/search/snippet.js';
-import { tokenSpans, tokenize } from '../engine/search/unicode61.js';
+import { scanTokens, tokenize, type TokenVisitor } from '../engine/search/unicode61.js';
 import type { EmailSummaryDto, PagedResult } from '../shared/dto.js';
 import { bearer, startApi, type ApiHarness } from './helpers/api.js';
 import { call, connectClient, startMcpGateway, type McpHarness } from './helpers/mcp.js';
@@ -19,7 +19,7 @@ test.after.always(async (t) => {
   await t.context.mcp?.close();
 });
 
-test('tokenSpans yields the tokens of tokenize, each at the offsets of its text', (t) => {
+test('scanTokens visits the tokens of tokenize, each at the offsets of its text, and stops when told', (t) => {
   const samples = [
     'Schöne Grüße aus MÜNCHEN, e-mail alice@x.com',
     'a\u0000b \ud800c 😀word😀 日本語テキスト',
@@ -28,7 +28,9 @@ test('tokenSpans yields the tokens of tokenize, each at the offsets of its text'
     '   ',
   ];
   for (const text of samples) {
-    const spans = [...tokenSpans(text)];
+    const spans: Array<{ token: string; start: number; end: number }> = [];
+    const visit: TokenVisitor = (token, start, end) => void spans.push({ token, start, end });
+    scanTokens(text, text.length, visit);
     t.deepEqual(
       spans.map((s) => s.token),
       tokenize(text),
@@ -36,6 +38,23 @@ test('tokenSpans yields the tokens of tokenize, each at the offsets of its text'
     );
     for (const s of spans) t.deepEqual(tokenize(text.slice(s.start, s.end)), [s.token], `${text} ${s.token}`);
   }
+  // Every BMP code unit beside ASCII and non-ASCII letters: the fast ASCII runs and the table agree
+  // with tokenize() (which test/unicode61.test.ts checks against SQLite itself).
+  const differing: string[] = [];
+  for (let c = 0; c < 0x10000; c++) {
+    for (const text of [`a${String.fromCharCode(c)}B`, `Ä${String.fromCharCode(c)}9`]) {
+      const tokens: string[] = [];
+      scanTokens(text, text.length, (token) => void tokens.push(token));
+      if (tokens.join('|') !== tokenize(text).join('|')) differing.push(c.toString(16));
+    }
+  }
+  t.deepEqual(differing, []);
+  const seen: string[] = [];
+  scanTokens('one two three', 13, (token) => seen.push(token) >= 2);
+  t.deepEqual(seen, ['one', 'two']);
+  const cut: string[] = [];
+  scanTokens('alpha beta', 8, (token) => void cut.push(token));
+  t.deepEqual(cut, ['alpha', 'be']);
 });
 
 test('a snippet marks the matched words, accent- and case-insensitively, and escapes the rest', (t) => {

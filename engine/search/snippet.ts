@@ -5,7 +5,7 @@
 // always ours and the snippet can be shown as HTML as it is.
 import { parseQuery, type Node } from '../../shared/query-language.js';
 import { SNIPPET_CHARS } from '../../shared/search-input.js';
-import { tokenSpans, tokenize } from './unicode61.js';
+import { scanTokens, tokenize } from './unicode61.js';
 
 /** How far into a body matches are looked for: a 1 MB body costs milliseconds, not tens. */
 const SCAN_CHARS = 200_000;
@@ -56,17 +56,37 @@ export function snippetTermsOf(q: string | undefined): SnippetTerms | null {
 interface Hit {
   start: number;
   end: number;
-  token: string;
+  /** The query word or prefix it matched: windows are compared by how many different ones they hold. */
+  term: string;
 }
 
-function hitsIn(text: string, terms: SnippetTerms, limit: number): Hit[] {
+/**
+ * The matches in `text`, in order. Reading stops at the first window of `size` characters that
+ * holds every query word: no later window can hold more different ones, and most queries are
+ * one word, whose first match ends the read.
+ */
+function hitsIn(text: string, terms: SnippetTerms, limit: number, size: number): Hit[] {
   const hits: Hit[] = [];
-  for (const span of tokenSpans(text, limit)) {
-    if (terms.words.has(span.token) || terms.prefixes.some((p) => span.token.startsWith(p))) {
-      hits.push(span);
-      if (hits.length >= MAX_MATCHES) break;
-    }
-  }
+  const all = terms.words.size + terms.prefixes.length;
+  scanTokens(text, limit, (token, start, end) => {
+    const term = terms.words.has(token) ? token : terms.prefixes.find((p) => token.startsWith(p));
+    if (term === undefined) return false;
+    hits.push({ term, start, end });
+    if (hits.length >= MAX_MATCHES) return true;
+    const inWindow = new Set<string>();
+    for (let i = hits.length - 1; i >= 0 && end - hits[i]!.start <= size; i--) inWindow.add(hits[i]!.term);
+    return inWindow.size === all;
+  });
+  return hits;
+}
+
+/** Every match in `text[from, to)`, with offsets in `text`. */
+function windowHits(text: string, from: number, to: number, terms: SnippetTerms): Hit[] {
+  const hits: Hit[] = [];
+  scanTokens(text.slice(from, to), to - from, (token, start, end) => {
+    if (terms.words.has(token) || terms.prefixes.some((p) => token.startsWith(p)))
+      hits.push({ term: token, start: from + start, end: from + end });
+  });
   return hits;
 }
 
@@ -115,7 +135,7 @@ function bestWindow(text: string, hits: Hit[], size: number): { from: number; to
   for (let i = 0; i < hits.length; i++) {
     const seen = new Set<string>();
     let j = i;
-    while (j < hits.length && hits[j]!.end - hits[i]!.start <= size) seen.add(hits[j++]!.token);
+    while (j < hits.length && hits[j]!.end - hits[i]!.start <= size) seen.add(hits[j++]!.term);
     if (seen.size > best.distinct || (seen.size === best.distinct && j - i > best.count))
       best = { distinct: seen.size, count: Math.max(1, j - i), first: i };
   }
@@ -134,17 +154,14 @@ function bestWindow(text: string, hits: Hit[], size: number): { from: number; to
  * unmarked.
  */
 export function makeSnippet(subject: string, body: string | null, terms: SnippetTerms, size = SNIPPET_CHARS): string {
-  const text = body ?? '';
-  const hits = hitsIn(text, terms, SCAN_CHARS);
-  if (hits.length) {
+  for (const text of [body ?? '', subject]) {
+    const hits = hitsIn(text, terms, text === subject ? size * 4 : SCAN_CHARS, size);
+    if (hits.length === 0) continue;
     const { from, to } = bestWindow(text, hits, size);
-    return render(text, from, to, hits);
+    // The read may have stopped at the window's last match: mark every match inside it.
+    return render(text, from, to, windowHits(text, from, to, terms));
   }
-  const subjectHits = hitsIn(subject, terms, size * 4);
-  if (subjectHits.length) {
-    const { from, to } = bestWindow(subject, subjectHits, size);
-    return render(subject, from, to, subjectHits);
-  }
+  const text = body ?? '';
   const source = text.trim() ? text : subject;
   const start = source.search(/\S/u);
   if (start < 0) return '';

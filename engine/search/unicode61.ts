@@ -41,27 +41,42 @@ export function tokenize(text: string): string[] {
   return tokens;
 }
 
-/** A token as tokenize() yields it, with where it stands in the text (UTF-16 offsets). */
-export interface TokenSpan {
-  token: string;
-  start: number;
-  end: number;
-}
+// ASCII letters and digits are token characters and every other ASCII character separates
+// (unicode61's defaults), so a run of ASCII letters and digits is one token, lower-cased; only runs
+// holding other characters go through the table. Over typical mail this reads text several times
+// faster than a code point at a time, which is what snippets (engine/search/snippet.ts) pay for
+// each result.
+const RUN = '[A-Za-z0-9\\u0080-\\uffff]+';
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/** Called with each token and its UTF-16 offsets; returning true stops the scan. */
+export type TokenVisitor = (token: string, start: number, end: number) => boolean | void;
 
 /**
- * tokenize()'s tokens with their offsets, reading at most the first `limit` characters. A lone
- * surrogate or NUL ends a token, as SQLite sees neither as a character.
+ * tokenize()'s tokens with their offsets, in order, reading at most the first `limit`
+ * characters. A lone surrogate or NUL ends a token, as SQLite sees neither as a character.
  */
-export function* tokenSpans(text: string, limit = text.length): Generator<TokenSpan> {
+export function scanTokens(text: string, limit: number, visit: TokenVisitor): void {
+  const end = Math.min(limit, text.length);
+  const runs = new RegExp(RUN, 'g');
+  for (let m = runs.exec(text); m !== null && m.index < end; m = runs.exec(text)) {
+    const to = Math.min(m.index + m[0].length, end);
+    if (!NON_ASCII.test(m[0])) {
+      if (visit((to === m.index + m[0].length ? m[0] : text.slice(m.index, to)).toLowerCase(), m.index, to)) return;
+    } else if (scanTable(text, m.index, to, visit)) return;
+  }
+}
+
+/** scanTokens() over `text[from, to)` through the table, a code point at a time; true if stopped. */
+function scanTable(text: string, from: number, to: number, visit: TokenVisitor): boolean {
   let current = '';
   let start = -1;
-  const end = Math.min(limit, text.length);
-  let i = 0;
-  while (i < end) {
+  let i = from;
+  while (i < to) {
     const c = text.codePointAt(i)!;
     const width = c > 0xffff ? 2 : 1;
     if (c === 0 || (c >= 0xd800 && c < 0xe000) || separators.has(c)) {
-      if (start >= 0 && current !== '') yield { token: current, start, end: i };
+      if (start >= 0 && current !== '' && visit(current, start, i)) return true;
       current = '';
       start = -1;
     } else {
@@ -70,5 +85,5 @@ export function* tokenSpans(text: string, limit = text.length): Generator<TokenS
     }
     i += width;
   }
-  if (start >= 0 && current !== '') yield { token: current, start, end: i };
+  return start >= 0 && current !== '' && visit(current, start, i) === true;
 }
