@@ -4,8 +4,7 @@
 // Schemas, descriptions and annotations are built once per gateway, because descriptions quote
 // the configured limits; each request only registers these ready-made definitions on its own
 // short-lived McpServer.
-import type { McpServer, ToolCallback } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, McpServer, ToolAnnotations, ToolCallback } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Settings } from '../../shared/config.js';
