@@ -8,6 +8,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { mcpTools } from '../gateway/mcp/tools.js';
+import { capturingLogger } from './helpers/api.js';
 import {
   accessLogRows,
   call,
@@ -272,4 +273,24 @@ test('2026-07-28 requests spend the same Mcp budget: 429 problem+json with Retry
   t.is(limited.headers.get('content-type'), 'application/problem+json');
   t.is(limited.headers.get('cache-control'), 'no-store');
   t.truthy(limited.headers.get('retry-after'));
+});
+
+test("refused 2026-07-28 requests are the client's mistake: logged at debug, never as errors", async (t) => {
+  const { logger, lines } = capturingLogger();
+  const g = await startMcpGateway({}, { logger });
+  t.teardown(() => g.close());
+  const auth = bearer(g.fixture.keys.admin);
+  const call = modernRequest(1, 'tools/call', { name: 'list_accounts', arguments: {} });
+  const unsupported = modernRequest(2, 'tools/list', {}, '2099-01-01');
+  const statuses = [
+    (await postMcp(g.url, call.body, { ...call.headers, ...auth, 'Mcp-Name': 'get_email' })).status,
+    (await postMcp(g.url, unsupported.body, { ...unsupported.headers, ...auth })).status,
+    (await postMcp(g.url, call.body, { ...call.headers, ...auth, 'Content-Type': 'text/plain' })).status,
+  ];
+  t.deepEqual(statuses, [400, 400, 415]);
+  t.true(lines.some((l) => l.msg === 'MCP request refused' && l.level === 20));
+  t.false(
+    lines.some((l) => (l.level as number) >= 50),
+    JSON.stringify(lines.filter((l) => (l.level as number) >= 50)),
+  );
 });

@@ -168,11 +168,13 @@ async function readBody(ctx: Context, parseJson: Middleware): Promise<boolean> {
 }
 
 /**
- * What the 2026-07-28 handler reports: a request it refused (a wrong envelope or header, an
- * unsupported revision; the client was told why) is the client's business, anything else ours.
+ * What the 2026-07-28 handler reports: a request it refused (a wrong envelope, header or media
+ * type, an unsupported revision; the client was told why) is the client's business, anything
+ * else ours.
  */
 function reportSdkError(logger: Logger, err: Error): void {
-  if (err instanceof ProtocolError || err.message.startsWith('Rejected ')) logger.debug({ err }, 'MCP request refused');
+  const refused = err instanceof ProtocolError || /^(Rejected |Unsupported Media Type)/.test(err.message);
+  if (refused) logger.debug({ err }, 'MCP request refused');
   else logger.error({ err }, 'MCP request failed');
 }
 
