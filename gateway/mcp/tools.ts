@@ -21,7 +21,7 @@ import { EngineOverloaded } from '../../engine/overloaded.js';
 import { isArchiveUnavailable } from '../../engine/unavailable.js';
 import { InvalidInput, parseSearchInput, RELEVANCE_WINDOW } from '../../shared/search-input.js';
 import type { ArchiveService, Caller } from '../archive-service.js';
-import { enumParam, intParam, stringParam } from './params.js';
+import { enumParam, intParam, stringParam, withCachedJsonSchema } from './params.js';
 import { objectResult, toolError, wrappedResult } from './results.js';
 
 /** What a tool call runs with: the archive, and who is calling. */
@@ -61,8 +61,8 @@ function defineTool<I extends z.ZodObject>(spec: ToolSpec<I>): McpTool {
   const config = {
     title: spec.title,
     description: spec.description,
-    inputSchema: spec.input,
-    outputSchema: spec.output,
+    inputSchema: withCachedJsonSchema(spec.input),
+    outputSchema: withCachedJsonSchema(spec.output),
     annotations: { title: spec.title, ...READ_ONLY },
   };
   return {
