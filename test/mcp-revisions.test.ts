@@ -294,3 +294,16 @@ test("refused 2026-07-28 requests are the client's mistake: logged at debug, nev
     JSON.stringify(lines.filter((l) => (l.level as number) >= 50)),
   );
 });
+
+test('a 2026-07-28 subscriptions/listen is acknowledged and ended at once, and its event stream is not cached either', async (t) => {
+  const { h } = t.context;
+  const listen = modernRequest(9, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
+  const res = await postMcp(h.url, listen.body, { ...listen.headers, ...bearer(h.fixture.keys.admin) });
+  t.is(res.status, 200);
+  t.regex(res.headers.get('content-type') ?? '', /^text\/event-stream/);
+  t.is(res.headers.get('cache-control'), 'no-store, no-transform');
+  // The tool list never changes (listChanged: false), so nothing is honoured and the stream ends.
+  const events = await res.text();
+  t.regex(events, /notifications\/subscriptions\/acknowledged.*"notifications":\{\}/);
+  t.regex(events, /"id":9,"result":\{"resultType":"complete"/);
+});

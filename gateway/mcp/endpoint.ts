@@ -16,6 +16,7 @@
 // method (405; CORS preflights answered here) → a key is required (401) → JSON body (413, parse
 // error) → a tools/call the engine has no room for (503) → the SDK, for either era.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ServerResponse } from 'node:http';
 import type { Context, Middleware } from 'koa';
 import bodyParser from 'koa-bodyparser';
 import compose from 'koa-compose';
@@ -98,6 +99,7 @@ export function mcpEndpoint(
     };
     const legacy = await isLegacyRequest(await toWebRequest(ctx.req, body), body);
     ctx.respond = false; // the SDK writes the answer itself
+    keepNoStore(ctx.res);
     try {
       if (legacy) await serveLegacy(ctx, context, body);
       else await currentRequest.run(context, () => modern(ctx.req, ctx.res, body));
@@ -165,6 +167,27 @@ async function readBody(ctx: Context, parseJson: Middleware): Promise<boolean> {
     jsonRpcError(ctx, 400, PARSE_ERROR, 'Parse error: the request body is not valid JSON.');
     return false;
   }
+}
+
+/**
+ * Every /mcp answer is `Cache-Control: no-store` (SPEC.md 5.8), but the SDK passes its own
+ * `no-cache, no-transform` to writeHead when it answers with an event stream (a 2026-07-28
+ * subscriptions/listen), which would replace ours. Keep no-store, and no-transform if asked for
+ * (it stops proxies from buffering the stream to compress it).
+ */
+function keepNoStore(res: ServerResponse): void {
+  const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
+  res.writeHead = ((...args: unknown[]) => {
+    for (const headers of args.slice(1)) {
+      if (!headers || typeof headers !== 'object' || Array.isArray(headers)) continue;
+      const fields = headers as Record<string, unknown>;
+      for (const name of Object.keys(fields)) {
+        if (name.toLowerCase() !== 'cache-control') continue;
+        fields[name] = /no-transform/i.test(String(fields[name])) ? 'no-store, no-transform' : 'no-store';
+      }
+    }
+    return writeHead(...args);
+  }) as ServerResponse['writeHead'];
 }
 
 /**
