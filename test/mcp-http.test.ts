@@ -200,7 +200,9 @@ test('malformed JSON, a non-JSON-RPC body and a batch get JSON-RPC errors with 4
   const cases: Array<[label: string, body: string, status: number, code: number]> = [
     ['not JSON', '{"jsonrpc": "2.0", "id": 1, "method": ', 400, -32700],
     ['a JSON string', '"tools/list"', 400, -32700],
-    ['not JSON-RPC', '{"hello": "world"}', 400, -32700],
+    // JSON that is no JSON-RPC message is an Invalid Request (JSON-RPC 2.0 section 5.1), as the
+    // SDK's classifier answers it for both protocol eras.
+    ['not JSON-RPC', '{"hello": "world"}', 400, -32600],
     ['a batch', JSON.stringify([toolsCall(1, 'list_accounts'), toolsCall(2, 'list_accounts')]), 400, -32600],
   ];
   for (const [label, body, status, code] of cases) {
@@ -212,8 +214,13 @@ test('malformed JSON, a non-JSON-RPC body and a batch get JSON-RPC errors with 4
   const unknownMethod = await postMcp(h.url, { jsonrpc: '2.0', id: 3, method: 'tools/explode' }, auth);
   t.is(unknownMethod.status, 200);
   t.like(await unknownMethod.json(), { id: 3, error: { code: -32601 } });
+  // An unknown tool is a protocol error (-32602), as the MCP tools spec gives it since 2025-06-18.
   const unknownTool = await postMcp(h.url, toolsCall(4, 'delete_everything'), auth);
-  t.like(await unknownTool.json(), { id: 4, result: { isError: true } });
+  t.is(unknownTool.status, 200);
+  t.like(await unknownTool.json(), {
+    id: 4,
+    error: { code: -32602, message: 'Tool delete_everything not found' },
+  });
   const wrongType = await fetch(h.url, {
     method: 'POST',
     headers: { ...auth, 'Content-Type': 'text/plain', Accept: 'application/json, text/event-stream' },

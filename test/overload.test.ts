@@ -22,7 +22,7 @@ import type { Principal } from '../shared/jobs.js';
 import { createFixture } from './helpers/fixture.js';
 import { OpenApiConformance } from './helpers/openapi-conformance.js';
 import { bearer, capturingLogger, listen, startApi, unknownKey, type ApiHarness } from './helpers/api.js';
-import { connectClient, postMcp, toolsCall } from './helpers/mcp.js';
+import { connectClient, modernRequest, postMcp, toolsCall } from './helpers/mcp.js';
 import { addWebUser, csrfOf, signIn } from './helpers/web.js';
 
 const test = anyTest as TestFn;
@@ -185,6 +185,12 @@ test('MCP: a tools/call that needs the full query lane is refused as HTTP 503 pr
   t.is(search.headers.get('cache-control'), 'no-store');
   t.regex(search.headers.get('content-type') ?? '', /^application\/problem\+json/);
   t.like(await search.json(), { status: 503, instance: '/mcp' });
+  // The same on revision 2026-07-28: the check runs before the SDK sees either revision.
+  const modern = modernRequest(5, 'tools/call', { name: 'search_emails', arguments: { q: 'budget' } });
+  const modernSearch = await postMcp(`${url}/mcp`, modern.body, { ...modern.headers, ...auth });
+  t.is(modernSearch.status, 503);
+  t.is(modernSearch.headers.get('retry-after'), '1');
+  t.regex(modernSearch.headers.get('content-type') ?? '', /^application\/problem\+json/);
 
   const accounts = await postMcp(`${url}/mcp`, toolsCall(2, 'list_accounts'), auth);
   t.is(accounts.status, 200);

@@ -1,15 +1,28 @@
-// POST /mcp: the MCP server over stateless Streamable HTTP (SPEC.md sections 4, 5, 7, 8).
+// POST /mcp: the MCP server over stateless Streamable HTTP (SPEC.md sections 4, 5, 7, 8), for
+// two protocol eras on one endpoint (docs/decisions.md, ADR 15):
+//
+// - 2025-11-25 and older (the `initialize` handshake; what the v1 SDK, the Inspector and most
+//   clients speak): a fresh McpServer and a JSON-answering transport per request, as before;
+// - 2026-07-28 (no handshake; every request carries its revision in `params._meta` and in the
+//   MCP-Protocol-Version / Mcp-Method / Mcp-Name headers): the SDK's createMcpHandler, which
+//   checks that envelope and those headers and answers with a fresh McpServer per request.
+//
+// The SDK's own classifier (isLegacyRequest) decides which one a message belongs to, so the two
+// can never disagree with the SDK about it. Both are built from the same factory (server.ts)
+// and the same tool list (tools.ts).
 //
 // Every request passes, in order: Cache-Control: no-store (set first, so errors carry it too) →
 // Origin check (403) → admission: the key check (401) and the Mcp rate limit (429) →
 // method (405; CORS preflights answered here) → a key is required (401) → JSON body (413, parse
-// error) → a tools/call the engine has no room for (503) → a fresh McpServer and transport that
-// answer the one JSON-RPC message and are closed after it.
+// error) → a tools/call the engine has no room for (503) → the SDK, for either era.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ServerResponse } from 'node:http';
 import type { Context, Middleware } from 'koa';
 import bodyParser from 'koa-bodyparser';
 import compose from 'koa-compose';
 import type { Logger } from 'pino';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
+import { createMcpHandler, isLegacyRequest, ProtocolError } from '@modelcontextprotocol/server';
 import type { Settings } from '../../shared/config.js';
 import type { ArchiveService } from '../archive-service.js';
 import { keyOf, type AuthState } from '../auth.js';
@@ -17,7 +30,7 @@ import { callerOf } from '../client.js';
 import { Problem } from '../problem.js';
 import { answerPreflight, isPreflight, originGuard } from './origin.js';
 import { createMcpServer } from './server.js';
-import { mcpTools, type McpTool } from './tools.js';
+import { mcpTools, type McpTool, type ToolContext } from './tools.js';
 
 const PATH = '/mcp';
 
@@ -47,11 +60,29 @@ export function mcpEndpoint(
     await next();
   };
 
+  // The 2026-07-28 path. Its factory is called inside the SDK, per request; the caller it serves
+  // is handed over through the request's async context rather than through the SDK's authInfo,
+  // which would have to carry the key itself.
+  const currentRequest = new AsyncLocalStorage<ToolContext>();
+  const modern = toNodeHandler(
+    createMcpHandler(
+      () => {
+        const context = currentRequest.getStore();
+        if (!context) throw new Error('MCP server factory called outside a request');
+        return createMcpServer(tools, context);
+      },
+      // 2025-era messages never reach this handler (they are routed below), so it refuses them.
+      { legacy: 'reject', onerror: (err) => reportSdkError(logger, err) },
+    ),
+    { onerror: (err) => reportSdkError(logger, err) },
+  );
+
   const serve: Middleware = async (ctx) => {
     // The key is checked now, on its own: once the transport answers, a 401 can no longer be sent.
     await keyOf(ctx as Context & { state: AuthState }).check();
     if (!(await readBody(ctx, parseJson))) return;
-    if (Array.isArray(ctx.request.body)) {
+    const body: unknown = ctx.request.body;
+    if (Array.isArray(body)) {
       // One message per request keeps every call under the rate limit; batches left MCP in 2025-06-18.
       return jsonRpcError(
         ctx,
@@ -60,21 +91,18 @@ export function mcpEndpoint(
         'Batches are not supported: send one JSON-RPC message per HTTP request.',
       );
     }
-    refuseWhenBusy(ctx.request.body, tools, service);
-    const server = createMcpServer(tools, {
+    refuseWhenBusy(body, tools, service);
+    const context: ToolContext = {
       service,
       caller: callerOf(ctx as Context & { state: AuthState }, 'mcp'),
       logger,
-    });
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    ctx.res.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    await server.connect(transport);
-    ctx.respond = false; // the transport writes the answer itself
+    };
+    const legacy = await isLegacyRequest(await toWebRequest(ctx.req, body), body);
+    ctx.respond = false; // the SDK writes the answer itself
+    keepNoStore(ctx.res);
     try {
-      await transport.handleRequest(ctx.req, ctx.res, ctx.request.body);
+      if (legacy) await serveLegacy(ctx, context, body);
+      else await currentRequest.run(context, () => modern(ctx.req, ctx.res, body));
     } catch (err) {
       if (ctx.res.headersSent) {
         logger.error({ err }, 'MCP transport failed after answering began');
@@ -85,6 +113,21 @@ export function mcpEndpoint(
       throw err;
     }
   };
+
+  /** 2025-11-25 and older: one McpServer and one transport answer the one message, then close. */
+  async function serveLegacy(ctx: Context, context: ToolContext, body: unknown): Promise<void> {
+    const server = createMcpServer(tools, context);
+    const transport = new NodeStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    ctx.res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(ctx.req, ctx.res, body);
+  }
 
   return compose([
     async (ctx, next) => {
@@ -124,6 +167,38 @@ async function readBody(ctx: Context, parseJson: Middleware): Promise<boolean> {
     jsonRpcError(ctx, 400, PARSE_ERROR, 'Parse error: the request body is not valid JSON.');
     return false;
   }
+}
+
+/**
+ * Every /mcp answer is `Cache-Control: no-store` (SPEC.md 5.8), but the SDK passes its own
+ * `no-cache, no-transform` to writeHead when it answers with an event stream (a 2026-07-28
+ * subscriptions/listen), which would replace ours. Keep no-store, and no-transform if asked for
+ * (it stops proxies from buffering the stream to compress it).
+ */
+function keepNoStore(res: ServerResponse): void {
+  const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
+  res.writeHead = ((...args: unknown[]) => {
+    for (const headers of args.slice(1)) {
+      if (!headers || typeof headers !== 'object' || Array.isArray(headers)) continue;
+      const fields = headers as Record<string, unknown>;
+      for (const name of Object.keys(fields)) {
+        if (name.toLowerCase() !== 'cache-control') continue;
+        fields[name] = /no-transform/i.test(String(fields[name])) ? 'no-store, no-transform' : 'no-store';
+      }
+    }
+    return writeHead(...args);
+  }) as ServerResponse['writeHead'];
+}
+
+/**
+ * What the 2026-07-28 handler reports: a request it refused (a wrong envelope, header or media
+ * type, an unsupported revision; the client was told why) is the client's business, anything
+ * else ours.
+ */
+function reportSdkError(logger: Logger, err: Error): void {
+  const refused = err instanceof ProtocolError || /^(Rejected |Unsupported Media Type)/.test(err.message);
+  if (refused) logger.debug({ err }, 'MCP request refused');
+  else logger.error({ err }, 'MCP request failed');
 }
 
 function jsonRpcError(ctx: Context, status: number, code: number, message: string): void {

@@ -8,8 +8,10 @@ import { Problem } from '../problem.js';
 /** Origins compare by scheme, host and port; case and a trailing slash in the setting do not matter. */
 const normalize = (origin: string) => origin.trim().replace(/\/+$/, '').toLowerCase();
 
-// Headers an MCP client sends, and the ones a page must be allowed to read (auth and rate-limit answers).
-const REQUEST_HEADERS = 'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Last-Event-ID';
+// Headers an MCP client sends (Mcp-Method and Mcp-Name on revision 2026-07-28), and the ones a page
+// must be allowed to read (auth and rate-limit answers).
+const REQUEST_HEADERS =
+  'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID';
 const EXPOSED_HEADERS = 'WWW-Authenticate, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
 
 export function originGuard(allowedOrigins: readonly string[]): Middleware {

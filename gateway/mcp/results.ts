@@ -4,7 +4,7 @@
 // JSON: that is what most clients hand to the model. structuredContent must be a JSON object, so
 // an object result is sent as is, while a list or a nullable result is wrapped (`{items: [...]}`,
 // `{email: ...}`) for the tool's declared outputSchema.
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/server';
 
 /** An object result: the same JSON as text and as structuredContent. */
 export function objectResult(value: object): CallToolResult {

@@ -4,8 +4,7 @@
 // Schemas, descriptions and annotations are built once per gateway, because descriptions quote
 // the configured limits; each request only registers these ready-made definitions on its own
 // short-lived McpServer.
-import type { McpServer, ToolCallback } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, McpServer, ToolAnnotations, ToolCallback } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Settings } from '../../shared/config.js';
@@ -29,7 +28,7 @@ import {
   SNIPPET_CHARS,
 } from '../../shared/search-input.js';
 import type { ArchiveService, Caller } from '../archive-service.js';
-import { boolParam, enumParam, intParam, stringParam } from './params.js';
+import { boolParam, enumParam, intParam, stringParam, withCachedJsonSchema } from './params.js';
 import { objectResult, toolError, wrappedResult } from './results.js';
 
 /** What a tool call runs with: the archive, and who is calling. */
@@ -69,8 +68,8 @@ function defineTool<I extends z.ZodObject>(spec: ToolSpec<I>): McpTool {
   const config = {
     title: spec.title,
     description: spec.description,
-    inputSchema: spec.input,
-    outputSchema: spec.output,
+    inputSchema: withCachedJsonSchema(spec.input),
+    outputSchema: withCachedJsonSchema(spec.output),
     annotations: { title: spec.title, ...READ_ONLY },
   };
   return {

@@ -1,4 +1,12 @@
-// A real gateway on an ephemeral port with the MCP server on, and SDK clients to talk to it.
+// A real gateway on an ephemeral port with the MCP server on, and SDK clients to talk to it: the
+// v1 SDK client (2025-11-25) and the v2 client (@modelcontextprotocol/client) on either revision.
+import {
+  Client as V2Client,
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  PROTOCOL_VERSION_META_KEY,
+  StreamableHTTPClientTransport as V2Transport,
+} from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -76,8 +84,67 @@ export async function connectClient(
   return client;
 }
 
+/** The two protocol revisions /mcp serves to current clients. */
+export const MODERN_REVISION = '2026-07-28';
+export const LEGACY_REVISION = '2025-11-25';
+export type Revision = typeof MODERN_REVISION | typeof LEGACY_REVISION;
+
+/**
+ * A v2 SDK client connected on one revision: pinned to 2026-07-28 (server/discover, then every
+ * request carries the per-request envelope and headers), or, for 2025-11-25, its default
+ * 'legacy' mode, the initialize handshake byte-equivalent to a 2025 client.
+ */
+export async function connectV2Client(
+  url: string,
+  key: string | undefined,
+  revision: Revision,
+  headers: Record<string, string> = {},
+): Promise<V2Client> {
+  const client = new V2Client(
+    { name: 'mail-archive-gateway-tests-v2', version: '2.0.0' },
+    revision === MODERN_REVISION ? { versionNegotiation: { mode: { pin: MODERN_REVISION } } } : {},
+  );
+  const transport = new V2Transport(new URL(url), {
+    requestInit: { headers: { ...(key ? { Authorization: `Bearer ${key}` } : {}), ...headers } },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+/**
+ * A raw 2026-07-28 request as the spec shapes it: the revision, client info and capabilities in
+ * params._meta, and the MCP-Protocol-Version, Mcp-Method (and, for tools/call, Mcp-Name) headers.
+ */
+export function modernRequest(
+  id: number,
+  method: string,
+  params: Record<string, unknown> = {},
+  revision: string = MODERN_REVISION,
+): { body: Record<string, unknown>; headers: Record<string, string> } {
+  const body = {
+    jsonrpc: '2.0',
+    id,
+    method,
+    params: {
+      ...params,
+      _meta: {
+        [PROTOCOL_VERSION_META_KEY]: revision,
+        [CLIENT_INFO_META_KEY]: { name: 'raw-http-test', version: '1.0.0' },
+        [CLIENT_CAPABILITIES_META_KEY]: {},
+      },
+    },
+  };
+  const headers: Record<string, string> = { 'MCP-Protocol-Version': revision, 'Mcp-Method': method };
+  if (method === 'tools/call' && typeof params.name === 'string') headers['Mcp-Name'] = params.name;
+  return { body, headers };
+}
+
 /** Calls a tool and returns the result as the MCP client received it. */
-export async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<CallToolResult> {
+export async function call(
+  client: Client | V2Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<CallToolResult> {
   return (await client.callTool({ name, arguments: args })) as CallToolResult;
 }
 
