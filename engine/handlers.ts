@@ -12,6 +12,7 @@ import {
   readAttachmentChunk,
   searchEmails,
 } from './store/emails.js';
+import { getAttachmentText } from './store/attachment-text.js';
 import { authenticate } from './store/keys.js';
 import { snapshotInfo } from './search/bitsets/share.js';
 import { createKeyFor, listKeysFor, login, revokeKeyAs, sessionUser } from './store/web.js';
@@ -25,6 +26,8 @@ export const handlers: Handlers = {
   search: (db, job) => searchEmails(db, job.principal, job.query),
   detail: (db, job) => getEmailDetail(db, job.principal, job.id),
   attachment: (db, job) => getAttachmentHandle(db, job.principal, job.emailId, job.attachmentId),
+  attachmentText: (db, job) =>
+    getAttachmentText(db, job.principal, job.emailId, job.attachmentId, job.offset, job.maxChars),
   attachmentChunk: (db, job) => readAttachmentChunk(db, job.contentId, job.seq),
   stats: (db, job) => getStats(db, job.principal),
   accessLog: (db, job) => ({ written: writeAccessLog(db, job.entries) }),

@@ -71,6 +71,7 @@ const LANES: Record<JobKind, Lane> = {
   accounts: 'interactive',
   detail: 'interactive',
   attachment: 'interactive',
+  attachmentText: 'interactive',
   accessLog: 'interactive',
   listKeysFor: 'interactive',
   createKeyFor: 'interactive',

@@ -57,6 +57,8 @@ function fts(node: Node): string | null {
       return phrase(node);
     case 'has':
       return `{tags} : "${ATTACHMENT_TAG}"`;
+    case 'attachment':
+      return null; // another table: a SQL condition (IN_ATTACHMENTS)
     case 'not':
       return null; // FTS5's NOT is binary: it needs a positive operand, handled under 'and'.
     case 'or': {
@@ -74,12 +76,20 @@ function fts(node: Node): string | null {
 }
 
 const IN_FTS = 'e.fts_key IN (SELECT rowid FROM email_fts WHERE email_fts MATCH ?)';
+/** attachment_fts rowids are the messages' fts_keys too (migration 5). */
+const IN_ATTACHMENTS = 'e.fts_key IN (SELECT rowid FROM attachment_fts WHERE attachment_fts MATCH ?)';
+
+/** An attachment: term as an attachment_fts expression: one quoted phrase, as phrase() writes. */
+export const attachmentExpression = (node: Extract<Node, { type: 'attachment' }>): string =>
+  `"${node.words.join(' ')}"${node.prefix ? ' *' : ''}`;
 
 /** Any node as a SQL condition on `emails e`; slower than the fast path but always possible. */
 function sql(node: Node): SqlCondition {
   const expr = fts(node);
   if (expr !== null) return { sql: IN_FTS, params: [expr] };
   switch (node.type) {
+    case 'attachment':
+      return { sql: IN_ATTACHMENTS, params: [attachmentExpression(node)] };
     case 'not': {
       const inner = sql(node.child);
       return { sql: `NOT (${inner.sql})`, params: inner.params };
