@@ -76,6 +76,10 @@ export interface AttachmentTextPage {
   truncated: boolean;
 }
 
+/** Default and largest page of attachment text MCP get_attachment returns (format "text"). */
+export const TEXT_PAGE_DEFAULT = 20_000;
+export const TEXT_PAGE_MAX = 100_000;
+
 export interface AccessLogEntry {
   userId: number;
   type: AccessType;

@@ -103,10 +103,6 @@ export async function reindexAttachments(
   return summary;
 }
 
-/** Default and largest page of attachment text an API call returns (MCP get_attachment). */
-export const TEXT_PAGE_DEFAULT = 20_000;
-export const TEXT_PAGE_MAX = 100_000;
-
 /** One page of a stored text, without splitting a surrogate pair at either end. */
 export function pageOfText(
   attachment: AttachmentTextPage['attachment'],
