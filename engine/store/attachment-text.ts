@@ -49,15 +49,15 @@ function refreshMessages(db: Db, emailIds: Iterable<number>): void {
   const insert = prepared(
     db,
     `INSERT INTO attachment_fts (rowid, text)
-     SELECT (SELECT fts_key FROM emails WHERE id = ?1), group_concat(t.text, char(10))
+     SELECT (SELECT fts_key FROM emails WHERE id = @id), group_concat(t.text, char(10))
        FROM attachment_texts t
-      WHERE t.content_id IN (SELECT content_id FROM attachments WHERE email_id = ?1)
+      WHERE t.content_id IN (SELECT content_id FROM attachments WHERE email_id = @id)
         AND t.status = 'ok' AND t.text <> ''
      HAVING count(*) > 0`,
   );
   for (const id of emailIds) {
     remove.run(id);
-    insert.run(id);
+    insert.run({ id });
   }
 }
 
