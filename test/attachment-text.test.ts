@@ -15,6 +15,12 @@ import { extractText } from '../engine/attachments/extract.js';
 import { reindexAttachments, type AttachmentTextStore } from '../engine/attachments/index-texts.js';
 import { openArchive } from '../engine/db/open.js';
 import { importPaths } from '../engine/import/importer.js';
+import { buildSnapshot } from '../engine/search/bitsets/build.js';
+import { adoptSnapshot, currentSnapshot } from '../engine/search/bitsets/share.js';
+import { Snapshot } from '../engine/search/bitsets/snapshot.js';
+import { searchEmails } from '../engine/search/plan.js';
+import { saveAttachmentTexts } from '../engine/store/attachment-text.js';
+import { parseSearchInput } from '../shared/search-input.js';
 import { bearer, startApi, type ApiHarness } from './helpers/api.js';
 import { createFixture, type Fixture } from './helpers/fixture.js';
 import { accessLogRows, call, connectClient, startMcpGateway, type McpHarness } from './helpers/mcp.js';
@@ -491,4 +497,66 @@ if (TEST_STORE === 'sqlite') {
     );
     t.regex((bare as { stderr: string }).stderr, /reindex needs --attachments/);
   });
+}
+
+if (TEST_STORE === 'sqlite') {
+  test.serial(
+    'the in-memory index answers attachment: as SQL does, and sees text that arrives later without a rebuild',
+    async (t) => {
+      const a = await archive;
+      const db = openArchive(a.fixture.dbPath);
+      t.teardown(() => {
+        adoptSnapshot(db, undefined);
+        db.close();
+      });
+      const admin = { isAdmin: true, userId: 0 };
+      const alice = { isAdmin: false, userId: a.fixture.users.alice };
+      const docxContent = db
+        .prepare('SELECT content_id FROM attachments WHERE email_id = ?')
+        .pluck()
+        .get(a.emails.docx) as number;
+      const saved = db
+        .prepare('SELECT status, text, truncated FROM attachment_texts WHERE content_id = ?')
+        .get(docxContent) as {
+        status: 'ok';
+        text: string;
+        truncated: number;
+      };
+      // As if the DOCX had not been read yet.
+      db.prepare('DELETE FROM attachment_texts WHERE content_id = ?').run(docxContent);
+      db.prepare('DELETE FROM attachment_fts WHERE rowid = (SELECT fts_key FROM emails WHERE id = ?)').run(
+        a.emails.docx,
+      );
+
+      const snap = new Snapshot(buildSnapshot(db, { minDocs: 1 }));
+      adoptSnapshot(db, snap);
+      const queries = [
+        'attachment:zymurgical',
+        'attachment:"quixotic revenue" OR subject:minutes',
+        'attachment:kerfuffle',
+        '-attachment:zymurgical',
+        'attachment:manuscript* test',
+      ];
+      for (const viewer of [admin, alice])
+        for (const q of queries) {
+          const query = parseSearchInput({ q, sortBy: 'subject' }, { defaultPageSize: 20, maxPageSize: 100 });
+          t.truthy(currentSnapshot(db));
+          const fast = searchEmails(db, viewer, query);
+          const slow = searchEmails(db, viewer, query, { reference: true });
+          t.is(fast.totalItems, slow.totalItems, q);
+          t.deepEqual(
+            fast.items.map((i) => i.id),
+            slow.items.map((i) => i.id),
+            q,
+          );
+        }
+      const kerfuffle = parseSearchInput({ q: 'attachment:kerfuffle' }, { defaultPageSize: 20, maxPageSize: 100 });
+      t.is(searchEmails(db, admin, kerfuffle).totalItems, 0);
+      // The text arrives (reindex): the snapshot stays current, and the next search finds it.
+      saveAttachmentTexts(db, [{ contentId: docxContent, result: { ...saved, truncated: saved.truncated === 1 } }]);
+      t.is(currentSnapshot(db), snap, 'no rebuild of the in-memory index');
+      t.is(searchEmails(db, admin, kerfuffle).totalItems, 1);
+      t.is(searchEmails(db, alice, kerfuffle).items[0]?.id, a.emails.docx);
+    },
+  );
 }
