@@ -393,7 +393,8 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
         ],
         responses: byStatus({
           '200': {
-            description: 'The extracted text, untrusted content written by third parties.',
+            description:
+              'The extracted text as `text/plain; charset=utf-8`: untrusted content written by third parties.',
             headers: {
               'X-Text-Truncated': {
                 description: '`true` when an extraction bound (pages, characters) cut the text, else `false`.',
@@ -403,7 +404,7 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
               'Content-Security-Policy': { description: '`sandbox`.', schema: { type: 'string' } },
               ...RATE_LIMIT_HEADERS,
             },
-            content: { 'text/plain; charset=utf-8': { schema: { type: 'string' } } },
+            content: { 'text/plain': { schema: { type: 'string' } } },
           },
           '400': problem('`id` or `attachmentId` is not a 32-bit integer.'),
           ...COMMON,
