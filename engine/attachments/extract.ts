@@ -62,6 +62,22 @@ export function extractKind(contentType: string, fileName: string): ExtractKind 
   return null;
 }
 
+/**
+ * A verdict from the first bytes alone, or null when the file must be read: a "PDF" without a
+ * %PDF header or a "DOCX" that is no ZIP archive is refused here, without a thread round trip
+ * (mail labels random bytes application/pdf more often than one would think).
+ */
+export function quickVerdict(bytes: Uint8Array, kind: ExtractKind): ExtractResult | null {
+  if (kind === 'pdf') {
+    // The header may follow some junk; readers accept it within the first KiB.
+    const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.length, 1024)).toString('latin1');
+    if (!head.includes('%PDF-')) return failed('the PDF is damaged or not a PDF (no %PDF header)');
+  }
+  if (kind === 'docx' && !(bytes[0] === 0x50 && bytes[1] === 0x4b && bytes[2] === 0x03 && bytes[3] === 0x04))
+    return failed('the DOCX is damaged or not a DOCX (not a ZIP archive)');
+  return null;
+}
+
 const failed = (sentence: string): ExtractResult => ({
   status: `failed: ${sentence.replace(/\s+/g, ' ').trim().slice(0, 200)}`,
   text: '',
@@ -115,6 +131,8 @@ export async function extractText(
   const kind = extractKind(contentType, fileName);
   if (kind === null) return { status: 'unsupported', text: '', truncated: false };
   if (bytes.length > limits.maxBytes) return { status: 'too large', text: '', truncated: false };
+  const quick = quickVerdict(bytes, kind);
+  if (quick) return quick;
   try {
     switch (kind) {
       case 'text':

@@ -5,7 +5,7 @@
 // next attachment after a timeout or a crash. Its heap is capped, so a decompression bomb ends
 // that thread ('failed: ...'), not the importing process.
 import { Worker } from 'node:worker_threads';
-import { DEFAULT_LIMITS, extractKind, type ExtractLimits, type ExtractResult } from './extract.js';
+import { DEFAULT_LIMITS, extractKind, quickVerdict, type ExtractLimits, type ExtractResult } from './extract.js';
 import type { ExtractRequest } from './extract-worker.js';
 
 const WORKER_HEAP_MB = 512;
@@ -23,10 +23,12 @@ export class Extractor {
   /** The text of one attachment; never rejects (failures are statuses). */
   extract(bytes: Uint8Array, contentType: string, fileName: string): Promise<ExtractResult> {
     // Cheap verdicts need no thread.
-    if (extractKind(contentType, fileName) === null)
-      return Promise.resolve({ status: 'unsupported', text: '', truncated: false });
+    const kind = extractKind(contentType, fileName);
+    if (kind === null) return Promise.resolve({ status: 'unsupported', text: '', truncated: false });
     if (bytes.length > this.limits.maxBytes)
       return Promise.resolve({ status: 'too large', text: '', truncated: false });
+    const quick = quickVerdict(bytes, kind);
+    if (quick) return Promise.resolve(quick);
     const run = this.#queue.then(() => this.#run(bytes, contentType, fileName));
     this.#queue = run.catch(() => {});
     return run;
