@@ -462,7 +462,7 @@ if (TEST_STORE === 'sqlite') {
       const store = admin.attachmentTexts();
       let saves = 0;
       const failing: AttachmentTextStore = {
-        pending: (n, ids) => store.pending(n, ids),
+        pending: (n, options) => store.pending(n, options),
         countPending: () => store.countPending(),
         content: (c) => store.content(c),
         save: async (results, ids) => {

@@ -10,14 +10,19 @@ import type { Extractor } from './extractor.js';
 /** A stored content no outcome has been recorded for, named by its first attachment. */
 export interface PendingContent {
   contentId: number;
+  /** Where a scan continues after this one (pending's `after`): a content or attachment id. */
+  cursor: number;
   size: number;
   contentType: string;
   fileName: string;
 }
 
 export interface AttachmentTextStore {
-  /** Up to `limit` contents without an outcome, lowest id first; only those of `emailIds` when given. */
-  pending(limit: number, emailIds?: readonly number[]): Promise<PendingContent[]>;
+  /**
+   * Up to `limit` contents without an outcome, in cursor order after `after` (a scan resumes
+   * there instead of probing every content already done again); only those of `emailIds` when given.
+   */
+  pending(limit: number, options?: { emailIds?: readonly number[]; after?: number }): Promise<PendingContent[]>;
   countPending(): Promise<number>;
   content(c: PendingContent): Promise<Buffer>;
   /** Stores outcomes and re-indexes the messages holding them, and `emailIds` too. */
@@ -75,7 +80,7 @@ export async function indexNewMessages(
 ): Promise<ExtractSummary> {
   const summary = emptySummary();
   if (emailIds.length === 0) return summary;
-  const pending = await store.pending(Number.MAX_SAFE_INTEGER, emailIds);
+  const pending = await store.pending(Number.MAX_SAFE_INTEGER, { emailIds });
   await store.save(await readAll(store, extractor, pending, summary), emailIds);
   return summary;
 }
@@ -94,9 +99,11 @@ export async function reindexAttachments(
   const summary = emptySummary();
   const total = await store.countPending();
   options.onProgress?.({ done: 0, total });
+  let after = 0;
   for (;;) {
-    const batch = await store.pending(options.batchSize ?? 25);
+    const batch = await store.pending(options.batchSize ?? 25, { after });
     if (batch.length === 0) break;
+    after = batch.at(-1)!.cursor;
     await store.save(await readAll(store, extractor, batch, summary));
     options.onProgress?.({ done: summary.contents, total: Math.max(total, summary.contents) });
   }

@@ -17,16 +17,24 @@ const KEY = raw('COALESCE(a."AttachmentContentId", -a."Id")');
 export class PgAttachmentTexts implements AttachmentTextStore {
   constructor(private readonly ctx: PgContext) {}
 
-  async pending(limit: number, emailIds?: readonly number[]): Promise<PendingContent[]> {
+  async pending(
+    limit: number,
+    { emailIds, after = 0 }: { emailIds?: readonly number[]; after?: number } = {},
+  ): Promise<PendingContent[]> {
     if (emailIds && emailIds.length === 0) return [];
     const only = emailIds ? sql`AND a."ArchivedEmailId" = ANY(${[...emailIds]}::int[])` : sql``;
-    return this.ctx.primary<PendingContent>(
-      sql`SELECT DISTINCT ON (${KEY}) ${KEY} AS "contentId", a."ContentType" AS "contentType", a."FileName" AS "fileName",
+    // Walks EmailAttachments by "Id" from the cursor (its primary key), probing our table per
+    // row, and stops after `limit` finds: a long reindex does not rescan what it has done.
+    const rows = await this.ctx.primary<PendingContent>(
+      sql`SELECT ${KEY} AS "contentId", a."Id" AS cursor, a."ContentType" AS "contentType", a."FileName" AS "fileName",
                  COALESCE(octet_length(c."Content"), octet_length(a."Content"), 0)::float8 AS size
             FROM ${T.attachments} a LEFT JOIN ${T.contents} c ON c."Id" = a."AttachmentContentId"
-           WHERE NOT EXISTS (SELECT 1 FROM ${TEXTS} t WHERE t.content_id = ${KEY}) ${only}
-           ORDER BY ${KEY}, a."Id" LIMIT ${Math.min(limit, 1_000_000)}`,
+           WHERE a."Id" > ${after} AND NOT EXISTS (SELECT 1 FROM ${TEXTS} t WHERE t.content_id = ${KEY}) ${only}
+           ORDER BY a."Id" LIMIT ${Math.min(limit, 1_000_000)}`,
     );
+    // One content attached twice in the same stretch is read once.
+    const seen = new Set<number>();
+    return rows.filter((r) => !seen.has(r.contentId) && !!seen.add(r.contentId));
   }
 
   async countPending(): Promise<number> {

@@ -10,21 +10,25 @@ import { visibleAccountsClause } from './accounts.js';
 import { bumpGeneration } from './users.js';
 
 // The attachment that names a content: its first (lowest id) attachment row.
-const PENDING = `SELECT c.id AS contentId, c.size, a.content_type AS contentType, a.file_name AS fileName
+const PENDING = `SELECT c.id AS contentId, c.id AS cursor, c.size, a.content_type AS contentType, a.file_name AS fileName
                    FROM attachment_contents c
                    JOIN attachments a ON a.id = (SELECT min(id) FROM attachments WHERE content_id = c.id)
-                  WHERE NOT EXISTS (SELECT 1 FROM attachment_texts t WHERE t.content_id = c.id)`;
+                  WHERE c.id > ? AND NOT EXISTS (SELECT 1 FROM attachment_texts t WHERE t.content_id = c.id)`;
 
-export function pendingContents(db: Db, limit: number, emailIds?: readonly number[]): PendingContent[] {
+export function pendingContents(
+  db: Db,
+  limit: number,
+  { emailIds, after = 0 }: { emailIds?: readonly number[] | undefined; after?: number } = {},
+): PendingContent[] {
   if (emailIds) {
     if (emailIds.length === 0) return [];
     return prepared(
       db,
       `${PENDING} AND c.id IN (SELECT content_id FROM attachments WHERE email_id IN (SELECT value FROM json_each(?)))
         ORDER BY c.id LIMIT ?`,
-    ).all(JSON.stringify(emailIds), limit) as PendingContent[];
+    ).all(after, JSON.stringify(emailIds), limit) as PendingContent[];
   }
-  return prepared(db, `${PENDING} ORDER BY c.id LIMIT ?`).all(limit) as PendingContent[];
+  return prepared(db, `${PENDING} ORDER BY c.id LIMIT ?`).all(after, limit) as PendingContent[];
 }
 
 export function countPendingContents(db: Db): number {
@@ -95,7 +99,8 @@ export function saveAttachmentTexts(
 
 export class SqliteAttachmentTexts implements AttachmentTextStore {
   constructor(private readonly db: Db) {}
-  pending = async (limit: number, emailIds?: readonly number[]) => pendingContents(this.db, limit, emailIds);
+  pending = async (limit: number, options?: { emailIds?: readonly number[]; after?: number }) =>
+    pendingContents(this.db, limit, options);
   countPending = async () => countPendingContents(this.db);
   content = async (c: PendingContent) => contentBytes(this.db, c.contentId);
   save = async (results: ReadonlyArray<{ contentId: number; result: ExtractResult }>, emailIds?: readonly number[]) =>
