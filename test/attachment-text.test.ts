@@ -23,8 +23,9 @@ import { saveAttachmentTexts } from '../engine/store/attachment-text.js';
 import { parseSearchInput } from '../shared/search-input.js';
 import { bearer, startApi, type ApiHarness } from './helpers/api.js';
 import { createFixture, type Fixture } from './helpers/fixture.js';
+import { cliArchive, json, ok, STORE_KINDS } from './helpers/cli-archive.js';
 import { accessLogRows, call, connectClient, startMcpGateway, type McpHarness } from './helpers/mcp.js';
-import { readAccessLog, TEST_STORE, withAdmin } from './helpers/store.js';
+import { queryArchive, readAccessLog, TEST_STORE, withAdmin } from './helpers/store.js';
 
 const run = promisify(execFile);
 const CLI = join(process.cwd(), 'dist/engine/cli/main.js');
@@ -559,4 +560,61 @@ if (TEST_STORE === 'sqlite') {
       t.is(searchEmails(db, alice, kerfuffle).items[0]?.id, a.emails.docx);
     },
   );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command line on both stores: import reads the text, reindex --attachments fills a gap.
+
+if (TEST_STORE === 'sqlite') {
+  for (const kind of STORE_KINDS) {
+    test(`${kind}: mail-archive import reads attachment text; reindex --attachments fills what is missing`, async (t) => {
+      const a = await cliArchive(t, kind);
+      const id = json<{ id: number }>(
+        t,
+        await a.cli(['accounts', 'add', '--name', 'Docs', '--email', 'docs@example.com', '--json']),
+      ).id;
+      const file = join(a.dir, 'forecast.eml');
+      writeFileSync(
+        file,
+        eml('Quarterly', 'See the attached forecast.', [
+          { name: 'forecast.pdf', type: 'application/pdf', data: await pdf([PDF_SENTENCE]) },
+        ]),
+      );
+      ok(t, await a.cli(['import', String(id), file]));
+      const found =
+        kind === 'sqlite'
+          ? async () =>
+              (
+                await queryArchive<{ n: number }>(a.db, {
+                  sqlite: "SELECT count(*) AS n FROM attachment_fts WHERE attachment_fts MATCH 'zymurgical'",
+                  postgres: '',
+                })
+              )[0]!.n
+          : async () =>
+              (
+                await a.pgQuery<{ n: number }>(
+                  `SELECT count(*)::int AS n FROM mail_archive_gateway.search_docs WHERE doc @@ '''a:zymurgical'''::tsquery`,
+                )
+              )[0]!.n;
+      t.is(await found(), 1, 'searchable right after the import');
+      t.is(json<{ contents: number }>(t, await a.cli(['reindex', '--attachments', '--json'])).contents, 0);
+      // Text missing (imported before the feature, or by Mail Archiver): reindex reads it.
+      await queryArchive(a.db, {
+        sqlite: 'DELETE FROM attachment_texts',
+        postgres: 'DELETE FROM mail_archive_gateway.attachment_texts',
+      });
+      await queryArchive(a.db, {
+        sqlite: 'DELETE FROM attachment_fts',
+        postgres: 'DELETE FROM mail_archive_gateway.search_docs',
+      });
+      t.is(await found(), 0);
+      const again = json<{ contents: number; byStatus: Record<string, number> }>(
+        t,
+        await a.cli(['reindex', '--attachments', '--json']),
+      );
+      t.is(again.contents, 1);
+      t.deepEqual(again.byStatus, { ok: 1 });
+      t.is(await found(), 1);
+    });
+  }
 }
