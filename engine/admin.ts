@@ -25,6 +25,8 @@ import {
   type UserRow,
 } from './store/users.js';
 import { ArchiveWriter, type NewEmail } from './store/writer.js';
+import type { AttachmentTextStore } from './attachments/index-texts.js';
+import { SqliteAttachmentTexts } from './store/attachment-text.js';
 
 export type { AccessLogRow, AccountChanges, AccountStatus, CreatedKey, NewImapAccount, UserRow };
 
@@ -92,6 +94,8 @@ export interface ArchiveAdmin {
    */
   refreshSearchIndex(onProgress?: (indexed: number) => void): Promise<{ indexed: number; pruned: number }>;
   openWriter(): MailWriter;
+  /** Attachment text: what is still to read, and where outcomes are stored (engine/attachments). */
+  attachmentTexts(): AttachmentTextStore;
   /** Runs `work` in one transaction (nested calls join the outer one). */
   transaction<T>(work: (admin: ArchiveAdmin) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -148,6 +152,7 @@ export class SqliteAdmin implements ArchiveAdmin {
   listAccessLog = async (filter: Parameters<ArchiveAdmin['listAccessLog']>[0] = {}) => listAccessLog(this.db, filter);
   contents = async () => archiveContents(this.db);
   refreshSearchIndex = async () => ({ indexed: 0, pruned: 0 });
+  attachmentTexts = () => new SqliteAttachmentTexts(this.db);
 
   openWriter(): MailWriter {
     const writer = new ArchiveWriter(this.db);

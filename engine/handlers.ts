@@ -12,6 +12,7 @@ import {
   readAttachmentChunk,
   searchPage,
 } from './store/emails.js';
+import { getAttachmentText } from './store/attachment-text.js';
 import { authenticate } from './store/keys.js';
 import { getThread } from './store/threads.js';
 import { snapshotInfo } from './search/bitsets/share.js';
@@ -27,6 +28,8 @@ export const handlers: Handlers = {
   detail: (db, job) => getEmailDetail(db, job.principal, job.id),
   thread: (db, job) => getThread(db, job.principal, job.id),
   attachment: (db, job) => getAttachmentHandle(db, job.principal, job.emailId, job.attachmentId),
+  attachmentText: (db, job) =>
+    getAttachmentText(db, job.principal, job.emailId, job.attachmentId, job.offset, job.maxChars),
   attachmentChunk: (db, job) => readAttachmentChunk(db, job.contentId, job.seq),
   stats: (db, job) => getStats(db, job.principal),
   accessLog: (db, job) => ({ written: writeAccessLog(db, job.entries) }),

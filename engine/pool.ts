@@ -72,6 +72,7 @@ const LANES: Record<JobKind, Lane> = {
   detail: 'interactive',
   thread: 'interactive', // one conversation by index, bounded (MAX_THREAD_LENGTH)
   attachment: 'interactive',
+  attachmentText: 'interactive',
   accessLog: 'interactive',
   listKeysFor: 'interactive',
   createKeyFor: 'interactive',

@@ -3,9 +3,24 @@
 // reads as someone goes through the caller's KeyCheck (auth.ts), which checks the key in the
 // same job the first time.
 import type { EnginePool } from '../engine/pool.js';
-import type { AttachmentHandle, SearchQuery } from '../shared/jobs.js';
+import type { AttachmentHandle, AttachmentTextPage, SearchQuery } from '../shared/jobs.js';
 import type { AccessLogWriter } from './access-log.js';
 import type { KeyCheck } from './auth.js';
+
+/** Whether a page describes text that was found (else its status says why there is none). */
+export const hasText = (page: AttachmentTextPage) => page.status === 'ok' && page.totalChars > 0;
+
+/** Why an attachment has no text, as the end of a sentence. */
+export function noTextReason(status: string): string {
+  if (status === 'ok') return 'none was found in it';
+  if (status === 'not extracted')
+    return 'it has not been read yet; an operator runs mail-archive reindex --attachments';
+  if (status === 'encrypted') return 'it is encrypted';
+  if (status === 'too large') return 'it is larger than the extraction limit';
+  if (status === 'timeout') return 'reading it took longer than the extraction limit';
+  if (status === 'unsupported') return 'its type is not one text is read from';
+  return status.replace(/^failed: /, 'reading it failed: ');
+}
 
 export interface Caller {
   key: KeyCheck;
@@ -65,6 +80,28 @@ export class ArchiveService {
   /** Logs a download of an attachment found by findAttachment, once its bytes are going out. */
   recordDownload(caller: Caller, handle: AttachmentHandle): void {
     this.#log(caller, 'Download', { emailId: handle.emailId, accountId: handle.accountId });
+  }
+
+  /**
+   * A page of the text found inside a visible attachment (null: missing or hidden). Logged as a
+   * Download when text goes out: reading what a file says is reading the file.
+   */
+  async attachmentText(
+    caller: Caller,
+    emailId: number,
+    attachmentId: number,
+    page: { offset?: number; maxChars?: number; record?: boolean } = {},
+  ) {
+    const result = await caller.key.run({
+      kind: 'attachmentText',
+      emailId,
+      attachmentId,
+      ...(page.offset !== undefined ? { offset: page.offset } : {}),
+      ...(page.maxChars !== undefined ? { maxChars: page.maxChars } : {}),
+    });
+    if (result && hasText(result) && page.record !== false)
+      this.#log(caller, 'Download', { emailId: result.attachment.emailId, accountId: result.attachment.accountId });
+    return result;
   }
 
   /**

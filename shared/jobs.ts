@@ -67,6 +67,26 @@ export interface AttachmentHandle {
   chunkCount: number;
 }
 
+/**
+ * One page of an attachment's extracted text (docs/import.md, "Attachment text"). `status` is
+ * 'ok' when text was found, 'not extracted' before anything read it (reindex --attachments),
+ * else why there is none: 'encrypted', 'too large', 'timeout', 'unsupported', 'failed: ...'.
+ */
+export interface AttachmentTextPage {
+  attachment: Omit<AttachmentHandle, 'contentId' | 'chunkCount'>;
+  status: string;
+  /** The page: totalChars counts UTF-16 code units, as offset and maxChars do. */
+  text: string;
+  offset: number;
+  totalChars: number;
+  /** A bound of the extraction cut the text (pages, characters). */
+  truncated: boolean;
+}
+
+/** Default and largest page of attachment text MCP get_attachment returns (format "text"). */
+export const TEXT_PAGE_DEFAULT = 20_000;
+export const TEXT_PAGE_MAX = 100_000;
+
 export interface AccessLogEntry {
   userId: number;
   type: AccessType;
@@ -126,6 +146,11 @@ export interface JobMap {
   attachment: {
     args: { principal: Principal; emailId: number; attachmentId: number };
     result: AttachmentHandle | null;
+  };
+  /** An attachment's extracted text, paged; null when the attachment does not exist or is not visible. */
+  attachmentText: {
+    args: { principal: Principal; emailId: number; attachmentId: number; offset?: number; maxChars?: number };
+    result: AttachmentTextPage | null;
   };
   /** One stored chunk of attachment content, in order; null past the end. */
   attachmentChunk: { args: { contentId: number; seq: number }; result: Uint8Array | null };

@@ -9,6 +9,9 @@
 //   primary := '(' or ')' | term
 //   term    := [field ':'] ('"' phrase '"' | word['*'])
 //
+// `attachment:` searches the text found inside attachments (docs/search.md); it is its own node
+// type because the engine answers it from its own index, never from the message's.
+//
 // The parser is forgiving where the meaning is plain (a missing closing quote or parenthesis
 // at the end, an operator with nothing to operate on is searched as a word) and refuses only
 // what has no sensible reading, with a QuerySyntaxError that says what to fix.
@@ -22,6 +25,8 @@ export type Node =
   | { type: 'has'; what: 'attachment' }
   /** `thread:<id>`: the conversation the message `id` belongs to (any member's id works). */
   | { type: 'thread'; id: number }
+  /** attachment:word, attachment:"a phrase", attachment:prefix* over attachment text. */
+  | { type: 'attachment'; text: string; words: string[]; prefix: boolean }
   | { type: 'and'; children: Node[] }
   | { type: 'or'; children: Node[] }
   | { type: 'not'; child: Node };
@@ -69,7 +74,7 @@ function tokenize(q: string): Token[] {
     const fieldMatch = /^([A-Za-z]+):(?=\S)/.exec(q.slice(i, i + 20));
     if (
       fieldMatch &&
-      (TEXT_FIELDS as readonly string[]).concat('has', 'thread').includes(fieldMatch[1]!.toLowerCase())
+      (TEXT_FIELDS as readonly string[]).concat('has', 'thread', 'attachment').includes(fieldMatch[1]!.toLowerCase())
     ) {
       field = fieldMatch[1]!.toLowerCase();
       i += fieldMatch[0].length;
@@ -201,6 +206,7 @@ class Parser {
     const w = words(t.text);
     if (w.length === 0) return null; // punctuation only: nothing to search for
     this.#count();
+    if (t.field === 'attachment') return { type: 'attachment', text: t.text, words: w, prefix: t.prefix };
     return { type: 'text', field: t.field as TextField | null, text: t.text, words: w, prefix: t.prefix };
   }
 }

@@ -22,7 +22,10 @@ import { createGateway, type Gateway } from '../gateway/app.js';
 import { createLogger } from '../gateway/logger.js';
 import { defaultSettings, type Settings } from '../shared/config.js';
 import { SORT_KEYS } from '../shared/jobs.js';
+import { Extractor } from '../engine/attachments/extractor.js';
+import { reindexAttachments } from '../engine/attachments/index-texts.js';
 import { createFixture, tempDir, type Fixture } from './helpers/fixture.js';
+import { withAdmin } from './helpers/store.js';
 import { generateClient, type GeneratedClient } from './helpers/openapi-client.js';
 import { headersOf, OpenApiConformance, type ObservedResponse } from './helpers/openapi-conformance.js';
 
@@ -97,6 +100,12 @@ const OPERATIONS: Record<string, { operationId: string; tag: string; params: str
   },
   '/api/v1/emails/{id}/attachments/{attachmentId}': {
     operationId: 'downloadAttachment',
+    tag: 'Emails',
+    params: ['id', 'attachmentId'],
+    statuses: ['200', '400', '401', '403', '404', '429', '500', '503'],
+  },
+  '/api/v1/emails/{id}/attachments/{attachmentId}/text': {
+    operationId: 'getAttachmentText',
     tag: 'Emails',
     params: ['id', 'attachmentId'],
     statuses: ['200', '400', '401', '403', '404', '429', '500', '503'],
@@ -340,7 +349,7 @@ test('components: fields, formats, nullability and references as SPEC.md section
   for (const node of objects(s)) t.false(Math.abs(Number(node.maximum ?? 0)) === Number.MAX_SAFE_INTEGER);
 });
 
-test('paths: the six GET operations of SPEC.md section 4 and the conversation route, with ids, tags, parameters and statuses', (t) => {
+test('paths: the six GET operations of SPEC.md section 4, the conversation route and the attachment text, with ids, tags, parameters and statuses', (t) => {
   const { doc } = t.context;
   t.deepEqual(Object.keys(doc.paths).sort(), Object.keys(OPERATIONS).sort());
   const ids = new Set<string>();
@@ -634,4 +643,29 @@ test('the attachment download, 400, 401, 403, 404 and 429 answers of the running
   t.truthy(checks.at(-1)!.headers['retry-after']);
   // A non-admin key's stats: databaseSizeInMB is the empty string, and still conforms.
   t.like(checks.at(-2)!.body, { databaseSizeInMB: '' });
+});
+
+test('the attachment text route: 200 text/plain, 404 and 403 answers conform to the document', async (t) => {
+  const { main, strict, f, conformance } = t.context;
+  // The fixture's attachments were written without the importer: read their text first.
+  const extractor = new Extractor();
+  await withAdmin(f.dbPath, (admin) => reindexAttachments(admin.attachmentTexts(), extractor));
+  await extractor.close();
+  const template = '/api/v1/emails/{id}/attachments/{attachmentId}/text';
+  const url = `/api/v1/emails/${f.emails.budget}/attachments/${f.attachments['budget:notes.txt']}/text`;
+  const ok = await observe(main, template, url, f.keys.admin);
+  t.is(ok.status, 200);
+  t.is(ok.headers['content-type'], 'text/plain; charset=utf-8');
+  t.is(ok.bytes.toString('utf8'), 'line one\nline two');
+  const checks = [
+    { ...ok, body: ok.bytes.toString('utf8') }, // a text body, checked against its declared string schema
+    await observe(main, template, `/api/v1/emails/${f.emails.budget}/attachments/999999/text`, f.keys.admin),
+    await observe(main, template, `/api/v1/emails/${f.emails.budget}/attachments/x/text`, f.keys.admin),
+    await observe(strict, template, url, f.keys.admin),
+  ];
+  t.deepEqual(
+    checks.map((c) => c.status),
+    [200, 404, 400, 403],
+  );
+  for (const c of checks) t.deepEqual(conformance.problems(c), [], `${c.template} ${c.status}`);
 });

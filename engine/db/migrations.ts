@@ -291,4 +291,48 @@ export const migrations: Migration[] = [
     `,
     run: backfillThreads,
   },
+  {
+    version: 5,
+    name: 'Text inside attachments',
+    sql: /* sql */ `
+      -- What engine/attachments/extract.ts found in each stored attachment content (stored once
+      -- per SHA-256, so a file attached to many messages is read once). Every content that was
+      -- looked at has a row, whatever the outcome: status 'ok' (text holds it, maybe truncated),
+      -- or why not ('encrypted', 'too large', 'timeout', 'unsupported', 'failed: ...'). Contents
+      -- without a row are what \`mail-archive reindex --attachments\` still has to read.
+      CREATE TABLE attachment_texts (
+        content_id   INTEGER PRIMARY KEY REFERENCES attachment_contents (id) ON DELETE CASCADE,
+        status       TEXT    NOT NULL,
+        text         TEXT    NOT NULL DEFAULT '',
+        -- Length of text in UTF-16 code units, as the API pages it (offset, maxChars).
+        chars        INTEGER NOT NULL DEFAULT 0,
+        truncated    INTEGER NOT NULL DEFAULT 0 CHECK (truncated IN (0, 1)),
+        extracted_at INTEGER NOT NULL
+      );
+
+      -- attachment: terms (docs/search.md). One row per message, rowid = the message's fts_key
+      -- as in email_fts, holding the text of all its attachments. A table of its own, not a
+      -- column of email_fts: attachment text arrives after the message (after the import batch,
+      -- or much later from reindex --attachments), and rewriting email_fts rows would count as a
+      -- rewrite of indexed mail and rebuild the in-memory search index (migration 3).
+      CREATE VIRTUAL TABLE attachment_fts USING fts5 (
+        text,
+        content = '',
+        contentless_delete = 1,
+        tokenize = 'unicode61 remove_diacritics 2'
+      );
+      CREATE TRIGGER emails_ad_attachment_fts AFTER DELETE ON emails BEGIN
+        DELETE FROM attachment_fts WHERE rowid = OLD.fts_key;
+      END;
+      CREATE TRIGGER emails_au_attachment_fts AFTER UPDATE OF fts_key ON emails BEGIN
+        DELETE FROM attachment_fts WHERE rowid = OLD.fts_key;
+        INSERT INTO attachment_fts (rowid, text)
+        SELECT NEW.fts_key, group_concat(t.text, char(10))
+          FROM attachment_texts t
+         WHERE t.content_id IN (SELECT content_id FROM attachments WHERE email_id = NEW.id)
+           AND t.status = 'ok' AND t.text <> ''
+        HAVING count(*) > 0;
+      END;
+    `,
+  },
 ];

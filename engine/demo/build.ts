@@ -52,7 +52,13 @@ async function* asRaw(
 
 export async function buildDemoArchive(
   target: Db | ArchiveAdmin,
-  options: { messages?: number; seed?: number; onWarning?: (message: string) => void } = {},
+  options: {
+    messages?: number;
+    seed?: number;
+    onWarning?: (message: string) => void;
+    /** Read attachment text while importing (default true); the attachment-text benchmark compares. */
+    attachmentText?: boolean;
+  } = {},
 ): Promise<DemoArchive> {
   const started = performance.now();
   const total = options.messages ?? DEFAULT_DEMO_MESSAGES;
@@ -94,6 +100,7 @@ export async function buildDemoArchive(
       {
         accountId: id,
         ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+        ...(options.attachmentText === false ? { attachmentText: false } : {}),
       },
     );
     imported += summary.imported;

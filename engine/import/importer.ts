@@ -7,6 +7,9 @@ import type { Db } from '../db/open.js';
 import type { NewEmail } from '../store/writer.js';
 import { parseMessage } from './parse.js';
 import { planSources, readSources, type RawMessage } from './sources.js';
+import type { ExtractLimits } from '../attachments/extract.js';
+import { Extractor } from '../attachments/extractor.js';
+import { indexNewMessages } from '../attachments/index-texts.js';
 
 export interface ImportProgress {
   /** Source bytes read so far, and in all (0 when unknown). */
@@ -40,6 +43,11 @@ export interface ImportOptions {
   onCommitted?: (last: RawMessage) => Promise<void>;
   /** Set the account's lastSync when done (default true; the sync sets it per pass instead). */
   touchLastSync?: boolean;
+  /**
+   * Read the text inside new attachments after each batch (default true), with these bounds
+   * (engine/attachments/extract.ts). false leaves it to `mail-archive reindex --attachments`.
+   */
+  attachmentText?: boolean | Partial<ExtractLimits>;
 }
 
 export const DEFAULT_BATCH_SIZE = 500;
@@ -82,6 +90,9 @@ export async function importMessages(
   let pendingBytes = 0;
   let lastRead: RawMessage | undefined;
   let committed: RawMessage | undefined;
+  // Started on the first batch with an attachment: importing mail without any costs nothing.
+  let extractor: Extractor | undefined;
+  const textOption = options.attachmentText ?? true;
 
   // One batch may be in flight while the next is parsed: a PostgreSQL server stores it
   // meanwhile. (The SQLite writer finishes within the call, so there it changes nothing.)
@@ -103,6 +114,14 @@ export async function importMessages(
       for (const id of ids) {
         if (id === null) progress.duplicates++;
         else progress.imported++;
+      }
+      // Attachment text after the commit, in its own transaction: the mail is safe whatever
+      // happens here, and a content left unread is what reindex --attachments picks up.
+      // Meanwhile the next batch is parsed; the extracting itself runs on its own thread.
+      const withAttachments = ids.filter((id, i): id is number => id !== null && batch[i]!.attachments.length > 0);
+      if (textOption !== false && withAttachments.length > 0) {
+        extractor ??= new Extractor(textOption === true ? {} : textOption);
+        await indexNewMessages(admin.attachmentTexts(), extractor, withAttachments);
       }
       if (upTo && options.onCommitted) await options.onCommitted(upTo);
       committed = upTo;
@@ -133,8 +152,12 @@ export async function importMessages(
     if (pending.length >= batchSize || pendingBytes >= MAX_BATCH_BYTES) await flush();
     options.onProgress?.(progress);
   }
-  await flush();
-  await inflight;
+  try {
+    await flush();
+    await inflight;
+  } finally {
+    await extractor?.close();
+  }
   if (options.touchLastSync !== false) await admin.touchLastSync(account.id, Date.now());
   options.onProgress?.(progress);
   const { imported, duplicates, failed } = progress;

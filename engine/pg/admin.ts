@@ -2,6 +2,8 @@
 // Archiver's tables: the same checks, the same messages and the same rows out as the SQLite
 // store, written the way Mail Archiver writes them (docs/compat.md, docs/postgres.md "CLI on
 // PostgreSQL").
+import type { AttachmentTextStore } from '../attachments/index-texts.js';
+import { PgAttachmentTexts } from './attachment-text.js';
 import { randomBytes } from 'node:crypto';
 import type { AccessType, MailAccountDto } from '../../shared/dto.js';
 import type { KeyRow } from '../../shared/jobs.js';
@@ -383,6 +385,10 @@ export class PgAdmin implements ArchiveAdmin {
     const indexed = await catchUpSearchIndex(this.ctx, (p) => onProgress?.(p.indexed));
     await catchUpThreads(this.ctx);
     return { indexed, pruned: await pruneSearchIndex(this.ctx) };
+  }
+
+  attachmentTexts(): AttachmentTextStore {
+    return new PgAttachmentTexts(this.ctx);
   }
 
   openWriter(): MailWriter {

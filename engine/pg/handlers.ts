@@ -1,6 +1,7 @@
 // One async function per job kind, over Mail Archiver's PostgreSQL schema. The same jobs, DTO
 // mappers, body fallback, folder tree and key rules as the SQLite store (engine/handlers.ts);
 // only the SQL differs. Every read applies the visibility rule of SPEC.md section 5.6.
+import { attachmentText } from './attachment-text.js';
 import type { AccessType, AttachmentDto, EmailDetailDto, MailAccountDto } from '../../shared/dto.js';
 import type {
   AccessLogEntry,
@@ -362,6 +363,8 @@ export const pgHandlers: PgHandlers = {
   detail: (ctx, job) => detail(ctx, job.principal, job.id),
   thread: (ctx, job) => getThread(ctx, job.principal, job.id),
   attachment: (ctx, job) => attachment(ctx, job.principal, job.emailId, job.attachmentId),
+  attachmentText: (ctx, job) =>
+    attachmentText(ctx, job.principal, job.emailId, job.attachmentId, job.offset, job.maxChars),
   attachmentChunk: (ctx, job) => attachmentChunk(ctx, job.contentId, job.seq),
   stats: (ctx, job) => stats(ctx, job.principal),
   accessLog: (ctx, job) => writeAccessLog(ctx, job.entries),

@@ -150,4 +150,24 @@ export const ourMigrations: OwnMigration[] = [
       INSERT INTO mail_archive_gateway.thread_state (id, threaded_through) VALUES (1, 0);
     `,
   },
+  {
+    version: 7,
+    name: 'text inside attachments',
+    sql: /* sql */ `
+      -- What engine/attachments/extract.ts found in each attachment's bytes, keyed as the
+      -- attachment handle keys them (engine/pg/handlers.ts): an AttachmentContents "Id"
+      -- (positive; Mail Archiver stores identical files once) or, for the legacy inline
+      -- EmailAttachments.Content, that attachment's "Id" negated. Every content looked at has a
+      -- row, whatever the outcome (status as on SQLite, migration 5 there). The words are
+      -- searched through search_docs ("a:" lexemes, search-index.ts), not here.
+      CREATE TABLE mail_archive_gateway.attachment_texts (
+        content_id   integer PRIMARY KEY,
+        status       text    NOT NULL,
+        text         text    NOT NULL DEFAULT '',
+        chars        integer NOT NULL DEFAULT 0,
+        truncated    boolean NOT NULL DEFAULT false,
+        extracted_at bigint  NOT NULL
+      );
+    `,
+  },
 ];

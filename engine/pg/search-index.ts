@@ -24,6 +24,7 @@ import type { PgContext, Query } from './store.js';
 
 export const DOCS = raw('mail_archive_gateway.search_docs');
 const STATE = raw('mail_archive_gateway.search_state');
+const TEXTS = raw('mail_archive_gateway.attachment_texts');
 
 /** The field letter each lexeme starts with. */
 const FIELD = {
@@ -34,6 +35,7 @@ const FIELD = {
   cc: 'c',
   bcc: 'k',
   filename: 'n',
+  attachment: 'a',
   tag: 'g',
 } as const;
 type Field = keyof typeof FIELD;
@@ -76,6 +78,8 @@ export interface IndexedText {
   /** Attachment file names joined by spaces, in attachment order (as SQLite's index). */
   filenames: string;
   hasAttachments: boolean;
+  /** The text found inside the attachments (attachment-text.ts), joined; "a:" lexemes. */
+  attachmentText?: string;
 }
 
 /** The tsvector input text for one message. */
@@ -105,6 +109,8 @@ export function documentVector(m: IndexedText): string {
   add('bcc', m.bcc);
   add('filename', m.filenames);
   add('body', m.body);
+  // Last: a long document may lose its last distinct words to the size limit, never the body.
+  add('attachment', m.attachmentText ?? '');
   const parts: string[] = [];
   for (const [lex, list] of positions) {
     // Clamped positions repeat at 16383; PostgreSQL wants them distinct.
@@ -129,6 +135,11 @@ function tsquery(node: Node): string {
       throw new Error('unreachable: thread: is compiled by matchCondition');
     case 'has':
       return quote(lexeme('tag', ATTACHMENT_TAG));
+    case 'attachment': {
+      // "a:" lexemes: the text inside attachments (attachment-text.ts adds them to the document).
+      const tokens = tokenize(node.words.join(' '));
+      return tokens.length === 0 ? NOTHING : phrase('attachment', tokens, node.prefix);
+    }
     case 'not':
       return `!${tsquery(node.child)}`;
     case 'and':
@@ -207,6 +218,48 @@ const LOCK = 'mail_archive_gateway.search_index';
 /** A message as the index reads it: the document's text, selected in IndexedText's shape. */
 type SourceRow = IndexedText & { id: number };
 
+export const INDEX_LOCK = LOCK;
+
+/** Builds and inserts the documents of these messages (rows already there are kept). */
+async function insertDocuments(query: Query, ids: readonly number[]): Promise<void> {
+  const rows = await query<SourceRow>(
+    sql`SELECT e."Id" AS id, e."Subject" AS subject, e."Body" AS body, e."From" AS "from", e."To" AS "to",
+               e."Cc" AS cc, e."Bcc" AS bcc,
+               COALESCE((SELECT string_agg(a."FileName", ' ' ORDER BY a."Id") FROM ${T.attachments} a
+                 WHERE a."ArchivedEmailId" = e."Id"), '') AS filenames,
+               e."HasAttachments" OR EXISTS (SELECT 1 FROM ${T.attachments} a WHERE a."ArchivedEmailId" = e."Id")
+                 AS "hasAttachments",
+               COALESCE((SELECT string_agg(t.text, E'\n' ORDER BY t.content_id) FROM ${TEXTS} t
+                 WHERE t.status = 'ok' AND t.content_id IN (SELECT COALESCE(a."AttachmentContentId", -a."Id")
+                   FROM ${T.attachments} a WHERE a."ArchivedEmailId" = e."Id")), '') AS "attachmentText"
+          FROM ${T.emails} e WHERE e."Id" = ANY(${[...ids]}::int[])`,
+  );
+  if (rows.length === 0) return;
+  const docs = rows.map(documentVector);
+  await query(
+    sql`INSERT INTO ${DOCS} (email_id, doc)
+        SELECT id, doc::tsvector FROM unnest(${rows.map((r) => r.id)}::int[], ${docs}::text[]) AS t(id, doc)
+        ON CONFLICT (email_id) DO NOTHING`,
+  );
+}
+
+/**
+ * Indexes these messages again (attachment text arrived for them), in the caller's transaction.
+ * Takes the catch-up's lock, so a catch-up cannot insert a document read before the text.
+ * Messages above the watermark are left to the catch-up, which will read the text itself.
+ */
+export async function reindexDocuments(query: Query, ids: readonly number[]): Promise<void> {
+  if (ids.length === 0) return;
+  await query(sql`SELECT pg_advisory_xact_lock(hashtext(${LOCK}))`);
+  const kept = await query<{ id: number }>(
+    sql`DELETE FROM ${DOCS} WHERE email_id = ANY(${[...ids]}::int[]) RETURNING email_id AS id`,
+  );
+  const [state] = await query<{ through: number }>(sql`SELECT indexed_through AS through FROM ${STATE}`);
+  const redo = new Set(kept.map((r) => r.id));
+  for (const id of ids) if (id <= state!.through) redo.add(id);
+  await insertDocuments(query, [...redo]);
+}
+
 async function indexBatch(
   query: Query,
   after: number,
@@ -226,23 +279,7 @@ async function indexBatch(
     ),
   );
   const missing = ids.filter((id) => !present.has(id));
-  if (missing.length > 0) {
-    const rows = await query<SourceRow>(
-      sql`SELECT e."Id" AS id, e."Subject" AS subject, e."Body" AS body, e."From" AS "from", e."To" AS "to",
-                 e."Cc" AS cc, e."Bcc" AS bcc,
-                 COALESCE((SELECT string_agg(a."FileName", ' ' ORDER BY a."Id") FROM ${T.attachments} a
-                   WHERE a."ArchivedEmailId" = e."Id"), '') AS filenames,
-                 e."HasAttachments" OR EXISTS (SELECT 1 FROM ${T.attachments} a WHERE a."ArchivedEmailId" = e."Id")
-                   AS "hasAttachments"
-            FROM ${T.emails} e WHERE e."Id" = ANY(${missing}::int[])`,
-    );
-    const docs = rows.map(documentVector);
-    await query(
-      sql`INSERT INTO ${DOCS} (email_id, doc)
-          SELECT id, doc::tsvector FROM unnest(${rows.map((r) => r.id)}::int[], ${docs}::text[]) AS t(id, doc)
-          ON CONFLICT (email_id) DO NOTHING`,
-    );
-  }
+  if (missing.length > 0) await insertDocuments(query, missing);
   const last = ids.at(-1) ?? after;
   await query(sql`UPDATE ${STATE} SET indexed_through = greatest(indexed_through, ${last}) WHERE id = 1`);
   return { seen: ids.length, indexed: missing.length, last };

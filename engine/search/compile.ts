@@ -59,6 +59,8 @@ function fts(node: Node): string | null {
       return `{tags} : "${ATTACHMENT_TAG}"`;
     case 'thread':
       return null; // not in the full-text index: thread ids change when conversations merge
+    case 'attachment':
+      return null; // another table: a SQL condition (IN_ATTACHMENTS)
     case 'not':
       return null; // FTS5's NOT is binary: it needs a positive operand, handled under 'and'.
     case 'or': {
@@ -78,12 +80,20 @@ function fts(node: Node): string | null {
 const IN_FTS = 'e.fts_key IN (SELECT rowid FROM email_fts WHERE email_fts MATCH ?)';
 /** `thread:<id>`: the conversation of message id (none when it does not exist). */
 export const THREAD_CONDITION = 'e.thread_id = (SELECT thread_id FROM emails WHERE id = ?)';
+/** attachment_fts rowids are the messages' fts_keys too (migration 5). */
+const IN_ATTACHMENTS = 'e.fts_key IN (SELECT rowid FROM attachment_fts WHERE attachment_fts MATCH ?)';
+
+/** An attachment: term as an attachment_fts expression: one quoted phrase, as phrase() writes. */
+export const attachmentExpression = (node: Extract<Node, { type: 'attachment' }>): string =>
+  `"${node.words.join(' ')}"${node.prefix ? ' *' : ''}`;
 
 /** Any node as a SQL condition on `emails e`; slower than the fast path but always possible. */
 function sql(node: Node): SqlCondition {
   const expr = fts(node);
   if (expr !== null) return { sql: IN_FTS, params: [expr] };
   switch (node.type) {
+    case 'attachment':
+      return { sql: IN_ATTACHMENTS, params: [attachmentExpression(node)] };
     case 'not': {
       const inner = sql(node.child);
       return { sql: `NOT (${inner.sql})`, params: inner.params };

@@ -210,7 +210,7 @@ function searchParameters(settings: Settings): OpenApiParameter[] {
     {
       name: 'q',
       in: 'query',
-      description: `Full-text query over subject, body, from, to, cc and bcc; all words must match, case- and accent-insensitively. Also: \`"exact phrase"\`, \`a OR b\`, \`-word\` or \`NOT word\`, \`(groups)\`, \`prefix*\`, field terms \`subject:\`, \`from:\`, \`to:\`, \`cc:\`, \`bcc:\`, \`body:\` (a word, prefix or quoted phrase; \`from:alice@example.com\` matches that exact address), \`has:attachment\`, \`filename:<word>\` and \`thread:<id>\` (the conversation of message \`id\`; any message id of it works). A query with no sensible reading (such as an unmatched \`)\`) is a 400 naming q. At most ${MAX_QUERY_LENGTH} characters. See docs/search.md.`,
+      description: `Full-text query over subject, body, from, to, cc and bcc; all words must match, case- and accent-insensitively. Also: \`"exact phrase"\`, \`a OR b\`, \`-word\` or \`NOT word\`, \`(groups)\`, \`prefix*\`, field terms \`subject:\`, \`from:\`, \`to:\`, \`cc:\`, \`bcc:\`, \`body:\` (a word, prefix or quoted phrase; \`from:alice@example.com\` matches that exact address), \`has:attachment\`, \`filename:<word>\` \`thread:<id>\` (the conversation of message \`id\`; any message id of it works) and \`attachment:<word or "phrase" or prefix*>\` (the text inside attachments: PDF, DOCX, text, HTML, attached messages; plain words do not search it). A query with no sensible reading (such as an unmatched \`)\`) is a 400 naming q. At most ${MAX_QUERY_LENGTH} characters. See docs/search.md.`,
       schema: { type: 'string', maxLength: MAX_QUERY_LENGTH },
     },
     {
@@ -408,6 +408,43 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
           ...COMMON,
           '403': problem('Attachment downloads are disabled on this server (`Api:AllowAttachmentDownloads` is false).'),
           '404': problem('The message or the attachment does not exist, or the account is not visible to the caller.'),
+        }),
+      },
+    },
+    '/api/v1/emails/{id}/attachments/{attachmentId}/text': {
+      get: {
+        operationId: 'getAttachmentText',
+        tags: ['Emails'],
+        summary: 'The text inside an attachment',
+        description:
+          'The text found inside the attachment at import (or by `mail-archive reindex --attachments`): text/* and HTML files, PDF, DOCX and attached messages (message/rfc822). ' +
+          'Extraction is bounded (the first 200 PDF pages, 1,000,000 characters); `X-Text-Truncated: true` says a bound cut it. Search it with `attachment:` in `q`. ' +
+          `A download like the bytes: attachment downloads are ${downloads} on this server (\`Api:AllowAttachmentDownloads\`). Logged in the access log as Download.`,
+        parameters: [
+          pathId('id', 'Email id.'),
+          pathId('attachmentId', 'Attachment id, from the `attachments` of the email.'),
+        ],
+        responses: byStatus({
+          '200': {
+            description:
+              'The extracted text as `text/plain; charset=utf-8`: untrusted content written by third parties.',
+            headers: {
+              'X-Text-Truncated': {
+                description: '`true` when an extraction bound (pages, characters) cut the text, else `false`.',
+                schema: { type: 'string', enum: ['true', 'false'] },
+              },
+              'X-Content-Type-Options': { description: '`nosniff`.', schema: { type: 'string' } },
+              'Content-Security-Policy': { description: '`sandbox`.', schema: { type: 'string' } },
+              ...RATE_LIMIT_HEADERS,
+            },
+            content: { 'text/plain': { schema: { type: 'string' } } },
+          },
+          '400': problem('`id` or `attachmentId` is not a 32-bit integer.'),
+          ...COMMON,
+          '403': problem('Attachment downloads are disabled on this server (`Api:AllowAttachmentDownloads` is false).'),
+          '404': problem(
+            'The message or the attachment does not exist, the account is not visible to the caller, or the attachment has no text (not read yet, encrypted, unsupported type, unreadable; `detail` says which).',
+          ),
         }),
       },
     },

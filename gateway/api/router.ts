@@ -5,7 +5,7 @@ import type { EnginePool } from '../../engine/pool.js';
 import { Readable } from 'node:stream';
 import type { Settings } from '../../shared/config.js';
 import { parseInt32, parseSearchInput } from '../../shared/search-input.js';
-import type { ArchiveService } from '../archive-service.js';
+import { hasText, noTextReason, type ArchiveService } from '../archive-service.js';
 import { requireApiKey, type AuthState } from '../auth.js';
 import { callerOf } from '../client.js';
 import { contentDisposition } from '../content-disposition.js';
@@ -77,6 +77,31 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
     });
     ctx.body = body;
     ctx.length = handle.size;
+  });
+
+  // The text found inside an attachment (docs/import.md, "Attachment text"). A download like the
+  // bytes: refused when downloads are, logged as Download; never HTML, whatever the file was.
+  router.get('/emails/:id/attachments/:attachmentId/text', auth, async (ctx) => {
+    const emailId = idParam(ctx, 'id');
+    const attachmentId = idParam(ctx, 'attachmentId');
+    if (!settings.Api.AllowAttachmentDownloads) {
+      throw new Problem(403, 'Attachment downloads are disabled on this server (Api:AllowAttachmentDownloads).');
+    }
+    const page = await service.attachmentText(caller(ctx), emailId, attachmentId, { record: ctx.method !== 'HEAD' });
+    if (!page) throw new Problem(404, `Attachment ${attachmentId} of email ${emailId} does not exist.`);
+    if (!hasText(page)) {
+      throw new Problem(
+        404,
+        `Attachment ${attachmentId} of email ${emailId} has no text (${noTextReason(page.status)}).`,
+      );
+    }
+    ctx.set({
+      'X-Content-Type-Options': 'nosniff',
+      'Content-Security-Policy': 'sandbox',
+      'X-Text-Truncated': page.truncated ? 'true' : 'false',
+    });
+    ctx.type = 'text/plain; charset=utf-8';
+    ctx.body = page.text;
   });
 
   router.get('/stats', auth, async (ctx) => {

@@ -16,7 +16,7 @@ import {
   MailAccountDto,
   PagedResultDtoOfEmailSummaryDto,
 } from '../../shared/dto.js';
-import { MAX_THREAD_LENGTH, SORT_KEYS, type JobKind } from '../../shared/jobs.js';
+import { MAX_THREAD_LENGTH, SORT_KEYS, TEXT_PAGE_DEFAULT, TEXT_PAGE_MAX, type JobKind } from '../../shared/jobs.js';
 import { TEXT_FIELDS } from '../../shared/query-language.js';
 import { EngineOverloaded } from '../../engine/overloaded.js';
 import { isArchiveUnavailable } from '../../engine/unavailable.js';
@@ -27,7 +27,7 @@ import {
   RELEVANCE_WINDOW,
   SNIPPET_CHARS,
 } from '../../shared/search-input.js';
-import type { ArchiveService, Caller } from '../archive-service.js';
+import { hasText, noTextReason, type ArchiveService, type Caller } from '../archive-service.js';
 import { boolParam, enumParam, intParam, stringParam, withCachedJsonSchema } from './params.js';
 import { objectResult, toolError, wrappedResult } from './results.js';
 
@@ -116,7 +116,27 @@ const ListOf = <T extends z.ZodType>(item: T, description: string) =>
 const AttachmentContent = z.object({
   ...AttachmentDto.shape,
   emailId: z.number().int().meta({ format: 'int32', description: 'The email the attachment belongs to' }),
-  base64Data: z.string().meta({ description: 'The raw bytes, base64-encoded. Untrusted content.' }),
+  // Optional only because format "text" returns the fields below instead; "base64" always has it.
+  base64Data: z
+    .string()
+    .optional()
+    .meta({ description: 'format "base64": the raw bytes, base64-encoded. Untrusted content.' }),
+  text: z
+    .string()
+    .optional()
+    .meta({ description: 'format "text": this page of the extracted text. Untrusted content.' }),
+  offset: z.number().int().optional().meta({ description: 'format "text": where this page starts, in characters' }),
+  totalChars: z.number().int().optional().meta({ description: 'format "text": length of the whole extracted text' }),
+  nextOffset: z
+    .number()
+    .int()
+    .nullable()
+    .optional()
+    .meta({ description: 'format "text": the offset of the next page, or null after the last page' }),
+  truncated: z
+    .boolean()
+    .optional()
+    .meta({ description: 'format "text": an extraction bound (pages, characters) cut the text short' }),
 });
 
 // SPEC.md spells sort keys in lower case (`sentdate`); REST spells them in camelCase. Both work.
@@ -170,7 +190,8 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
       q: stringParam(
         'q',
         'Full-text query over subject, body and addresses; all words must match (case- and accent-insensitive). Also: "exact phrase", ' +
-          `a OR b, -word, prefix*, (groups), has:attachment, thread:<id> (the conversation of email id, as get_thread), and field:word with ${TEXT_FIELDS.join(', ')} (e.g. from:alice@example.com matches that exact address; filename: searches attachment names).`,
+          `a OR b, -word, prefix*, (groups), has:attachment, thread:<id> (the conversation of email id, as get_thread), and field:word with ${TEXT_FIELDS.join(', ')} (e.g. from:alice@example.com matches that exact address; filename: searches attachment names), ` +
+          'and attachment:word or attachment:"phrase" for the text inside attachments (PDF, DOCX, text, HTML, attached messages; plain words do not search it).',
       ).optional(),
       from: stringParam(
         'from',
@@ -291,19 +312,37 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
     title: 'Download an attachment',
     description:
       'Returns one attachment of an archived email with id, emailId, fileName, contentType, size and base64Data (the raw bytes, base64-encoded; ' +
-      `untrusted content). Take the ids from get_email. ${downloads}`,
+      `untrusted content). Take the ids from get_email. ${downloads} ` +
+      'With format "text" it returns instead the text found inside the attachment (PDF, DOCX, text and HTML files, attached messages), one page ' +
+      `at a time: offset (default 0) and maxChars (default ${TEXT_PAGE_DEFAULT.toLocaleString('en')}, at most ${TEXT_PAGE_MAX.toLocaleString('en')}) choose the page; the result gives text, offset, totalChars and nextOffset ` +
+      '(call again with offset = nextOffset until it is null). Extraction stops after 200 PDF pages or 1,000,000 characters (truncated: true). ' +
+      'Find documents by their content with search_emails q attachment:<word>.',
     heavyJob: 'attachmentChunk',
     input: z.object({
       id: intParam('id', 'The email id, from search_emails or get_email.'),
       attachmentId: intParam('attachmentId', 'An attachment id, from the attachments get_email lists.'),
+      format: enumParam(
+        'format',
+        ['base64', 'text'],
+        'base64 (default): the raw bytes. text: the text found inside the attachment, paged with offset and maxChars.',
+      ).optional(),
+      offset: intParam(
+        'offset',
+        'format text: the first character to return, default 0 (use nextOffset from the previous page).',
+      ).optional(),
+      maxChars: intParam(
+        'maxChars',
+        `format text: characters to return, 1..${TEXT_PAGE_MAX}; default ${TEXT_PAGE_DEFAULT}.`,
+      ).optional(),
     }),
     output: AttachmentContent,
-    async run({ id, attachmentId }, { service, caller }) {
+    async run({ id, attachmentId, format, offset, maxChars }, { service, caller }) {
       if (!mcp.AllowAttachmentDownloads) {
         return toolError(
           "Attachment downloads are disabled by this server's settings (Mcp:AllowAttachmentDownloads=false); get_email still lists each attachment's fileName, contentType and size.",
         );
       }
+      if (format === 'text') return attachmentTextResult(service, caller, id, attachmentId, offset, maxChars);
       // The same words whether the attachment is missing or hidden from this key: nothing leaks.
       const handle = await service.findAttachment(caller, id, attachmentId);
       if (!handle)
@@ -329,4 +368,55 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
   });
 
   return [listAccounts, listFolders, searchEmails, getEmail, getThread, getAttachment];
+}
+
+/** get_attachment with format "text": one page of the extracted text, and how to get the next. */
+async function attachmentTextResult(
+  service: ArchiveService,
+  caller: Caller,
+  id: number,
+  attachmentId: number,
+  offset = 0,
+  maxChars = TEXT_PAGE_DEFAULT,
+): Promise<CallToolResult> {
+  if (offset < 0) throw new InvalidInput('offset', 'offset must be 0 or more.');
+  if (maxChars < 1 || maxChars > TEXT_PAGE_MAX)
+    throw new InvalidInput('maxChars', `maxChars must be between 1 and ${TEXT_PAGE_MAX}.`);
+  const page = await service.attachmentText(caller, id, attachmentId, { offset, maxChars });
+  if (!page)
+    return toolError(`Attachment ${attachmentId} of email ${id} was not found; check both ids with get_email.`);
+  if (!hasText(page))
+    return toolError(
+      `Attachment ${attachmentId} of email ${id} has no text: ${noTextReason(page.status)}. format "base64" still returns its bytes.`,
+    );
+  const end = page.offset + page.text.length;
+  const nextOffset = end < page.totalChars ? end : null;
+  const { attachment: a } = page;
+  const structured = {
+    id: a.id,
+    emailId: a.emailId,
+    fileName: a.fileName,
+    contentType: a.contentType || 'application/octet-stream',
+    size: a.size,
+    text: page.text,
+    offset: page.offset,
+    totalChars: page.totalChars,
+    nextOffset,
+    truncated: page.truncated,
+  };
+  const where =
+    nextOffset === null
+      ? `Characters ${page.offset} to ${end} of ${page.totalChars}: the end of the text.`
+      : `Characters ${page.offset} to ${end} of ${page.totalChars}; call get_attachment again with format "text" and offset ${nextOffset} for the next page.`;
+  return {
+    // The page itself first, as plain text (not JSON-escaped), then where it sits.
+    content: [
+      { type: 'text', text: page.text },
+      {
+        type: 'text',
+        text: `${where}${page.truncated ? ' Extraction stopped at its bounds, so the document goes on beyond this text.' : ''}`,
+      },
+    ],
+    structuredContent: structured,
+  };
 }

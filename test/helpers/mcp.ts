@@ -38,9 +38,12 @@ export interface McpHarness {
  */
 export async function startMcpGateway(
   overrides: Overrides = {},
-  options: { logger?: Logger } = {},
+  options: {
+    logger?: Logger;
+    /** Serve this fixture (the caller cleans it up) instead of a fresh one. */ useFixture?: Fixture;
+  } = {},
 ): Promise<McpHarness> {
-  const fixture = createFixture();
+  const fixture = options.useFixture ?? createFixture();
   const served = await serveArchive(fixture.dbPath);
   const settings = defaultSettings({
     ...overrides,
@@ -65,7 +68,7 @@ export async function startMcpGateway(
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await gateway.close();
       await served.drop();
-      fixture.cleanup();
+      if (!options.useFixture) fixture.cleanup();
     },
   };
 }

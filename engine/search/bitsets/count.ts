@@ -9,7 +9,7 @@ import type { Principal, SearchQuery } from '../../../shared/jobs.js';
 import type { Db } from '../../db/open.js';
 import { prepared } from '../../db/statements.js';
 import { tokenize } from '../unicode61.js';
-import { DEFAULT_COLUMNS, ftsExpression } from '../compile.js';
+import { attachmentExpression, DEFAULT_COLUMNS, ftsExpression } from '../compile.js';
 import { accountTag, ADDRESS, addressTag, ATTACHMENT_TAG, directionTag, folderTag } from '../tags.js';
 import { lowerBound } from './build.js';
 import { positionsInRange } from './page.js';
@@ -87,6 +87,9 @@ class Evaluator {
         return this.text(node);
       case 'thread':
         return this.thread(node.id);
+      case 'attachment':
+        // Not cached with the snapshot: attachment text arrives without the snapshot changing.
+        return this.ftsInto(new Uint32Array(this.snap.words), attachmentExpression(node), 'attachment_fts');
       case 'or': {
         const out = new Uint32Array(this.snap.words);
         for (const c of node.children) this.orInto(out, this.node(c));
@@ -223,10 +226,10 @@ class Evaluator {
   }
 
   /** Adds FTS5's matches for an expression to `out`. */
-  ftsInto(out: Bits, expression: string): Bits {
+  ftsInto(out: Bits, expression: string, table: 'email_fts' | 'attachment_fts' = 'email_fts'): Bits {
     const { ids } = this.snap;
     let from = 0;
-    for (const key of prepared(this.db, 'SELECT rowid FROM email_fts WHERE email_fts MATCH ?')
+    for (const key of prepared(this.db, `SELECT rowid FROM ${table} WHERE ${table} MATCH ?`)
       .pluck()
       .iterate(expression) as Iterable<number>) {
       const p = this.snap.positionOfKey(key, from);
