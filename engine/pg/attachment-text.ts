@@ -1,4 +1,4 @@
-// Attachment text on a PostgreSQL archive (own migration 6): the same store interface as
+// Attachment text on a PostgreSQL archive (own migration 7): the same store interface as
 // engine/store/attachment-text.ts over Mail Archiver's EmailAttachments and AttachmentContents.
 // Mail Archiver archives mail without telling us, so `mail-archive reindex --attachments` is how
 // its attachments get text; the importer does it for what it writes itself.
