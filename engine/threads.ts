@@ -6,9 +6,10 @@
 // A conversation lives inside one account and is named by its smallest message id (threadId).
 // A message joins every conversation it is linked to by Message-ID (its References and
 // In-Reply-To name a member, or a member names it); linked conversations merge into the one with
-// the smallest id. A message linked to nothing joins, by subject, the nearest message of its
-// account within SUBJECT_WINDOW_MS that has the same normalised subject, when either of the two
-// subjects carried a reply or forward prefix. Conversations only ever merge; nothing splits one.
+// the smallest id. A message linked to nothing joins by subject (subjectMatch): a reply the
+// nearest message of its account within SUBJECT_WINDOW_MS with the same normalised subject, a
+// message without a reply prefix only a later reply to it. Conversations only ever merge;
+// nothing splits one.
 
 /** How far apart in sent time two messages may be and still be joined by subject alone. */
 export const SUBJECT_WINDOW_MS = 30 * 24 * 60 * 60 * 1000;
@@ -111,12 +112,17 @@ export interface SubjectCandidate {
   threadId: number;
   sentDate: number;
   subject: string;
+  /** It names other messages (References/In-Reply-To): its parent is known, not this one. */
+  hasRefs?: boolean;
 }
 
 /**
- * The conversation a message joins by subject, or null. Among candidates of the same account
- * and normalised subject (the store's query), the nearest in time within the window that
- * qualifies: the message or the candidate carried a reply/forward prefix.
+ * The conversation a message joins by subject, or null. Candidates are messages of the same
+ * account and normalised subject (the store's query) within SUBJECT_WINDOW_MS. A reply joins the
+ * nearest earlier one (what it answers), else the nearest later one (a reply archived first). A
+ * message without a prefix joins only the nearest later reply (its reply, archived before it):
+ * a new "Weekly report" after last week's replies starts a conversation of its own. So two
+ * unrelated mails both titled "Hello" never merge.
  */
 export function subjectMatch(
   self: { subject: string; sentDate: number },
@@ -124,15 +130,17 @@ export function subjectMatch(
 ): number | null {
   const own = normaliseSubject(self.subject);
   if (own.key === '') return null;
-  let best: SubjectCandidate | null = null;
+  let earlier: SubjectCandidate | null = null;
+  let later: SubjectCandidate | null = null;
   for (const c of candidates) {
-    const distance = Math.abs(c.sentDate - self.sentDate);
-    if (distance > SUBJECT_WINDOW_MS) continue;
+    if (Math.abs(c.sentDate - self.sentDate) > SUBJECT_WINDOW_MS) continue;
     const theirs = normaliseSubject(c.subject);
-    if (theirs.key !== own.key || !(own.reply || theirs.reply)) continue;
-    if (!best || distance < Math.abs(best.sentDate - self.sentDate)) best = c;
+    if (theirs.key !== own.key) continue;
+    if (c.sentDate <= self.sentDate) {
+      if (own.reply && (!earlier || c.sentDate > earlier.sentDate)) earlier = c;
+    } else if ((own.reply || (theirs.reply && !c.hasRefs)) && (!later || c.sentDate < later.sentDate)) later = c;
   }
-  return best ? best.threadId : null;
+  return (earlier ?? later)?.threadId ?? null;
 }
 
 /**

@@ -16,7 +16,7 @@ import { adoptSnapshot, currentSnapshot } from '../engine/search/bitsets/share.j
 import { Snapshot } from '../engine/search/bitsets/snapshot.js';
 import { exactCount, searchEmails } from '../engine/search/plan.js';
 import { getThread } from '../engine/store/threads.js';
-import { normaliseSubject, referencedIds, referencedIdsFromHeaders } from '../engine/threads.js';
+import { normaliseSubject, referencedIds, referencedIdsFromHeaders, subjectMatch } from '../engine/threads.js';
 import type { EmailSummaryDto, PagedResult } from '../shared/dto.js';
 import { parseSearchInput } from '../shared/search-input.js';
 import { parseQuery, QuerySyntaxError } from '../shared/query-language.js';
@@ -176,6 +176,19 @@ test('the threading rules: subjects, reference lists, raw headers', (t) => {
     ['a@x', 'b@x', 'c@x'],
   );
   t.deepEqual(referencedIdsFromHeaders(null), []);
+  // The subject fallback: a reply joins the message before it, else the one after it; a message
+  // without a prefix joins only a later reply.
+  const at = (day: number) => Date.parse('2024-05-01T00:00:00Z') + day * 86_400_000;
+  const c = (threadId: number, day: number, subject: string) => ({ threadId, sentDate: at(day), subject });
+  const pool = [c(1, 0, 'Weekly report'), c(2, 2, 'Re: Weekly report'), c(3, 7, 'Weekly report')];
+  t.is(subjectMatch({ subject: 'RE: weekly  report', sentDate: at(3) }, pool), 2, 'nearest earlier');
+  t.is(subjectMatch({ subject: 'Re: Weekly report', sentDate: at(-1) }, pool), 1, 'none earlier: nearest later');
+  t.is(subjectMatch({ subject: 'Weekly report', sentDate: at(1) }, pool), 2, 'an original: its later reply');
+  t.is(subjectMatch({ subject: 'Weekly report', sentDate: at(14) }, pool), null, 'a new occurrence stays apart');
+  t.is(subjectMatch({ subject: 'Re: Weekly report', sentDate: at(40) }, pool), null, 'outside 30 days');
+  t.is(subjectMatch({ subject: 'Re: Monthly report', sentDate: at(3) }, pool), null, 'another subject');
+  const known = [{ ...c(2, 2, 'Re: Weekly report'), hasRefs: true }];
+  t.is(subjectMatch({ subject: 'Weekly report', sentDate: at(1) }, known), null, 'a reply whose parent is known');
 });
 
 test('thread: in q is a node; a non-integer id is a syntax error that says what to write', (t) => {

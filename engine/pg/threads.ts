@@ -71,7 +71,9 @@ async function linkOne(query: Query, m: SourceRow): Promise<void> {
       key === ''
         ? []
         : await query<SubjectCandidate>(
-            sql`SELECT thread_id AS "threadId", sent_ms AS "sentDate", subject FROM ${THREADS}
+            sql`SELECT thread_id AS "threadId", sent_ms AS "sentDate", subject,
+                       EXISTS (SELECT 1 FROM ${REFS} r WHERE r.email_id = t.email_id) AS "hasRefs"
+                  FROM ${THREADS} t
                  WHERE account_id = ${m.account_id} AND subject_key = ${key}
                    AND sent_ms BETWEEN ${m.sent_ms - SUBJECT_WINDOW_MS}::float8 AND ${m.sent_ms + SUBJECT_WINDOW_MS}::float8
                  ORDER BY abs(sent_ms - ${m.sent_ms}::float8) LIMIT 50`,

@@ -19,6 +19,7 @@ import { visibleAccountsClause } from './accounts.js';
 import { SUMMARY_COLUMNS, toSummary, type RawSummary } from './summary.js';
 
 type Db = BetterSqlite3.Database;
+
 type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
 
 /** A stored message as threading sees it. */
@@ -73,22 +74,26 @@ function linkedThreads(db: Db, m: ThreadedMessage, refs: readonly string[]): num
 
 function subjectThread(db: Db, m: ThreadedMessage, subject: NormalisedSubject): number | null {
   if (subject.key === '') return null;
-  // The nearest candidate on each side, per reply flag that qualifies (any, when the message is a
-  // reply itself; else only replies): one index seek each. A common subject ("Updated org
-  // chart") has hundreds of messages within the window; reading and sorting them all cost more
-  // than the rest of storing the message.
-  const nearest = (reply: number, op: '<=' | '>', order: 'DESC' | 'ASC', bound: number) =>
+  // The nearest candidates subjectMatch may choose, one index seek each: for a reply the nearest
+  // earlier and later message of either flag, else only the nearest later reply naming no parent
+  // (replies with a known parent are skipped by one probe of email_refs each). A common
+  // subject ("Updated org chart") has hundreds of messages within the window; reading and sorting
+  // them all cost more than the rest of storing the message.
+  const nearest = (reply: number, op: '<=' | '>', order: 'DESC' | 'ASC', bound: number, orphan = false) =>
     prepared(
       db,
-      `SELECT thread_id AS threadId, sent_date AS sentDate, subject FROM emails
+      `SELECT thread_id AS threadId, sent_date AS sentDate, subject FROM emails e
         WHERE account_id = ? AND thread_subject = ? AND thread_reply = ?
           AND sent_date ${op} ? AND sent_date ${op === '<=' ? '>=' : '<='} ? AND id <> ? AND thread_id IS NOT NULL
+          ${orphan ? 'AND NOT EXISTS (SELECT 1 FROM email_refs r WHERE r.email_id = e.id)' : ''}
         ORDER BY sent_date ${order} LIMIT 1`,
     ).all(m.accountId, subject.key, reply, m.sentDate, bound, m.id) as SubjectCandidate[];
-  const candidates = (subject.reply ? [0, 1] : [1]).flatMap((reply) => [
-    ...nearest(reply, '<=', 'DESC', m.sentDate - SUBJECT_WINDOW_MS),
-    ...nearest(reply, '>', 'ASC', m.sentDate + SUBJECT_WINDOW_MS),
-  ]);
+  const before = () => [0, 1].flatMap((r) => nearest(r, '<=', 'DESC', m.sentDate - SUBJECT_WINDOW_MS));
+  const after = () => [0, 1].flatMap((r) => nearest(r, '>', 'ASC', m.sentDate + SUBJECT_WINDOW_MS));
+  // Without a prefix: only a later reply that names no parent (the store filters; hasRefs false).
+  const candidates = subject.reply
+    ? [...before(), ...after()]
+    : nearest(1, '>', 'ASC', m.sentDate + SUBJECT_WINDOW_MS, true);
   return subjectMatch(m, candidates);
 }
 
@@ -151,10 +156,10 @@ export function relinkDuplicate(
 
 /**
  * Migration 4: every stored message gets its normalised subject and a conversation, from what
- * SQLite kept: copies of one Message-ID in an account are one conversation, and messages of an
- * account with the same normalised subject, each within SUBJECT_WINDOW_MS of the previous one,
- * are one when either of the two carried a reply/forward prefix (the import-time rule, applied
- * in sent order). Union-find over ids; each conversation is named by its smallest id.
+ * SQLite kept: copies of one Message-ID in an account are one conversation, and in each run of
+ * messages of an account with the same normalised subject, in sent order, a reply within
+ * SUBJECT_WINDOW_MS of the message before it joins that message's conversation (the import-time
+ * rule, subjectMatch). Union-find over ids; each conversation is named by its smallest id.
  */
 export function backfillThreads(db: Db): void {
   const rows = db
@@ -217,7 +222,9 @@ export function backfillThreads(db: Db): void {
     const a = order[k - 1]!;
     const b = order[k]!;
     if (accounts[a] !== accounts[b] || keys[a] !== keys[b]) continue;
-    if (sent[b]! - sent[a]! > SUBJECT_WINDOW_MS || !(replies[a] || replies[b])) continue;
+    // b joins a when b is a reply (subjectMatch's rule seen from either end: a reply joins the
+    // message before it; a message without a prefix joins only a later reply, the next pair).
+    if (sent[b]! - sent[a]! > SUBJECT_WINDOW_MS || !replies[b]) continue;
     union(ids[a]!, ids[b]!);
   }
   const setThread = db.prepare('UPDATE emails SET thread_id = ? WHERE id = ?');
