@@ -146,6 +146,8 @@ function buildArchive(path: string): void {
           htmlBody: rng.chance(0.2) ? `<p>${text(0, 10)}</p>` : null,
           attachments,
           dedupKey: dedupKeyFor(messageId, ''),
+          // Four in five reply to the first of their five (linked when in the same account).
+          refs: i % 5 === 0 ? [] : [`m${i - (i % 5)}@gen.example`],
         });
       }
     });
@@ -179,6 +181,8 @@ const term = fc.oneof(
   { weight: 2, arbitrary: word.map((w) => `${w.slice(0, Math.max(1, Math.min(3, w.length - 1)))}*`) },
   { weight: 2, arbitrary: fc.tuple(word, word).map(([a, b]) => `"${a} ${b}"`) },
   { weight: 1, arbitrary: fc.constantFrom('has:attachment', 'has:attachments') },
+  // Conversations: linked on each store by its own code (ids past the archive name none).
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: MESSAGES + 20 }).map((id) => `thread:${id}`) },
   {
     weight: 2,
     arbitrary: fc.constantFrom(...ADDRESSES.map((a) => a.replace(/^.*<|>$/g, '')), 'alice', 'work.example'),
@@ -186,7 +190,7 @@ const term = fc.oneof(
 );
 const fieldTerm = fc
   .tuple(fc.constantFrom('subject:', 'from:', 'to:', 'cc:', 'bcc:', 'body:', 'filename:', ''), term)
-  .map(([f, t]) => (t.startsWith('has:') ? t : f + t));
+  .map(([f, t]) => (/^(has|thread):/.test(t) ? t : f + t));
 const unary = fc.tuple(fc.constantFrom('', '', '', '-', 'NOT '), fieldTerm).map(([op, t]) => op + t);
 const meaningful = fc
   .array(fc.tuple(unary, fc.constantFrom(' ', ' ', ' OR ', ' AND ')), { minLength: 1, maxLength: 4 })

@@ -194,7 +194,8 @@ export function compileMatch(q: string, thread: (id: number) => Sql): { sql: Sql
         return sql`d.doc @@ ${tsquery(node)}::tsquery`;
     }
   };
-  return { sql: toSql(root), hasThread: true };
+  // Parenthesised whole: callers AND it with the filters, and a top-level OR must stay inside.
+  return { sql: sql`(${toSql(root)})`, hasThread: true };
 }
 
 /** `q` as tsquery input; null when q holds nothing searchable (nothing can match). */

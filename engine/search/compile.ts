@@ -78,8 +78,11 @@ function fts(node: Node): string | null {
 }
 
 const IN_FTS = 'e.fts_key IN (SELECT rowid FROM email_fts WHERE email_fts MATCH ?)';
-/** `thread:<id>`: the conversation of message id (none when it does not exist). */
-export const THREAD_CONDITION = 'e.thread_id = (SELECT thread_id FROM emails WHERE id = ?)';
+/**
+ * `thread:<id>`: the conversation of message id. IN, not `=`: for a message that does not exist
+ * the subquery is empty and the condition false, so `-thread:<id>` is true (with `=` both are NULL).
+ */
+export const THREAD_CONDITION = 'e.thread_id IN (SELECT thread_id FROM emails WHERE id = ?)';
 /** attachment_fts rowids are the messages' fts_keys too (migration 5). */
 const IN_ATTACHMENTS = 'e.fts_key IN (SELECT rowid FROM attachment_fts WHERE attachment_fts MATCH ?)';
 
