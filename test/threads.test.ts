@@ -23,7 +23,7 @@ import { parseQuery, QuerySyntaxError } from '../shared/query-language.js';
 import { bearer, listen, startApi, type ApiHarness } from './helpers/api.js';
 import { createFixture, tempDir, type Fixture } from './helpers/fixture.js';
 import { call, connectClient, jsonOf } from './helpers/mcp.js';
-import { readAccessLog, TEST_STORE, withAdmin } from './helpers/store.js';
+import { changeArchive, readAccessLog, TEST_STORE, withAdmin } from './helpers/store.js';
 
 interface Mail {
   id: string;
@@ -436,6 +436,49 @@ test('an import into the served archive links as it writes (PostgreSQL: RawHeade
   const thread = (await getThread_(t, items[0]!.id, fixture.keys.alice)) as EmailSummaryDto[];
   t.deepEqual(idsOf(thread), idsOf(items));
   await getThread_(t, q2, fixture.keys.bob, 404);
+});
+
+test('re-importing mail stored without its headers links it (PostgreSQL: fills RawHeaders)', async (t) => {
+  const { fixture, api } = t.context;
+  const mails: Mail[] = [
+    { id: 'o1@old', subject: 'Invoice 7', date: '2024-08-01T10:00:00Z' },
+    { id: 'o2@old', subject: 'Payment sent', date: '2024-08-02T10:00:00Z', inReplyTo: 'o1@old' },
+  ];
+  const file = join(fixture.dir, 'old.mbox');
+  writeMbox(file, mails);
+  const path = api.settings.Database.Path;
+  const load = () =>
+    withAdmin(path, (admin) => importPaths(admin, [file], { accountId: fixture.accounts.shared, folder: 'Old' }));
+  t.is((await load()).imported, 2);
+  // As an archive written before conversations: no headers kept, each message on its own.
+  await changeArchive(path, {
+    sqlite: (db) => {
+      db.exec(`DELETE FROM email_refs WHERE email_id IN (SELECT id FROM emails WHERE folder = 'Old');
+               UPDATE emails SET thread_id = id WHERE folder = 'Old'`);
+    },
+    postgres: async (client) => {
+      const old = `SELECT "Id" FROM mail_archiver."ArchivedEmails" WHERE "FolderName" = 'Old'`;
+      await client.query(`UPDATE mail_archiver."ArchivedEmails" SET "RawHeaders" = NULL WHERE "FolderName" = 'Old'`);
+      await client.query(`DELETE FROM mail_archive_gateway.thread_refs WHERE email_id IN (${old})`);
+      await client.query(`UPDATE mail_archive_gateway.threads SET thread_id = email_id WHERE email_id IN (${old})`);
+    },
+  });
+  const ids = async () =>
+    idsOf(
+      (
+        await api.request
+          .get('/api/v1/emails')
+          .query({ folder: 'Old', sortBy: 'sentDate', sortOrder: 'asc' })
+          .set(bearer(fixture.keys.admin))
+          .expect(200)
+      ).body.items as EmailSummaryDto[],
+    );
+  const [o1, o2] = await ids();
+  t.deepEqual(idsOf((await getThread_(t, o2!, fixture.keys.admin)) as EmailSummaryDto[]), [o2]);
+  const again = await load();
+  t.is(again.imported, 0);
+  t.is(again.duplicates, 2);
+  t.deepEqual(idsOf((await getThread_(t, o2!, fixture.keys.admin)) as EmailSummaryDto[]), [o1, o2]);
 });
 
 // ---------------------------------------------------------------------------------------------

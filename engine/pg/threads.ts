@@ -123,6 +123,35 @@ async function threadBatch(
   return { seen: ids.length, linked: missing.length, last };
 }
 
+/**
+ * Messages whose RawHeaders were just filled in (a re-import, engine/pg/writer.ts): record the
+ * ids they name and merge the conversations those link. A message the catch-up has not linked
+ * yet needs nothing: the catch-up will read its headers. In the caller's transaction.
+ */
+export async function relinkFromHeaders(query: Query, ids: readonly number[]): Promise<void> {
+  await query(sql`SELECT pg_advisory_xact_lock(hashtext(${LOCK}))`);
+  const rows = await query<{ id: number; account_id: number; thread_id: number; raw_headers: string; own: string }>(
+    sql`SELECT t.email_id AS id, t.account_id, t.thread_id, e."RawHeaders" AS raw_headers, t.message_id AS own
+          FROM ${THREADS} t JOIN ${T.emails} e ON e."Id" = t.email_id WHERE t.email_id = ANY(${[...ids]}::int[])`,
+  );
+  for (const m of rows) {
+    const refs = referencedIdsFromHeaders(m.raw_headers, m.own);
+    if (refs.length === 0) continue;
+    await query(
+      sql`INSERT INTO ${REFS} (email_id, ref) SELECT ${m.id}, unnest(${refs}::text[]) ON CONFLICT DO NOTHING`,
+    );
+    const linked = await query<{ t: number }>(
+      sql`SELECT thread_id AS t FROM ${THREADS}
+           WHERE account_id = ${m.account_id} AND message_id = ANY(${refs}::text[]) AND email_id <> ${m.id}`,
+    );
+    // Its own conversation as it is now (an earlier row of this loop may have merged it).
+    const [current] = await query<{ t: number }>(sql`SELECT thread_id AS t FROM ${THREADS} WHERE email_id = ${m.id}`);
+    const { threadId, merge } = linkDecision(current!.t, [current!.t, ...linked.map((r) => r.t)]);
+    if (merge.length > 0)
+      await query(sql`UPDATE ${THREADS} SET thread_id = ${threadId} WHERE thread_id = ANY(${merge}::int[])`);
+  }
+}
+
 /** Links every message not yet in a conversation; returns how many. Safe from several processes. */
 export async function catchUpThreads(ctx: PgContext): Promise<number> {
   const [state] = await ctx.primary<{ through: number }>(sql`SELECT threaded_through AS through FROM ${STATE}`);

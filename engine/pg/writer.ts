@@ -19,6 +19,7 @@ import { prepareBody, STORED_BODY_LIMIT, type PreparedBody } from '../body.js';
 import { toSecond } from '../search/fts-key.js';
 import { normalizeFolder, type NewEmail } from '../store/writer.js';
 import { T } from './columns.js';
+import { relinkFromHeaders } from './threads.js';
 import { sql } from './sql.js';
 import type { PgContext, Query } from './store.js';
 
@@ -85,6 +86,12 @@ export class PgArchiveWriter {
           RETURNING account_id, folder, dedup_key, email_id AS id`,
     );
     for (const c of claimed) ids[first.get(JSON.stringify([c.account_id, c.folder, c.dedup_key]))!] = c.id;
+    await this.#fillHeaders(
+      query,
+      candidates.filter((i) => ids[i] === null && (emails[i]!.refs?.length ?? 0) > 0),
+      keys,
+      emails,
+    );
     const fresh = emails.map((e, i) => ({ e, i, id: ids[i] })).filter((x) => x.id !== null);
     if (fresh.length === 0) return ids;
 
@@ -127,6 +134,36 @@ export class PgArchiveWriter {
       );
     }
     return ids;
+  }
+
+  /**
+   * Duplicates that bring references: a row this importer wrote before it kept raw headers gets
+   * them now ("RawHeaders" only where it is NULL, only rows import_keys says are ours), and its
+   * conversation is re-linked (engine/pg/threads.ts). Re-importing the original files is thus the
+   * re-index for headers here too (docs/import.md).
+   */
+  async #fillHeaders(
+    query: Query,
+    dupes: number[],
+    keys: ReadonlyArray<{ account: number; folder: string; key: string }>,
+    emails: readonly NewEmail[],
+  ): Promise<void> {
+    const withHeaders = dupes.filter((i) => emails[i]!.rawHeaders !== undefined);
+    if (withHeaders.length === 0) return;
+    const filled = await query<{ id: number }>(
+      sql`UPDATE ${T.emails} e SET "RawHeaders" = u.headers
+            FROM unnest(${withHeaders.map((i) => keys[i]!.account)}::int[], ${withHeaders.map((i) => keys[i]!.folder)}::text[],
+                        ${withHeaders.map((i) => keys[i]!.key)}::text[],
+                        ${withHeaders.map((i) => noNul(emails[i]!.rawHeaders!))}::text[]) AS u(a, f, d, headers)
+            JOIN mail_archive_gateway.import_keys k ON k.account_id = u.a AND k.folder = u.f AND k.dedup_key = u.d
+           WHERE e."Id" = k.email_id AND e."RawHeaders" IS NULL
+          RETURNING e."Id" AS id`,
+    );
+    if (filled.length > 0)
+      await relinkFromHeaders(
+        query,
+        filled.map((r) => r.id),
+      );
   }
 
   /**
