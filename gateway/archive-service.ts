@@ -63,9 +63,9 @@ export class ArchiveService {
    * The conversation of a message, oldest first; null when the message is missing or hidden.
    * Logged as a Search (it lists messages, as a search does) with the message id in its parameters.
    */
-  async thread(caller: Caller, id: number) {
+  async thread(caller: Caller, id: number, options: { record?: boolean } = {}) {
     const items = await caller.key.run({ kind: 'thread', id });
-    if (items) {
+    if (items && options.record !== false) {
       const accountId = items.find((i) => i.id === id)?.accountId;
       this.#log(caller, 'Search', { searchParams: { thread: id }, ...(accountId !== undefined ? { accountId } : {}) });
     }

@@ -356,9 +356,10 @@ test.serial('the access log records a thread read as a Search with the message i
   t.deepEqual(entry!.search_params, { thread: ids['b@list'] });
   t.is(entry!.source, 'api');
   t.is(entry!.account_id, fixture.accounts.work);
-  // A 404 is not logged as a read.
+  // A 404 is not logged as a read, nor is a HEAD (it shows no content).
   const before = rows.length;
   await getThread_(t, ids['a@list']!, fixture.keys.bob, 404);
+  await api.request.head(`/api/v1/emails/${ids['a@list']}/thread`).set(bearer(fixture.keys.admin)).expect(200);
   await api.gateway.accessLog.flush();
   t.is((await readAccessLog(api.settings.Database.Path)).length, before);
 });

@@ -47,7 +47,8 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
   });
 
   router.get('/emails/:id/thread', auth, async (ctx) => {
-    const thread = await service.thread(caller(ctx), idParam(ctx, 'id'));
+    // HEAD shows no content, so, as for an email, it is not logged.
+    const thread = await service.thread(caller(ctx), idParam(ctx, 'id'), { record: ctx.method !== 'HEAD' });
     if (!thread) throw new Problem(404, `Email ${ctx.params.id} does not exist.`);
     ctx.body = thread;
   });

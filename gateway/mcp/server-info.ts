@@ -34,6 +34,6 @@ export const SERVER_INFO: Implementation = {
 /** Two sentences an agent reads once: what is here, and how to page through it. */
 export const INSTRUCTIONS =
   'Read-only access to an email archive: list_accounts and list_folders show the accounts and folders this API key may read, ' +
-  'search_emails finds messages, get_email opens one by id, and get_attachment returns an attachment as base64. ' +
+  'search_emails finds messages, get_email opens one by id, get_thread lists its conversation, and get_attachment returns an attachment as base64. ' +
   'search_emails returns one page at a time with page, pageSize, totalItems and totalPages; to see more, repeat the call ' +
   'with the same arguments and page + 1 until page equals totalPages.';
