@@ -152,12 +152,23 @@ export async function relinkFromHeaders(query: Query, ids: readonly number[]): P
   }
 }
 
-/** Links every message not yet in a conversation; returns how many. Safe from several processes. */
-export async function catchUpThreads(ctx: PgContext): Promise<number> {
+/**
+ * Batches a read catches up at most (5,000 messages: what Mail Archiver archives between reads
+ * many times over). A database that was never linked (a first start on a large existing
+ * archive) is linked ahead by `mail-archive index`; until then reads see the conversations linked
+ * so far, and a message not linked yet as a conversation of its own.
+ */
+export const READ_CATCH_UP_BATCHES = 25;
+
+/**
+ * Links every message not yet in a conversation (or `maxBatches` batches of them); returns how
+ * many. Safe from several processes.
+ */
+export async function catchUpThreads(ctx: PgContext, maxBatches = Infinity): Promise<number> {
   const [state] = await ctx.primary<{ through: number }>(sql`SELECT threaded_through AS through FROM ${STATE}`);
   let after = Math.max(0, state!.through - RECHECK_WINDOW);
   let linked = 0;
-  for (;;) {
+  for (let batch = 0; batch < maxBatches; batch++) {
     const r = await ctx.transaction((query) => threadBatch(ctx, query, after, THREAD_BATCH));
     linked += r.linked;
     after = r.last;
@@ -171,7 +182,7 @@ export async function ensureThreads(ctx: PgContext): Promise<void> {
   const [state] = await ctx.read<{ behind: boolean }>(
     sql`SELECT coalesce((SELECT max("Id") FROM ${T.emails}), 0) > (SELECT threaded_through FROM ${STATE}) AS behind`,
   );
-  if (state!.behind) await catchUpThreads(ctx);
+  if (state!.behind) await catchUpThreads(ctx, READ_CATCH_UP_BATCHES);
 }
 
 /** The conversation of a message the viewer may see, oldest first; null when missing or hidden. */

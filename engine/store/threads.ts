@@ -188,8 +188,6 @@ export function backfillThreads(db: Db): void {
     const rb = find(b);
     if (ra !== rb) parent.set(Math.max(ra, rb), Math.min(ra, rb)); // the root is the smallest id
   };
-  const setSubject = db.prepare('UPDATE emails SET thread_subject = ?, thread_reply = ? WHERE id = ?');
-  const subjects: Array<[string, number, number]> = [];
   for (const [id, account, messageId, subject, sentDate] of rows) {
     const n = normaliseSubject(subject);
     ids.push(id);
@@ -198,7 +196,6 @@ export function backfillThreads(db: Db): void {
     keys.push(n.key);
     replies.push(n.reply);
     parent.set(id, id);
-    if (n.key !== '' || n.reply) subjects.push([n.key, n.reply ? 1 : 0, id]);
     const own = normaliseMessageId(messageId);
     if (own) {
       const mapKey = `${account}\u0000${own}`;
@@ -207,7 +204,6 @@ export function backfillThreads(db: Db): void {
       else union(first, id);
     }
   }
-  for (const [key, reply, id] of subjects) setSubject.run(key, reply, id);
   const order = ids.map((_, i) => i).filter((i) => keys[i] !== '');
   order.sort((a, b) =>
     accounts[a] !== accounts[b]
@@ -227,8 +223,9 @@ export function backfillThreads(db: Db): void {
     if (sent[b]! - sent[a]! > SUBJECT_WINDOW_MS || !replies[b]) continue;
     union(ids[a]!, ids[b]!);
   }
-  const setThread = db.prepare('UPDATE emails SET thread_id = ? WHERE id = ?');
-  for (const id of ids) setThread.run(find(id), id);
+  // One update per message, all three columns at once.
+  const set = db.prepare('UPDATE emails SET thread_subject = ?, thread_reply = ?, thread_id = ? WHERE id = ?');
+  ids.forEach((id, i) => set.run(keys[i]!, replies[i] ? 1 : 0, find(id), id));
 }
 
 /**
