@@ -18,6 +18,7 @@ import type { Node } from '../../shared/query-language.js';
 import { parseQuery } from '../../shared/query-language.js';
 import { ADDRESS, addressTag, addressTags, ATTACHMENT_TAG } from '../search/tags.js';
 import { tokenize } from '../search/unicode61.js';
+import { nextBatch } from './catch-up.js';
 import { T } from './columns.js';
 import { join, raw, sql, type Sql } from './sql.js';
 import type { PgContext, Query } from './store.js';
@@ -267,19 +268,7 @@ async function indexBatch(
   limit: number,
 ): Promise<{ seen: number; indexed: number; last: number }> {
   await query(sql`SELECT pg_advisory_xact_lock(hashtext(${LOCK}))`);
-  // Three index-driven steps rather than one anti-join, which the planner may turn into a scan
-  // of the whole side-index per batch.
-  const ids = (
-    await query<{ id: number }>(
-      sql`SELECT "Id" AS id FROM ${T.emails} WHERE "Id" > ${after} ORDER BY "Id" LIMIT ${limit}`,
-    )
-  ).map((r) => r.id);
-  const present = new Set(
-    (await query<{ id: number }>(sql`SELECT email_id AS id FROM ${DOCS} WHERE email_id = ANY(${ids}::int[])`)).map(
-      (r) => r.id,
-    ),
-  );
-  const missing = ids.filter((id) => !present.has(id));
+  const { ids, missing } = await nextBatch(query, DOCS, after, limit);
   if (missing.length > 0) await insertDocuments(query, missing);
   const last = ids.at(-1) ?? after;
   await query(sql`UPDATE ${STATE} SET indexed_through = greatest(indexed_through, ${last}) WHERE id = 1`);

@@ -20,6 +20,7 @@ import {
   subjectMatch,
   type SubjectCandidate,
 } from '../threads.js';
+import { nextBatch } from './catch-up.js';
 import { summaryColumns, T, visibleAccounts, zonedMs } from './columns.js';
 import { raw, sql, type Sql } from './sql.js';
 import type { PgContext, Query } from './store.js';
@@ -98,17 +99,7 @@ async function threadBatch(
   limit: number,
 ): Promise<{ seen: number; linked: number; last: number }> {
   await query(sql`SELECT pg_advisory_xact_lock(hashtext(${LOCK}))`);
-  const ids = (
-    await query<{ id: number }>(
-      sql`SELECT "Id" AS id FROM ${T.emails} WHERE "Id" > ${after} ORDER BY "Id" LIMIT ${limit}`,
-    )
-  ).map((r) => r.id);
-  const present = new Set(
-    (await query<{ id: number }>(sql`SELECT email_id AS id FROM ${THREADS} WHERE email_id = ANY(${ids}::int[])`)).map(
-      (r) => r.id,
-    ),
-  );
-  const missing = ids.filter((id) => !present.has(id));
+  const { ids, missing } = await nextBatch(query, THREADS, after, limit);
   if (missing.length > 0) {
     const rows = await query<SourceRow>(
       sql`SELECT e."Id" AS id, e."MailAccountId" AS account_id, e."MessageId" AS message_id, e."Subject" AS subject,

@@ -260,16 +260,7 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
     }),
     async run({ id }, { service, caller }) {
       const email = await service.email(caller, id);
-      if (email === null) {
-        // The result stays null (SPEC.md); a second block says what null means, for a model
-        // that reads only text.
-        const result = wrappedResult(null, { email: null });
-        result.content.push({
-          type: 'text',
-          text: `There is no email ${id} that this key may read: it does not exist, or its account is not visible to this key.`,
-        });
-        return result;
-      }
+      if (email === null) return hiddenEmail(id, 'email');
       return wrappedResult(email, { email });
     },
   });
@@ -291,15 +282,7 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
     }),
     async run({ id }, { service, caller }) {
       const items = await service.thread(caller, id);
-      if (items === null) {
-        // As get_email: the result stays null, and a second block says what null means.
-        const result = wrappedResult(null, { items: null });
-        result.content.push({
-          type: 'text',
-          text: `There is no email ${id} that this key may read: it does not exist, or its account is not visible to this key.`,
-        });
-        return result;
-      }
+      if (items === null) return hiddenEmail(id, 'items');
       return wrappedResult(items, { items });
     },
   });
@@ -368,6 +351,19 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
   });
 
   return [listAccounts, listFolders, searchEmails, getEmail, getThread, getAttachment];
+}
+
+/**
+ * The answer for an email that is missing or hidden: the result stays null (SPEC.md), and a
+ * second text block says what null means, for a model that reads only text.
+ */
+function hiddenEmail(id: number, field: 'email' | 'items'): CallToolResult {
+  const result = wrappedResult(null, { [field]: null });
+  result.content.push({
+    type: 'text',
+    text: `There is no email ${id} that this key may read: it does not exist, or its account is not visible to this key.`,
+  });
+  return result;
 }
 
 /** get_attachment with format "text": one page of the extracted text, and how to get the next. */
