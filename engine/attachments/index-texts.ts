@@ -111,6 +111,16 @@ export async function reindexAttachments(
 }
 
 /** One page of a stored text, without splitting a surrogate pair at either end. */
+/**
+ * What each store reads for the attachmentText job: the attachment, and its attachment_texts row
+ * (null columns when it has none). `B` is how the store returns the truncated flag.
+ */
+export type AttachmentTextRow<B> = AttachmentTextPage['attachment'] & {
+  status: string | null;
+  text: string | null;
+  truncated: B | null;
+};
+
 export function pageOfText(
   attachment: AttachmentTextPage['attachment'],
   status: string | null,

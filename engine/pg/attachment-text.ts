@@ -4,7 +4,12 @@
 // its attachments get text; the importer does it for what it writes itself.
 import type { AttachmentTextPage } from '../../shared/jobs.js';
 import type { ExtractResult } from '../attachments/extract.js';
-import { pageOfText, type AttachmentTextStore, type PendingContent } from '../attachments/index-texts.js';
+import {
+  pageOfText,
+  type AttachmentTextRow,
+  type AttachmentTextStore,
+  type PendingContent,
+} from '../attachments/index-texts.js';
 import { T, visibleAccounts } from './columns.js';
 import { reindexDocuments } from './search-index.js';
 import { raw, sql } from './sql.js';
@@ -92,17 +97,7 @@ export async function attachmentText(
   offset = 0,
   maxChars?: number,
 ): Promise<AttachmentTextPage | null> {
-  const rows = await ctx.read<{
-    id: number;
-    emailId: number;
-    accountId: number;
-    fileName: string;
-    contentType: string;
-    size: number;
-    status: string | null;
-    text: string | null;
-    truncated: boolean | null;
-  }>(
+  const rows = await ctx.read<AttachmentTextRow<boolean>>(
     sql`SELECT a."Id" AS id, a."ArchivedEmailId" AS "emailId", e."MailAccountId" AS "accountId",
                a."FileName" AS "fileName", a."ContentType" AS "contentType",
                COALESCE(octet_length(c."Content"), octet_length(a."Content"), 0)::float8 AS size,

@@ -2,7 +2,7 @@
 // (contents not yet read, their bytes, saving what was found) and the attachmentText job.
 import type { AttachmentTextPage, Principal } from '../../shared/jobs.js';
 import type { ExtractResult } from '../attachments/extract.js';
-import type { AttachmentTextStore, PendingContent } from '../attachments/index-texts.js';
+import type { AttachmentTextRow, AttachmentTextStore, PendingContent } from '../attachments/index-texts.js';
 import { pageOfText } from '../attachments/index-texts.js';
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
@@ -125,19 +125,7 @@ export function getAttachmentText(
        JOIN emails e ON e.id = a.email_id
        LEFT JOIN attachment_texts t ON t.content_id = a.content_id
       WHERE a.id = ? AND a.email_id = ? AND ${visible.sql}`,
-  ).get(attachmentId, emailId, ...visible.params) as
-    | {
-        id: number;
-        emailId: number;
-        accountId: number;
-        fileName: string;
-        contentType: string;
-        size: number;
-        status: string | null;
-        text: string | null;
-        truncated: number | null;
-      }
-    | undefined;
+  ).get(attachmentId, emailId, ...visible.params) as AttachmentTextRow<number> | undefined;
   if (!row) return null;
   const { status, text, truncated, ...attachment } = row;
   return pageOfText(attachment, status, text ?? '', truncated === 1, offset, maxChars);
