@@ -115,6 +115,18 @@ function startBuilder(data: BuilderData): Worker {
   return worker;
 }
 
+/**
+ * Piscina loads a worker's module with require() first and import() only if that throws. On
+ * Node 20.19+ require() of our ES module succeeds through require(esm), and once, under a full
+ * test run, Node 20 aborted the whole process in that path (an assertion in
+ * CreateRequiredModuleFacade). Turning require(esm) off in the workers sends Piscina to import(),
+ * the ordinary way to load an ES module; nothing in a worker relies on require(esm).
+ */
+const NO_REQUIRE_ESM = '--no-experimental-require-module';
+const WORKER_EXEC_ARGV = process.allowedNodeEnvironmentFlags.has(NO_REQUIRE_ESM)
+  ? [...process.execArgv, NO_REQUIRE_ESM]
+  : process.execArgv;
+
 export class EnginePool {
   readonly #lanes: Record<Lane, Piscina>;
   #closed = false;
@@ -150,6 +162,7 @@ export class EnginePool {
       };
       return new Piscina({
         filename: new URL('./worker.js', import.meta.url).href,
+        execArgv: WORKER_EXEC_ARGV,
         minThreads: threads,
         maxThreads: threads,
         idleTimeout: Number.POSITIVE_INFINITY,

@@ -86,6 +86,12 @@ function eml(subject: string, body: string, parts: Part[], id = Math.random().to
   return lines.join('\r\n');
 }
 
+/**
+ * The time bound has a test of its own (below). Elsewhere a machine busy with the rest of the
+ * suite must not turn a slow read (200 pages of the 3,000-page PDF) into a timeout.
+ */
+const UNHURRIED = { timeoutMs: 120_000 };
+
 const PDF_SENTENCE = 'The zymurgical forecast predicts quixotic revenue for the third quarter.';
 const LONG_TEXT = Array.from({ length: 3000 }, (_, i) => `Line ${i} of the long ledger, word${i}.`).join('\n');
 
@@ -167,7 +173,10 @@ async function buildArchive(): Promise<Archive> {
     for (const [key, m] of Object.entries(messages)) {
       const path = join(fixture.dir, `${key}.eml`);
       writeFileSync(path, eml(`Attachment test ${key}`, m.body ?? `Message with the ${key} attachment.`, m.parts, key));
-      const summary = await importPaths(db, [path], { accountId: fixture.accounts[m.account] });
+      const summary = await importPaths(db, [path], {
+        accountId: fixture.accounts[m.account],
+        attachmentText: UNHURRIED,
+      });
       if (key === 'thousands') thousands = summary.seconds;
       emails[key] = db.prepare('SELECT id FROM emails WHERE message_id = ?').pluck().get(`<${key}@test>`) as number;
     }
@@ -176,7 +185,7 @@ async function buildArchive(): Promise<Archive> {
   }
   // The fixture's own attachments were written without the importer: give them text too, so
   // every content has an outcome from here on.
-  const extractor = new Extractor();
+  const extractor = new Extractor(UNHURRIED);
   await withAdmin(fixture.dbPath, (admin) => reindexAttachments(admin.attachmentTexts(), extractor));
   await extractor.close();
   return { fixture, emails, importSeconds: { thousands } };
@@ -276,7 +285,7 @@ async function api(overrides: Parameters<typeof startApi>[0] = {}): Promise<{ h:
   const h = await startApi(overrides, { useFixture: a.fixture });
   if (TEST_STORE === 'postgres') {
     // A PostgreSQL copy has no text yet, as mail Mail Archiver archived itself: reindex reads it.
-    const extractor = new Extractor();
+    const extractor = new Extractor(UNHURRIED);
     await withAdmin(h.settings.Database.Path, (admin) => reindexAttachments(admin.attachmentTexts(), extractor));
     await extractor.close();
   }
@@ -461,7 +470,7 @@ if (TEST_STORE === 'sqlite') {
     t.is(hits(), 0);
 
     // Interrupted after its first batch of 3.
-    const extractor = new Extractor();
+    const extractor = new Extractor(UNHURRIED);
     t.teardown(() => extractor.close());
     await withAdmin(a.fixture.dbPath, async (admin) => {
       const store = admin.attachmentTexts();

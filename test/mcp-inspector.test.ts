@@ -52,7 +52,7 @@ test.after.always(async (t) => {
   await t.context.h?.close();
 });
 
-test.serial('the Inspector CLI lists the five tools with their annotations', async (t) => {
+test.serial('the Inspector CLI lists the five tools of SPEC.md and get_thread, with their annotations', async (t) => {
   const { h } = t.context;
   const out = await inspector(h, h.fixture.keys.admin, '--method', 'tools/list');
   t.is(out.code, 0, out.stderr);
@@ -62,6 +62,7 @@ test.serial('the Inspector CLI lists the five tools with their annotations', asy
   t.deepEqual(tools.map((x) => x.name).sort(), [
     'get_attachment',
     'get_email',
+    'get_thread',
     'list_accounts',
     'list_folders',
     'search_emails',

@@ -9,10 +9,18 @@ import { DEFAULT_LIMITS, extractKind, quickVerdict, type ExtractLimits, type Ext
 import type { ExtractRequest } from './extract-worker.js';
 
 const WORKER_HEAP_MB = 512;
+/** How long a new thread may take to load its readers before extraction gives up on it. */
+const STARTUP_MS = 60_000;
+
+interface Thread {
+  worker: Worker;
+  /** True once the thread has loaded its readers; false if it died or took too long. */
+  ready: Promise<boolean>;
+}
 
 export class Extractor {
   readonly limits: ExtractLimits;
-  #worker: Worker | undefined;
+  #thread: Thread | undefined;
   #seq = 0;
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -34,9 +42,14 @@ export class Extractor {
     return run;
   }
 
-  #run(bytes: Uint8Array, contentType: string, fileName: string): Promise<ExtractResult> {
-    const worker = (this.#worker ??= this.#start());
+  async #run(bytes: Uint8Array, contentType: string, fileName: string): Promise<ExtractResult> {
+    const thread = (this.#thread ??= this.#start());
+    const { worker } = thread;
     worker.ref();
+    if (!(await thread.ready)) {
+      this.#discard(worker);
+      return { status: 'failed: the extractor thread did not start', text: '', truncated: false };
+    }
     const id = ++this.#seq;
     return new Promise<ExtractResult>((resolve) => {
       const done = (result: ExtractResult, healthy: boolean) => {
@@ -78,7 +91,7 @@ export class Extractor {
     });
   }
 
-  #start(): Worker {
+  #start(): Thread {
     const worker = new Worker(new URL('./extract-worker.js', import.meta.url), {
       resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
       stdout: true, // pdf.js may print warnings; they are not ours to show
@@ -87,19 +100,36 @@ export class Extractor {
     worker.stdout.resume();
     worker.stderr.resume();
     worker.unref();
-    return worker;
+    const ready = new Promise<boolean>((resolve) => {
+      const settle = (ok: boolean) => {
+        clearTimeout(timer);
+        worker.off('message', onMessage);
+        worker.off('error', onFailure);
+        worker.off('exit', onFailure);
+        resolve(ok);
+      };
+      const onMessage = (m: { ready?: boolean }) => {
+        if (m.ready) settle(true);
+      };
+      const onFailure = () => settle(false);
+      const timer = setTimeout(() => settle(false), STARTUP_MS);
+      worker.on('message', onMessage);
+      worker.on('error', onFailure);
+      worker.on('exit', onFailure);
+    });
+    return { worker, ready };
   }
 
   #discard(worker: Worker): void {
-    if (this.#worker === worker) this.#worker = undefined;
+    if (this.#thread?.worker === worker) this.#thread = undefined;
     void worker.terminate();
   }
 
   /** Ends the thread; a later extract starts a new one. */
   async close(): Promise<void> {
     await this.#queue;
-    const worker = this.#worker;
-    this.#worker = undefined;
-    if (worker) await worker.terminate();
+    const thread = this.#thread;
+    this.#thread = undefined;
+    if (thread) await thread.worker.terminate();
   }
 }

@@ -11,7 +11,14 @@ const FIXED_ROUTES = new Set(['/mcp', '/healthz', '/readyz', '/metrics']);
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
 /** The five tools of SPEC.md section 4; any other name a client sends is counted as `other`. */
-export const TOOL_NAMES = new Set(['list_accounts', 'list_folders', 'search_emails', 'get_email', 'get_attachment']);
+export const TOOL_NAMES = new Set([
+  'list_accounts',
+  'list_folders',
+  'search_emails',
+  'get_email',
+  'get_thread',
+  'get_attachment',
+]);
 
 /** The route template a path belongs to, for answers given before the router ran (401, 429). */
 export type RouteResolver = (path: string) => string | undefined;
