@@ -112,6 +112,9 @@ test('readyz is 503 while a lane does not answer, and 200 again once it does', a
 test('readyz stays 200 (degraded, lane busy) while a lane is saturated but finishing jobs', async (t) => {
   const api = await startApi({}, { gateway: { faultInjection: true } });
   t.teardown(() => api.close());
+  // The query thread is up first: on a busy machine its start alone can outlast the ping
+  // timeout, and a lane that has finished nothing yet is rightly not called busy.
+  await api.gateway.engine.run({ kind: 'fault', mode: 'hold', ms: 1 });
   // Ten 300 ms jobs ahead of the ping on the only query thread: it waits about 3 s, past the
   // ping timeout, while the lane completes a job every 300 ms. Saturated, not wedged.
   const queued = Array.from({ length: 10 }, () =>
