@@ -488,13 +488,29 @@ if (TEST_STORE === 'sqlite') {
     });
     t.is(db.prepare('SELECT count(*) FROM attachment_texts').pluck().get(), 3);
 
-    // The command continues with the rest.
+    // A time limit that is no number of seconds is refused before anything is read.
+    const refused = await run(process.execPath, [
+      CLI,
+      '--db',
+      a.fixture.dbPath,
+      'reindex',
+      '--attachments',
+      '--time-limit',
+      'soon',
+    ]).catch((err: { code: number; stderr: string }) => err);
+    t.is((refused as { code: number }).code, 2);
+    t.regex((refused as { stderr: string }).stderr, /--time-limit must be a number of seconds/);
+    t.is(db.prepare('SELECT count(*) FROM attachment_texts').pluck().get(), 3);
+
+    // The command continues with the rest (with the tests' unhurried bound: see UNHURRIED).
     const { stdout } = await run(process.execPath, [
       CLI,
       '--db',
       a.fixture.dbPath,
       'reindex',
       '--attachments',
+      '--time-limit',
+      String(UNHURRIED.timeoutMs / 1000),
       '--json',
     ]);
     const summary = JSON.parse(stdout) as { contents: number; byStatus: Record<string, number>; truncated: number };

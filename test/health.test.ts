@@ -13,6 +13,18 @@ function assertHealthHeaders(t: import('ava').ExecutionContext, res: { headers: 
   t.is(res.headers['ratelimit-limit'], undefined, 'probes never spend a rate-limit budget');
 }
 
+/**
+ * Waits until both lanes have started their threads. Readiness is rightly 503 until they have,
+ * and on a machine busy with the rest of the suite a thread's start can outlast the ping timeout;
+ * the tests below are about what comes after.
+ */
+async function poolUp(api: ApiHarness): Promise<void> {
+  await waitFor('the pool answers readyz', async () => {
+    const res = await api.request.get('/readyz');
+    return res.body.checks.pool.status === 'ok';
+  });
+}
+
 async function readyOk(t: import('ava').ExecutionContext, api: ApiHarness, redis: string) {
   const res = await api.request.get('/readyz');
   t.is(res.status, 200);
@@ -69,6 +81,7 @@ test('readyz reports Redis as ok when it answers, and as down (degraded, still 2
 
   const down = await startApi({ Redis: { Url: `redis://127.0.0.1:${await freePort()}` } });
   t.teardown(() => down.close());
+  await poolUp(down);
   const res = await down.request.get('/readyz');
   t.is(res.status, 200, 'rate limits fall back to per-process counters, so the process still serves');
   t.is(res.body.status, 'degraded');
@@ -79,6 +92,7 @@ test('readyz reports Redis as ok when it answers, and as down (degraded, still 2
 test('readyz is 503 once the pool is closed', async (t) => {
   const api = await startApi();
   t.teardown(() => api.close());
+  await poolUp(api);
   t.is((await api.request.get('/readyz')).status, 200);
   await api.gateway.engine.close();
   const res = await api.request.get('/readyz');
@@ -95,6 +109,8 @@ test('readyz is 503 once the pool is closed', async (t) => {
 test('readyz is 503 while a lane does not answer, and 200 again once it does', async (t) => {
   const api = await startApi({}, { gateway: { faultInjection: true } });
   t.teardown(() => api.close());
+  await poolUp(api);
+  await sleep(PING_REUSE_MS + 50); // the next readyz pings afresh
   // The only query thread is blocked for longer than the ping timeout.
   const blocked = api.gateway.engine.run({ kind: 'fault', mode: 'hold', ms: 3000 }).catch(() => undefined);
   const res = await api.request.get('/readyz');
