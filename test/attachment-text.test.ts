@@ -489,37 +489,22 @@ if (TEST_STORE === 'sqlite') {
     t.is(db.prepare('SELECT count(*) FROM attachment_texts').pluck().get(), 3);
 
     // A time limit that is no number of seconds is refused before anything is read.
-    const refused = await run(process.execPath, [
-      CLI,
-      '--db',
-      a.fixture.dbPath,
-      'reindex',
-      '--attachments',
-      '--time-limit',
-      'soon',
-    ]).catch((err: { code: number; stderr: string }) => err);
+    const reindex = (...args: string[]) =>
+      run(process.execPath, [CLI, '--db', a.fixture.dbPath, 'reindex', '--attachments', ...args]);
+    const refused = await reindex('--time-limit', 'soon').catch((err: { code: number; stderr: string }) => err);
     t.is((refused as { code: number }).code, 2);
     t.regex((refused as { stderr: string }).stderr, /--time-limit must be a number of seconds/);
     t.is(db.prepare('SELECT count(*) FROM attachment_texts').pluck().get(), 3);
 
     // The command continues with the rest (with the tests' unhurried bound: see UNHURRIED).
-    const { stdout } = await run(process.execPath, [
-      CLI,
-      '--db',
-      a.fixture.dbPath,
-      'reindex',
-      '--attachments',
-      '--time-limit',
-      String(UNHURRIED.timeoutMs / 1000),
-      '--json',
-    ]);
+    const { stdout } = await reindex('--time-limit', String(UNHURRIED.timeoutMs / 1000), '--json');
     const summary = JSON.parse(stdout) as { contents: number; byStatus: Record<string, number>; truncated: number };
     t.is(summary.contents, before.length - 3);
     t.is(summary.truncated >= 0, true);
     t.deepEqual(db.prepare('SELECT content_id, status, text FROM attachment_texts ORDER BY content_id').all(), before);
     t.is(hits(), 2);
     // A second run has nothing left to do.
-    const again = await run(process.execPath, [CLI, '--db', a.fixture.dbPath, 'reindex', '--attachments']);
+    const again = await reindex();
     t.regex(again.stdout, /^Read 0 attachments in /);
     // Without --attachments there is nothing to reindex: a usage error.
     const bare = await run(process.execPath, [CLI, '--db', a.fixture.dbPath, 'reindex']).catch(

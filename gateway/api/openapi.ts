@@ -192,6 +192,12 @@ function pathId(name: string, description: string): OpenApiParameter {
   return { name, in: 'path', required: true, description, schema: { ...int32 } };
 }
 
+/** The two path ids of an attachment route (its bytes, its text). */
+const attachmentPathIds = (): OpenApiParameter[] => [
+  pathId('id', 'Email id.'),
+  pathId('attachmentId', 'Attachment id, from the `attachments` of the email.'),
+];
+
 /** What each accepted sort key orders by; typed so a new key cannot go undocumented. */
 const SORT_KEY_MEANING: Record<SortKey, string> = {
   sentDate: 'sent date',
@@ -379,10 +385,7 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
         description:
           "The attachment's raw bytes with its stored content type (`application/octet-stream` when none, or no well-formed one, was stored) and file name. " +
           `The bytes are untrusted. Attachment downloads are ${downloads} on this server (\`Api:AllowAttachmentDownloads\`). Logged in the access log as Download.`,
-        parameters: [
-          pathId('id', 'Email id.'),
-          pathId('attachmentId', 'Attachment id, from the `attachments` of the email.'),
-        ],
+        parameters: attachmentPathIds(),
         responses: byStatus({
           '200': {
             description:
@@ -420,10 +423,7 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
           'The text found inside the attachment at import (or by `mail-archive reindex --attachments`): text/* and HTML files, PDF, DOCX and attached messages (message/rfc822). ' +
           'Extraction is bounded (the first 200 PDF pages, 1,000,000 characters); `X-Text-Truncated: true` says a bound cut it. Search it with `attachment:` in `q`. ' +
           `A download like the bytes: attachment downloads are ${downloads} on this server (\`Api:AllowAttachmentDownloads\`). Logged in the access log as Download.`,
-        parameters: [
-          pathId('id', 'Email id.'),
-          pathId('attachmentId', 'Attachment id, from the `attachments` of the email.'),
-        ],
+        parameters: attachmentPathIds(),
         responses: byStatus({
           '200': {
             description:

@@ -16,6 +16,16 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
   const limits = { defaultPageSize: settings.Api.DefaultPageSize, maxPageSize: settings.Api.MaxPageSize };
   const caller = (ctx: Context & { state: AuthState }) => callerOf(ctx, 'api');
   const idParam = (ctx: Context, name: string) => parseInt32(name, (ctx.params as Record<string, string>)[name]);
+  /** An attachment's ids; its bytes and its text alike are refused while downloads are off. */
+  const attachmentIds = (ctx: Context) => {
+    const ids = { emailId: idParam(ctx, 'id'), attachmentId: idParam(ctx, 'attachmentId') };
+    if (!settings.Api.AllowAttachmentDownloads) {
+      throw new Problem(403, 'Attachment downloads are disabled on this server (Api:AllowAttachmentDownloads).');
+    }
+    return ids;
+  };
+  const noSuchAttachment = (emailId: number, attachmentId: number) =>
+    new Problem(404, `Attachment ${attachmentId} of email ${emailId} does not exist.`);
 
   // Admission (admission.ts) checks the key with the route's job; each route still refuses a
   // request that brought none. Attached to each route rather than with router.use(): a router-level
@@ -54,13 +64,9 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
   });
 
   router.get('/emails/:id/attachments/:attachmentId', auth, async (ctx) => {
-    const emailId = idParam(ctx, 'id');
-    const attachmentId = idParam(ctx, 'attachmentId');
-    if (!settings.Api.AllowAttachmentDownloads) {
-      throw new Problem(403, 'Attachment downloads are disabled on this server (Api:AllowAttachmentDownloads).');
-    }
+    const { emailId, attachmentId } = attachmentIds(ctx);
     const handle = await service.findAttachment(caller(ctx), emailId, attachmentId);
-    if (!handle) throw new Problem(404, `Attachment ${attachmentId} of email ${emailId} does not exist.`);
+    if (!handle) throw noSuchAttachment(emailId, attachmentId);
     // Start reading first: if the content cannot be read (or the engine is too busy to start),
     // the 500 or 503 problem must not carry the file's headers (Content-Disposition would make a
     // browser save the error as the file). Once the first chunk is read the rest is never refused.
@@ -83,13 +89,9 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
   // The text found inside an attachment (docs/import.md, "Attachment text"). A download like the
   // bytes: refused when downloads are, logged as Download; never HTML, whatever the file was.
   router.get('/emails/:id/attachments/:attachmentId/text', auth, async (ctx) => {
-    const emailId = idParam(ctx, 'id');
-    const attachmentId = idParam(ctx, 'attachmentId');
-    if (!settings.Api.AllowAttachmentDownloads) {
-      throw new Problem(403, 'Attachment downloads are disabled on this server (Api:AllowAttachmentDownloads).');
-    }
+    const { emailId, attachmentId } = attachmentIds(ctx);
     const page = await service.attachmentText(caller(ctx), emailId, attachmentId, { record: ctx.method !== 'HEAD' });
-    if (!page) throw new Problem(404, `Attachment ${attachmentId} of email ${emailId} does not exist.`);
+    if (!page) throw noSuchAttachment(emailId, attachmentId);
     if (!hasText(page)) {
       throw new Problem(
         404,
