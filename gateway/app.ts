@@ -1,7 +1,7 @@
 // The gateway: one Koa app serving /api/v1 and /mcp on one port.
 //
 // Request path: problems (error shape) → [request metrics] → security headers → /healthz,
-// /readyz, /metrics → [/api: admission (rate limits) → route, whose job carries the key check]
+// /readyz, /metrics → OAuth discovery (oauth-metadata.ts) → [/api: admission (rate limits) → route, whose job carries the key check]
 // or [/mcp: admission → key check → MCP transport] → 404. Every data access becomes a typed job
 // on the engine's worker pool, a keyed request's through its KeyCheck (auth.ts); nothing here
 // runs SQL.
@@ -17,6 +17,7 @@ import { ArchiveService } from './archive-service.js';
 import { createLogger } from './logger.js';
 import { mcpEndpoint } from './mcp/endpoint.js';
 import { mount } from './mount.js';
+import { challengeWithMetadata, oauthDiscovery } from './oauth-metadata.js';
 import { GatewayMetrics } from './ops/metrics.js';
 import { requestMetrics } from './ops/requests.js';
 import { opsRoutes } from './ops/routes.js';
@@ -38,7 +39,7 @@ export interface Gateway {
   app: Koa;
   engine: EnginePool;
   accessLog: AccessLogWriter;
-  limiters: { api: RateLimiter; mcp: RateLimiter; authFailures: RateLimiter };
+  limiters: { api: RateLimiter; mcp: RateLimiter; mcpFree: RateLimiter; authFailures: RateLimiter };
   /** Present when Metrics:Enabled. */
   metrics?: GatewayMetrics;
   /** Flushes the access log, then stops the pool and Redis. Idempotent. */
@@ -66,6 +67,8 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
   const limiters = {
     api: new RateLimiter({ name: 'Api', pointsPerMinute: settings.Api.RateLimitPerMinute }, logger, redis),
     mcp: new RateLimiter({ name: 'Mcp', pointsPerMinute: settings.Mcp.RateLimitPerMinute }, logger, redis),
+    // MCP messages that carry no work (docs/mcp.md, "What counts against the budget").
+    mcpFree: new RateLimiter({ name: 'McpFree', pointsPerMinute: settings.Mcp.FreeRequestsPerMinute }, logger, redis),
     // One per client IP for both front ends: failed keys are charged here, never to a prefix.
     authFailures: new RateLimiter(
       { name: 'AuthFailIp', pointsPerMinute: settings.Server.AuthFailuresPerIpPerMinute },
@@ -79,7 +82,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
         engine,
         accessLog,
         redis,
-        limiters: [limiters.api, limiters.mcp, limiters.authFailures, ...throttle.limiters],
+        limiters: [limiters.api, limiters.mcp, limiters.mcpFree, limiters.authFailures, ...throttle.limiters],
       })
     : undefined;
 
@@ -105,6 +108,11 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
   });
   // /healthz, /readyz, /metrics: before every rate limit and authentication, whatever is enabled.
   app.use(opsRoutes(settings, { engine, logger, ...(redis ? { redis } : {}), ...(metrics ? { metrics } : {}) }));
+  if (settings.Api.Enabled || settings.Mcp.Enabled) {
+    // A refused key's 401 names its protected-resource metadata; OAuth discovery finds no OAuth.
+    app.use(challengeWithMetadata);
+    app.use(oauthDiscovery(engine, limiters.authFailures));
+  }
 
   if (router) {
     app.use(
@@ -132,7 +140,10 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
         mcpEndpoint(
           settings,
           service,
-          admission(limiters.mcp, limiters.authFailures, engine) as Koa.Middleware,
+          {
+            work: admission(limiters.mcp, limiters.authFailures, engine) as Koa.Middleware,
+            free: admission(limiters.mcpFree, limiters.authFailures, engine) as Koa.Middleware,
+          },
           logger,
         ),
       ),

@@ -46,10 +46,21 @@ export class Unauthorized extends Problem {
   }
 }
 
+/** The realm of every challenge: one protection space for /api and /mcp alike. */
+export const REALM = 'mail-archive';
+
+/**
+ * The RFC 6750 challenge. A request that sent no token gets none of the error parameters
+ * (section 3.1); one whose token was refused gets `invalid_token` and the reason in words, which
+ * MCP bridges and OAuth-aware clients print, instead of reading a bare 401 as "OAuth needed"
+ * (docs/mcp.md, "When a key is refused"). The reasons are plain ASCII without quotes, as a
+ * quoted-string needs. oauth-metadata.ts adds `resource_metadata` where the URL is known.
+ */
 function unauthorized(reason: AuthFailureReason, detail: string, tokenPresented: boolean): Unauthorized {
-  return new Unauthorized(reason, detail, {
-    'WWW-Authenticate': tokenPresented ? 'Bearer error="invalid_token"' : 'Bearer',
-  });
+  const challenge = tokenPresented
+    ? `Bearer realm="${REALM}", error="invalid_token", error_description="${detail}"`
+    : `Bearer realm="${REALM}"`;
+  return new Unauthorized(reason, detail, { 'WWW-Authenticate': challenge });
 }
 
 /**

@@ -60,6 +60,9 @@ const schema = z.strictObject({
       MaxResults: int(1).default(100),
       MaxAttachmentBytes: int(0).default(10_000_000),
       RateLimitPerMinute: int(1).default(120),
+      // Messages that carry no work (initialize, notifications, ping, and answers of 405), per key
+      // or client IP per minute: connecting never spends RateLimitPerMinute, but is still capped.
+      FreeRequestsPerMinute: int(1).default(600),
       AllowedOrigins: z.array(z.string().min(1)).default([]),
     })
     .prefault({}),

@@ -54,6 +54,7 @@ test('every default of SPEC.md section 1, plus the service settings', (t) => {
     MaxResults: 100,
     MaxAttachmentBytes: 10_000_000,
     RateLimitPerMinute: 120,
+    FreeRequestsPerMinute: 600,
     AllowedOrigins: [],
   });
   t.is(s.Database.Path, './data/archive.db');

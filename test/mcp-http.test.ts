@@ -3,6 +3,7 @@
 import anyTest, { type TestFn } from 'ava';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { call, connectClient, jsonOf, postMcp, startMcpGateway, toolsCall, type McpHarness } from './helpers/mcp.js';
+import { INVALID_TOKEN_CHALLENGE, NO_TOKEN_CHALLENGE } from './helpers/api.js';
 
 const test = anyTest as TestFn<{ h: McpHarness; originsGateway: McpHarness; clients: Client[] }>;
 const ALLOWED_ORIGIN = 'https://agent.example.com';
@@ -51,19 +52,19 @@ test('a disabled MCP server is 404 while the REST API answers', async (t) => {
 test('a missing or invalid key is 401 with WWW-Authenticate and problem+json, never a redirect', async (t) => {
   const { h } = t.context;
   const { keys } = h.fixture;
-  const cases: Array<[label: string, headers: Record<string, string>, challenge: string]> = [
-    ['no header', {}, 'Bearer'],
-    ['not bearer', { Authorization: 'Basic YWRtaW46YWRtaW4=' }, 'Bearer'],
-    ['malformed', bearer('ma_short'), 'Bearer error="invalid_token"'],
-    ['unknown', bearer(`ma_${'A'.repeat(43)}`), 'Bearer error="invalid_token"'],
-    ['expired', bearer(keys.expired), 'Bearer error="invalid_token"'],
-    ['revoked', bearer(keys.revoked), 'Bearer error="invalid_token"'],
-    ['owner inactive', bearer(keys.inactive), 'Bearer error="invalid_token"'],
+  const cases: Array<[label: string, headers: Record<string, string>, challenge: RegExp]> = [
+    ['no header', {}, NO_TOKEN_CHALLENGE],
+    ['not bearer', { Authorization: 'Basic YWRtaW46YWRtaW4=' }, NO_TOKEN_CHALLENGE],
+    ['malformed', bearer('ma_short'), INVALID_TOKEN_CHALLENGE],
+    ['unknown', bearer(`ma_${'A'.repeat(43)}`), INVALID_TOKEN_CHALLENGE],
+    ['expired', bearer(keys.expired), INVALID_TOKEN_CHALLENGE],
+    ['revoked', bearer(keys.revoked), INVALID_TOKEN_CHALLENGE],
+    ['owner inactive', bearer(keys.inactive), INVALID_TOKEN_CHALLENGE],
   ];
   for (const [label, headers, challenge] of cases) {
     const res = await postMcp(h.url, toolsCall(1, 'list_accounts'), headers);
     await expectProblem(t, res, 401, label);
-    t.is(res.headers.get('www-authenticate'), challenge, label);
+    t.regex(res.headers.get('www-authenticate') ?? '', challenge, label);
   }
   // A browser-style request with a cookie and no key is no different.
   const cookie = await fetch(h.url, {
@@ -287,7 +288,7 @@ test("made-up keys carrying a real key's prefix do not spend that key's Mcp budg
   for (let i = 0; i < 3; i++) {
     const res = await postMcp(g.url, toolsCall(i, 'list_accounts'), forged);
     await expectProblem(t, res, 401, `forged ${i + 1}`);
-    t.is(res.headers.get('www-authenticate'), 'Bearer error="invalid_token"');
+    t.regex(res.headers.get('www-authenticate') ?? '', INVALID_TOKEN_CHALLENGE);
   }
   t.is((await fetch(`${g.base}/api/v1/accounts`, { headers: forged })).status, 401);
   // The IP's failed-authentication budget is spent for both front ends…

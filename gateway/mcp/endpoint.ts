@@ -12,8 +12,9 @@
 // and the same tool list (tools.ts).
 //
 // Every request passes, in order: Cache-Control: no-store (set first, so errors carry it too) →
-// Origin check (403) → admission: the key check (401) and the Mcp rate limit (429) →
-// method (405; CORS preflights answered here) → a key is required (401) → JSON body (413, parse
+// Origin check (403) → the JSON body is read → admission: the key check (401) and the rate limit
+// (429) of the Mcp policy, or of McpFree for a message that carries no work → method (405; CORS
+// preflights answered here) → a key is required (401) → a body that did not read (413, parse
 // error) → a tools/call the engine has no room for (503) → the SDK, for either era.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ServerResponse } from 'node:http';
@@ -41,8 +42,11 @@ const INVALID_REQUEST = -32600;
 export function mcpEndpoint(
   settings: Settings,
   service: ArchiveService,
-  /** The Mcp policy's admission (rate limit and key check, admission.ts). */
-  admit: Middleware,
+  /**
+   * Admission (rate limit and key check, admission.ts) under the Mcp policy for messages that
+   * carry work, and under the McpFree policy for those that do not (freeMessage below).
+   */
+  admits: { work: Middleware; free: Middleware },
   logger: Logger,
 ): Middleware {
   const tools = mcpTools(settings.Mcp);
@@ -77,11 +81,21 @@ export function mcpEndpoint(
     { onerror: (err) => reportSdkError(logger, err) },
   );
 
+  // The body is read before admission, because which budget a message spends depends on it.
+  const admit: Middleware = async (ctx, next) => {
+    const carriesWork = ctx.path === PATH && ctx.method === 'POST' && !freeMessage(await readBody(ctx, parseJson));
+    return (carriesWork ? admits.work : admits.free)(ctx, next);
+  };
+
   const serve: Middleware = async (ctx) => {
     // The key is checked now, on its own: once the transport answers, a 401 can no longer be sent.
     await keyOf(ctx as Context & { state: AuthState }).check();
-    if (!(await readBody(ctx, parseJson))) return;
-    const body: unknown = ctx.request.body;
+    const read = ctx.state.mcpBody as BodyRead;
+    if ('error' in read) {
+      if (!(read.error instanceof SyntaxError)) throw read.error;
+      return jsonRpcError(ctx, 400, PARSE_ERROR, 'Parse error: the request body is not valid JSON.');
+    }
+    const body: unknown = read.body;
     if (Array.isArray(body)) {
       // One message per request keeps every call under the rate limit; batches left MCP in 2025-06-18.
       return jsonRpcError(
@@ -153,20 +167,40 @@ function refuseWhenBusy(body: unknown, tools: readonly McpTool[], service: Archi
   if (heavyJob) service.engine.admit(heavyJob);
 }
 
+type BodyRead = { body: unknown } | { error: unknown };
+
 /**
  * Parses the JSON body into ctx.request.body (the SDK needs it parsed, as the stream is then
- * spent). Too large stays an HTTP error (413 problem+json); JSON that does not parse is answered
- * the way the SDK answers it, as a JSON-RPC parse error. False when the answer is already set.
+ * spent) and keeps the outcome in ctx.state.mcpBody for serve(): too large stays an HTTP error
+ * (413 problem+json); JSON that does not parse is answered the way the SDK answers it, as a
+ * JSON-RPC parse error. Either is answered only after admission, as free messages.
  */
-async function readBody(ctx: Context, parseJson: Middleware): Promise<boolean> {
+async function readBody(ctx: Context, parseJson: Middleware): Promise<BodyRead> {
+  let read: BodyRead;
   try {
     await parseJson(ctx, async () => {});
-    return true;
-  } catch (err) {
-    if (!(err instanceof SyntaxError)) throw err;
-    jsonRpcError(ctx, 400, PARSE_ERROR, 'Parse error: the request body is not valid JSON.');
-    return false;
+    read = { body: ctx.request.body };
+  } catch (error) {
+    read = { error };
   }
+  ctx.state.mcpBody = read;
+  return read;
+}
+
+/** JSON-RPC methods that do no work: connecting, keeping alive, and being told things. */
+const FREE_METHODS = new Set(['initialize', 'ping', 'server/discover']);
+
+/**
+ * Whether a message spends the free budget rather than Mcp:RateLimitPerMinute (docs/mcp.md,
+ * "What counts against the budget"): the handshake, pings and notifications, and anything the
+ * endpoint refuses before any work (a body that does not parse, a batch, a message without a
+ * method). Everything else counts, tools/list included.
+ */
+function freeMessage(read: BodyRead): boolean {
+  if ('error' in read) return true;
+  const method = (read.body as { method?: unknown } | null)?.method;
+  if (Array.isArray(read.body) || typeof method !== 'string') return true;
+  return FREE_METHODS.has(method) || method.startsWith('notifications/');
 }
 
 /**

@@ -185,3 +185,12 @@ export async function writeBigAttachment(
     db.close();
   }
 }
+
+/**
+ * The RFC 6750 challenges of a 401 (gateway/auth.ts, oauth-metadata.ts): with the refusal's reason
+ * when a token was sent, without error parameters when none was; both name the resource metadata.
+ */
+export const INVALID_TOKEN_CHALLENGE =
+  /^Bearer realm="mail-archive", error="invalid_token", error_description="[^"]+", resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/(?:mcp|api\/v1)"$/;
+export const NO_TOKEN_CHALLENGE =
+  /^Bearer realm="mail-archive", resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/(?:mcp|api\/v1)"$/;
