@@ -91,11 +91,12 @@ const laneOf = (job: Job): Lane => (job.kind === 'fault' ? (job.lane ?? 'query')
 /**
  * Jobs that are never refused, whatever the queue: an access-log batch refused would be lost,
  * and a chunk after the first belongs to a download whose headers are already sent, so refusing
- * it would cut the file short. The first chunk is read before the headers and may be refused.
+ * it would cut the file short. The first chunk (of the file, or of a range) is read before the
+ * headers and may be refused.
  */
 function mayShed(job: Job): boolean {
   if (job.kind === 'accessLog') return false;
-  if (job.kind === 'attachmentChunk') return job.seq === 0;
+  if (job.kind === 'attachmentChunk') return job.first === true || job.seq === 0;
   // A test's hold stands for work already admitted, so it fills a lane exactly whatever else runs.
   if (job.kind === 'fault') return job.mode !== 'hold';
   return true;

@@ -16,6 +16,10 @@ import { apiRouter, shedWhenFull } from './api/router.js';
 import { ArchiveService } from './archive-service.js';
 import { createLogger } from './logger.js';
 import { mcpEndpoint } from './mcp/endpoint.js';
+import { acceptable } from './http/accept.js';
+import { compressJson } from './http/compress.js';
+import { etagPerCoding } from './http/conditional.js';
+import { apiCors } from './http/cors.js';
 import { mount } from './mount.js';
 import { challengeWithMetadata, oauthDiscovery } from './oauth-metadata.js';
 import { GatewayMetrics } from './ops/metrics.js';
@@ -118,7 +122,12 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
     app.use(
       mount(
         '/api',
+        // Preflights and Accept are answered before the key check: they carry no work.
+        apiCors(settings.Api.AllowedOrigins),
+        acceptable,
         admission(limiters.api, limiters.authFailures, engine) as Koa.Middleware,
+        etagPerCoding,
+        compressJson,
         shedWhenFull(router, engine),
         router.routes() as unknown as Koa.Middleware,
         async (ctx) => {

@@ -3,7 +3,12 @@
 // reads as someone goes through the caller's KeyCheck (auth.ts), which checks the key in the
 // same job the first time.
 import type { EnginePool } from '../engine/pool.js';
-import type { AttachmentHandle, AttachmentTextPage, SearchQuery } from '../shared/jobs.js';
+import {
+  ATTACHMENT_CHUNK_BYTES,
+  type AttachmentHandle,
+  type AttachmentTextPage,
+  type SearchQuery,
+} from '../shared/jobs.js';
 import type { AccessLogWriter } from './access-log.js';
 import type { KeyCheck } from './auth.js';
 
@@ -105,14 +110,28 @@ export class ArchiveService {
   }
 
   /**
-   * The attachment's bytes, one stored chunk at a time, so memory stays flat for any size. Only
-   * the first chunk may be refused by a busy engine; the pool admits the rest once it has started.
+   * The attachment's bytes, one stored chunk at a time, so memory stays flat for any size; with a
+   * range (inclusive ends), only the chunks that cover it are read. Only the first chunk read may
+   * be refused by a busy engine; the pool admits the rest once the download has started.
    */
-  async *content(handle: AttachmentHandle): AsyncGenerator<Buffer> {
-    for (let seq = 0; seq < handle.chunkCount; seq++) {
-      const chunk = await this.engine.run({ kind: 'attachmentChunk', contentId: handle.contentId, seq });
+  async *content(handle: AttachmentHandle, range?: { start: number; end: number }): AsyncGenerator<Buffer> {
+    const first = range ? Math.floor(range.start / ATTACHMENT_CHUNK_BYTES) : 0;
+    const last = range ? Math.floor(range.end / ATTACHMENT_CHUNK_BYTES) : handle.chunkCount - 1;
+    for (let seq = first; seq <= last; seq++) {
+      const job = {
+        kind: 'attachmentChunk',
+        contentId: handle.contentId,
+        seq,
+        ...(seq === first ? { first: true } : {}),
+      } as const;
+      const chunk = await this.engine.run(job);
       if (!chunk) throw new Error(`attachment content ${handle.contentId} is missing chunk ${seq}`);
-      yield Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      let bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      if (range) {
+        const base = seq * ATTACHMENT_CHUNK_BYTES;
+        bytes = bytes.subarray(Math.max(0, range.start - base), range.end + 1 - base);
+      }
+      yield bytes;
     }
   }
 

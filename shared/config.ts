@@ -50,6 +50,8 @@ const schema = z.strictObject({
       DefaultPageSize: int(1).default(20),
       MaxPageSize: int(1).default(100),
       RateLimitPerMinute: int(1).default(120),
+      // Browser origins whose pages may read /api/v1 answers (CORS); empty: none (gateway/http/cors.ts).
+      AllowedOrigins: z.array(z.string().min(1)).default([]),
     })
     .prefault({}),
   Mcp: z

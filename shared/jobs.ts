@@ -55,6 +55,9 @@ export type Lane = 'interactive' | 'query';
 export type AuthFailure = 'unknown' | 'expired' | 'revoked' | 'inactive';
 export type AuthResult = { ok: true; principal: Principal } | { ok: false; reason: AuthFailure };
 
+/** Attachment content is stored in chunks of this many bytes; downloads stream chunk by chunk. */
+export const ATTACHMENT_CHUNK_BYTES = 256 * 1024;
+
 /** Enough to stream an attachment: its metadata and where its content chunks live. */
 export interface AttachmentHandle {
   id: number;
@@ -65,6 +68,11 @@ export interface AttachmentHandle {
   size: number;
   contentId: number;
   chunkCount: number;
+  /**
+   * Names these exact bytes, for the download's strong ETag: the content's SHA-256 where the store
+   * keeps one (SQLite; AttachmentContents on PostgreSQL), else the never-rewritten row's identity.
+   */
+  contentTag: string;
 }
 
 /**
@@ -73,7 +81,7 @@ export interface AttachmentHandle {
  * else why there is none: 'encrypted', 'too large', 'timeout', 'unsupported', 'failed: ...'.
  */
 export interface AttachmentTextPage {
-  attachment: Omit<AttachmentHandle, 'contentId' | 'chunkCount'>;
+  attachment: Omit<AttachmentHandle, 'contentId' | 'chunkCount' | 'contentTag'>;
   status: string;
   /** The page: totalChars counts UTF-16 code units, as offset and maxChars do. */
   text: string;
@@ -153,7 +161,11 @@ export interface JobMap {
     result: AttachmentTextPage | null;
   };
   /** One stored chunk of attachment content, in order; null past the end. */
-  attachmentChunk: { args: { contentId: number; seq: number }; result: Uint8Array | null };
+  attachmentChunk: {
+    /** `first`: the first chunk a download reads (not chunk 0 for a range), which a busy pool may refuse. */
+    args: { contentId: number; seq: number; first?: boolean };
+    result: Uint8Array | null;
+  };
   stats: { args: { principal: Principal }; result: StatsDto };
   accessLog: { args: { entries: AccessLogEntry[] }; result: { written: number } };
   /** Web sign-in: the user when the password matches and the user is active, else null. */

@@ -46,6 +46,7 @@ test('every default of SPEC.md section 1, plus the service settings', (t) => {
     DefaultPageSize: 20,
     MaxPageSize: 100,
     RateLimitPerMinute: 120,
+    AllowedOrigins: [],
   });
   t.deepEqual(s.Mcp, {
     Enabled: false,

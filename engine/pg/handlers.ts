@@ -166,7 +166,8 @@ async function attachment(ctx: PgContext, viewer: Viewer, emailId: number, attac
     sql`SELECT a."Id" AS id, a."ArchivedEmailId" AS "emailId", e."MailAccountId" AS "accountId",
                a."FileName" AS "fileName", a."ContentType" AS "contentType",
                COALESCE(octet_length(c."Content"), octet_length(a."Content"), 0)::bigint AS size,
-               CASE WHEN c."Id" IS NOT NULL THEN c."Id" WHEN a."Content" IS NOT NULL THEN -a."Id" ELSE 0 END AS "contentId"
+               CASE WHEN c."Id" IS NOT NULL THEN c."Id" WHEN a."Content" IS NOT NULL THEN -a."Id" ELSE 0 END AS "contentId",
+               COALESCE(c."Hash", 'attachment-' || a."Id") AS "contentTag"
           FROM ${T.attachments} a
           JOIN ${T.emails} e ON e."Id" = a."ArchivedEmailId"
           LEFT JOIN ${T.contents} c ON c."Id" = a."AttachmentContentId"

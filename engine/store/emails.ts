@@ -119,7 +119,7 @@ export function getAttachmentHandle(
   const row = prepared(
     db,
     `SELECT a.id, a.email_id AS emailId, e.account_id AS accountId, a.file_name AS fileName,
-              a.content_type AS contentType, a.size, a.content_id AS contentId, c.chunks AS chunkCount
+              a.content_type AS contentType, a.size, a.content_id AS contentId, c.chunks AS chunkCount, c.sha256 AS contentTag
        FROM attachments a
        JOIN emails e ON e.id = a.email_id
        JOIN attachment_contents c ON c.id = a.content_id

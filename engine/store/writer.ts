@@ -10,8 +10,9 @@ import { normaliseSubject } from '../threads.js';
 import { linkNewMessage, relinkDuplicate } from './threads.js';
 import { bumpGeneration } from './users.js';
 
-/** Attachment content is stored in chunks of this many bytes; downloads stream chunk by chunk. */
-export const ATTACHMENT_CHUNK_BYTES = 256 * 1024;
+import { ATTACHMENT_CHUNK_BYTES } from '../../shared/jobs.js';
+
+export { ATTACHMENT_CHUNK_BYTES };
 
 export interface NewAttachment {
   fileName: string;

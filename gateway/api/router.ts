@@ -10,6 +10,8 @@ import { requireApiKey, type AuthState } from '../auth.js';
 import { callerOf } from '../client.js';
 import { contentDisposition } from '../content-disposition.js';
 import { Problem } from '../problem.js';
+import { answerNotModified, etagOf } from '../http/conditional.js';
+import { requestedRange } from '../http/range.js';
 
 export function apiRouter(settings: Settings, service: ArchiveService): Router<AuthState> {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
@@ -51,9 +53,13 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
 
   router.get('/emails/:id', auth, async (ctx) => {
     // HEAD shows no content, so it is not an Open (the body is still built: it sizes Content-Length).
+    // A 304 is: the client shows the message it holds, and the key was checked as for a 200.
     const email = await service.email(caller(ctx), idParam(ctx, 'id'), { record: ctx.method !== 'HEAD' });
     if (!email) throw new Problem(404, `Email ${ctx.params.id} does not exist.`);
-    ctx.body = email;
+    const json = JSON.stringify(email);
+    if (answerNotModified(ctx, etagOf(json))) return;
+    ctx.type = 'application/json';
+    ctx.body = json;
   });
 
   router.get('/emails/:id/thread', auth, async (ctx) => {
@@ -67,12 +73,18 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
     const { emailId, attachmentId } = attachmentIds(ctx);
     const handle = await service.findAttachment(caller(ctx), emailId, attachmentId);
     if (!handle) throw noSuchAttachment(emailId, attachmentId);
+    const etag = `"${handle.contentTag}"`;
+    ctx.set('Accept-Ranges', 'bytes');
+    if (answerNotModified(ctx, etag)) return;
+    const range = requestedRange(ctx, handle.size, etag);
     // Start reading first: if the content cannot be read (or the engine is too busy to start),
     // the 500 or 503 problem must not carry the file's headers (Content-Disposition would make a
     // browser save the error as the file). Once the first chunk is read the rest is never refused.
-    const body = ctx.method === 'HEAD' ? Readable.from([]) : await startedStream(service.content(handle));
+    const body =
+      ctx.method === 'HEAD' ? Readable.from([]) : await startedStream(service.content(handle, range ?? undefined));
     // HEAD reads no bytes, so it is not a download and is not logged as one; nor is a refused GET.
-    if (ctx.method !== 'HEAD') service.recordDownload(caller(ctx), handle);
+    // A resumed download is one download: a range is logged only when it starts at byte 0.
+    if (ctx.method !== 'HEAD' && (range?.start ?? 0) === 0) service.recordDownload(caller(ctx), handle);
     // The bytes are untrusted: never sniffed, never rendered as an active document.
     ctx.set({
       'Content-Disposition': contentDisposition(handle.fileName),
@@ -83,7 +95,13 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
       'Content-Type': storedMediaType(handle.contentType),
     });
     ctx.body = body;
-    ctx.length = handle.size;
+    if (range) {
+      ctx.status = 206;
+      ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${handle.size}`);
+      ctx.length = range.end - range.start + 1;
+    } else {
+      ctx.length = handle.size;
+    }
   });
 
   // The text found inside an attachment (docs/import.md, "Attachment text"). A download like the
