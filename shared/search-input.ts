@@ -25,8 +25,12 @@ export const MAX_QUERY_LENGTH = 10_000;
 export const RELEVANCE_WINDOW = 1_000;
 /** About how long a search item's `snippet` is, in characters (engine/search/snippet.ts). */
 export const SNIPPET_CHARS = 200;
-const INT32_MAX = 2_147_483_647;
-const INT32_MIN = -2_147_483_648;
+export const INT32_MAX = 2_147_483_647;
+export const INT32_MIN = -2_147_483_648;
+/** The longest `folder` accepted: far beyond any IMAP folder path, short of a pasted document. */
+export const MAX_FOLDER_LENGTH = 1024;
+/** The longest `from`/`to` accepted (the longest ISO 8601 form is 35 characters). */
+export const MAX_DATE_PARAM_LENGTH = 64;
 
 export interface PageLimits {
   defaultPageSize: number;
@@ -74,6 +78,14 @@ function parseString(param: string, value: unknown): string {
   return v;
 }
 
+/** A string of at most `max` characters (the OpenAPI document declares the same bound). */
+function boundedString(param: string, value: unknown, max: number): string {
+  const text = parseString(param, value);
+  if (text.length > max)
+    throw new InvalidInput(param, `${param} is ${text.length} characters long; the limit is ${max}.`);
+  return text;
+}
+
 function oneOf<T extends string>(param: string, value: unknown, allowed: readonly T[]): T {
   const v = parseString(param, value).trim();
   const found = allowed.find((a) => a.toLowerCase() === v.toLowerCase());
@@ -100,7 +112,7 @@ function validCalendarDate(y: string, m: string, d: string): boolean {
  * covers that whole day; a date-time is used as given.
  */
 export function parseDateBound(param: string, value: unknown, bound: 'lower' | 'upper'): number {
-  const text = parseString(param, value).trim();
+  const text = boundedString(param, value, MAX_DATE_PARAM_LENGTH).trim();
   const problem = () =>
     new InvalidInput(
       param,
@@ -168,7 +180,7 @@ export function parseSearchInput(raw: RawSearchInput, limits: PageLimits): Searc
     throw new InvalidInput('from', 'from is after to; give a range whose start is not after its end.');
   }
   if (present(raw.accountId)) query.accountId = parseInt32('accountId', raw.accountId);
-  if (present(raw.folder)) query.folder = parseString('folder', raw.folder);
+  if (present(raw.folder)) query.folder = boundedString('folder', raw.folder, MAX_FOLDER_LENGTH);
   if (present(raw.direction)) query.direction = oneOf<Direction>('direction', raw.direction, ['incoming', 'outgoing']);
   if (present(raw.page)) {
     query.page = parseInt32('page', raw.page);

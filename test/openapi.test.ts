@@ -21,7 +21,7 @@ import {
 import { createGateway, type Gateway } from '../gateway/app.js';
 import { createLogger } from '../gateway/logger.js';
 import { defaultSettings, type Settings } from '../shared/config.js';
-import { SORT_KEYS } from '../shared/jobs.js';
+import { MAX_THREAD_LENGTH, SORT_KEYS } from '../shared/jobs.js';
 import { Extractor } from '../engine/attachments/extractor.js';
 import { reindexAttachments } from '../engine/attachments/index-texts.js';
 import { createFixture, tempDir, type Fixture } from './helpers/fixture.js';
@@ -57,13 +57,13 @@ const OPERATIONS: Record<string, { operationId: string; tag: string; params: str
     operationId: 'listAccounts',
     tag: 'Accounts',
     params: [],
-    statuses: ['200', '401', '429', '500', '503'],
+    statuses: ['200', '401', '406', '429', '500', '503'],
   },
   '/api/v1/accounts/{id}/folders': {
     operationId: 'listFolders',
     tag: 'Accounts',
     params: ['id'],
-    statuses: ['200', '400', '401', '404', '429', '500', '503'],
+    statuses: ['200', '400', '401', '404', '406', '429', '500', '503'],
   },
   '/api/v1/emails': {
     operationId: 'searchEmails',
@@ -83,38 +83,38 @@ const OPERATIONS: Record<string, { operationId: string; tag: string; params: str
       'snippets',
       'include',
     ],
-    statuses: ['200', '400', '401', '429', '500', '503'],
+    statuses: ['200', '400', '401', '406', '429', '500', '503'],
   },
   '/api/v1/emails/{id}': {
     operationId: 'getEmail',
     tag: 'Emails',
     params: ['id'],
-    statuses: ['200', '400', '401', '404', '429', '500', '503'],
+    statuses: ['200', '304', '400', '401', '404', '406', '429', '500', '503'],
   },
   // Additive to SPEC.md: conversations (docs/decisions.md, ADR 14).
   '/api/v1/emails/{id}/thread': {
     operationId: 'getThread',
     tag: 'Emails',
     params: ['id'],
-    statuses: ['200', '400', '401', '404', '429', '500', '503'],
+    statuses: ['200', '400', '401', '404', '406', '429', '500', '503'],
   },
   '/api/v1/emails/{id}/attachments/{attachmentId}': {
     operationId: 'downloadAttachment',
     tag: 'Emails',
     params: ['id', 'attachmentId'],
-    statuses: ['200', '400', '401', '403', '404', '429', '500', '503'],
+    statuses: ['200', '206', '304', '400', '401', '403', '404', '406', '416', '429', '500', '503'],
   },
   '/api/v1/emails/{id}/attachments/{attachmentId}/text': {
     operationId: 'getAttachmentText',
     tag: 'Emails',
     params: ['id', 'attachmentId'],
-    statuses: ['200', '400', '401', '403', '404', '429', '500', '503'],
+    statuses: ['200', '400', '401', '403', '404', '406', '429', '500', '503'],
   },
   '/api/v1/stats': {
     operationId: 'getStats',
     tag: 'Stats',
     params: [],
-    statuses: ['200', '401', '429', '500', '503'],
+    statuses: ['200', '401', '406', '429', '500', '503'],
   },
 };
 
@@ -131,6 +131,9 @@ async function stop(live: Live | undefined): Promise<void> {
   await new Promise<void>((ok) => live.server.close(() => ok()));
   await live.gateway.close();
 }
+
+/** A 32-bit integer, bounded as every id and integer parameter is. */
+const INT32 = { type: 'integer', format: 'int32', minimum: -2_147_483_648, maximum: 2_147_483_647 };
 
 function operation(doc: OpenApiDocument, path: string): OpenApiOperation {
   const op = doc.paths[path]?.get;
@@ -345,8 +348,13 @@ test('components: fields, formats, nullability and references as SPEC.md section
   t.like(props('ProblemDetails').type, { type: 'string', format: 'uri' });
   t.like(props('ProblemDetails').status, { type: 'integer' });
 
-  // zod's ±(2^53-1) bounds on .int() are not published: the formats say it.
-  for (const node of objects(s)) t.false(Math.abs(Number(node.maximum ?? 0)) === Number.MAX_SAFE_INTEGER);
+  // zod's ±(2^53-1) on every .int() gives way to the bounds of each format (docs/openapi.md,
+  // "Bounds"): an int32 is one; an int64 is a count or size, never negative, exact in JSON.
+  for (const node of objects(s)) {
+    if (node.format === 'int32') t.like(node, { minimum: -2_147_483_648, maximum: 2_147_483_647 });
+    if (node.format === 'int64') t.like(node, { minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+    if (node.format === 'date-time') t.is(node.maxLength, 27, 'what toISOString() writes at most');
+  }
 });
 
 test('paths: the six GET operations of SPEC.md section 4, the conversation route and the attachment text, with ids, tags, parameters and statuses', (t) => {
@@ -372,13 +380,13 @@ test('paths: the six GET operations of SPEC.md section 4, the conversation route
       t.truthy(p.description, `${path} ${p.name} description`);
       if (p.in === 'path') {
         t.true(p.required, `${path} ${p.name} required`);
-        t.deepEqual(p.schema, { type: 'integer', format: 'int32' }, `${path} ${p.name} int32`);
+        t.deepEqual(p.schema, INT32, `${path} ${p.name} int32`);
       } else {
         t.is(p.in, 'query');
         t.falsy(p.required, `${path} ${p.name} optional`);
       }
     }
-    for (const status of expected.statuses.filter((s) => s !== '200')) {
+    for (const status of expected.statuses.filter((s) => !['200', '206', '304'].includes(s))) {
       const res = t.context.conformance.declared(path, Number(status))!;
       t.deepEqual(
         res.content,
@@ -405,6 +413,7 @@ test('success responses: the DTOs as application/json, the attachment bytes with
   t.deepEqual(schemaOf('/api/v1/emails/{id}/thread'), {
     type: 'array',
     items: { $ref: '#/components/schemas/EmailSummaryDto' },
+    maxItems: MAX_THREAD_LENGTH,
   });
   const download = operation(doc, '/api/v1/emails/{id}/attachments/{attachmentId}').responses['200'] as OpenApiResponse;
   t.is(download.content, undefined);
@@ -433,12 +442,12 @@ test('GET /api/v1/emails parameters: types, formats, enums and defaults as SPEC.
   const p = (name: string) => param(doc, '/api/v1/emails', name);
   t.like(p('q').schema, { type: 'string' });
   for (const name of ['from', 'to']) {
-    t.deepEqual(p(name).schema, { type: 'string', format: 'date-time' }, name);
+    t.deepEqual(p(name).schema, { type: 'string', format: 'date-time', maxLength: 64 }, name);
     t.regex(p(name).description, /YYYY-MM-DD/);
     t.regex(p(name).description, /date-time/);
   }
-  t.deepEqual(p('accountId').schema, { type: 'integer', format: 'int32' });
-  t.deepEqual(p('folder').schema, { type: 'string' });
+  t.deepEqual(p('accountId').schema, INT32);
+  t.deepEqual(p('folder').schema, { type: 'string', maxLength: 1024 });
   t.deepEqual(p('direction').schema, { type: 'string', enum: ['incoming', 'outgoing'] });
   t.like(p('page').schema, { type: 'integer', format: 'int32', default: 1 });
   t.like(p('pageSize').schema, { type: 'integer', format: 'int32', default: 0 });
@@ -466,8 +475,15 @@ test('the document is built once per settings, frozen, and reflects the page-siz
   t.not(other, doc);
   const pageSize = param(other, '/api/v1/emails', 'pageSize').description;
   t.true(pageSize.includes('7') && pageSize.includes('[1, 42]'), pageSize);
-  t.is(other.components.schemas, other.components.schemas);
-  t.deepEqual(other.components.schemas, doc.components.schemas);
+  // The components differ only in the bound of a search page (Api:MaxPageSize).
+  const items = (d: typeof doc) =>
+    (d.components.schemas.PagedResultDtoOfEmailSummaryDto!.properties as Record<string, JsonSchema>).items;
+  t.like(items(other), { maxItems: 42 });
+  t.like(items(doc), { maxItems: settings.Api.MaxPageSize });
+  t.deepEqual(
+    { ...other.components.schemas, PagedResultDtoOfEmailSummaryDto: undefined },
+    { ...doc.components.schemas, PagedResultDtoOfEmailSummaryDto: undefined },
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -512,7 +528,12 @@ test('the conformance checker rejects undeclared statuses, fields, headers and w
     0,
   );
   t.deepEqual(
-    conformance.problems({ template: '/api/v1/emails/{id}', status: 200, headers, body: { textBody: null } }),
+    conformance.problems({
+      template: '/api/v1/emails/{id}',
+      status: 200,
+      headers: { ...headers, etag: '"x"' },
+      body: { textBody: null },
+    }),
     [],
   );
   t.not(

@@ -16,7 +16,17 @@ import { z } from 'zod';
 import type { Settings } from '../../shared/config.js';
 import * as dto from '../../shared/dto.js';
 import { MAX_THREAD_LENGTH, SORT_KEYS, type SortKey } from '../../shared/jobs.js';
-import { INCLUDE_FIELDS, MAX_QUERY_LENGTH, RELEVANCE_WINDOW, SNIPPET_CHARS } from '../../shared/search-input.js';
+import {
+  INCLUDE_FIELDS,
+  INT32_MAX,
+  INT32_MIN,
+  MAX_DATE_PARAM_LENGTH,
+  MAX_FOLDER_LENGTH,
+  MAX_QUERY_LENGTH,
+  RELEVANCE_WINDOW,
+  SNIPPET_CHARS,
+} from '../../shared/search-input.js';
+import { COMPRESS_THRESHOLD_BYTES } from '../http/compress.js';
 
 export const OPENAPI_VERSION = '3.0.3';
 /** `info.version` of the v1 document (SPEC.md section 9). */
@@ -64,7 +74,7 @@ export interface OpenApiOperation {
 export interface OpenApiDocument {
   openapi: typeof OPENAPI_VERSION;
   info: { title: string; version: string; description: string };
-  servers: Array<{ url: string; description: string }>;
+  servers: Array<{ url: string; description: string; 'x-internal'?: boolean }>;
   tags: Array<{ name: string; description: string }>;
   security: Array<Record<string, string[]>>;
   paths: Record<string, { get: OpenApiOperation }>;
@@ -91,7 +101,7 @@ const ref = (name: DtoSchemaName) => ({ $ref: `${SCHEMA_REF}${name}` });
 function publishSchema(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(publishSchema);
   if (!node || typeof node !== 'object') return node;
-  const out: JsonSchema = {};
+  const out: JsonSchema = { ...valueBounds(node as JsonSchema) };
   for (const [key, value] of Object.entries(node as JsonSchema)) {
     switch (key) {
       case '$id':
@@ -103,6 +113,7 @@ function publishSchema(node: unknown): unknown {
         continue;
       case 'minimum':
       case 'maximum':
+        // zod's ±2^53-1 on every .int() gives way to the bounds of the format (valueBounds).
         if (Math.abs(value as number) === Number.MAX_SAFE_INTEGER) continue;
         out[key] = value;
         continue;
@@ -123,6 +134,24 @@ function publishSchema(node: unknown): unknown {
     }
   }
   return out;
+}
+
+/** The longest string toISOString() writes (a six-digit signed year): every date-time sent. */
+const ISO_DATE_TIME_MAX = 27;
+
+/**
+ * The bounds every value of a DTO keeps, whatever the message said (docs/openapi.md, "Bounds"):
+ * an int32 is one, an int64 is a count or a size (never negative, at most 2^53-1, what JSON
+ * numbers carry exactly), and a date-time is what toISOString() writes. Free text (subject,
+ * addresses, bodies, names) is as long as the archived message makes it: no bound is declared.
+ */
+function valueBounds(schema: JsonSchema): JsonSchema {
+  if (schema.type === 'integer') {
+    if (schema.format === 'int64') return { minimum: 0, maximum: Number.MAX_SAFE_INTEGER };
+    return { format: 'int32', minimum: INT32_MIN, maximum: INT32_MAX };
+  }
+  if (schema.type === 'string' && schema.format === 'date-time') return { maxLength: ISO_DATE_TIME_MAX };
+  return {};
 }
 
 let componentCache: Record<string, JsonSchema> | undefined;
@@ -154,7 +183,7 @@ export function dtoComponentSchemas(): Record<string, JsonSchema> {
 // ---------------------------------------------------------------------------------------------
 // Paths
 
-const int32 = { type: 'integer', format: 'int32' } as const;
+const int32 = { type: 'integer', format: 'int32', minimum: INT32_MIN, maximum: INT32_MAX } as const;
 const PROBLEM_JSON = 'application/problem+json';
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 const RATE_LIMIT_HEADERS = {
@@ -163,14 +192,26 @@ const RATE_LIMIT_HEADERS = {
   'RateLimit-Reset': headerRef('RateLimit-Reset'),
 };
 
-function ok(description: string, schema: JsonSchema): OpenApiResponse {
-  return { description, headers: { ...RATE_LIMIT_HEADERS }, content: { 'application/json': { schema } } };
+/** Sent on every answer to a request from an origin in Api:AllowedOrigins (gateway/http/cors.ts). */
+const CORS_HEADERS = { 'Access-Control-Allow-Origin': headerRef('Access-Control-Allow-Origin') };
+const COMMON_HEADERS = { ...RATE_LIMIT_HEADERS, ...CORS_HEADERS };
+
+function ok(description: string, schema: JsonSchema, headers: OpenApiResponse['headers'] = {}): OpenApiResponse {
+  return { description, headers: { ...headers, ...COMMON_HEADERS }, content: { 'application/json': { schema } } };
+}
+
+/** 304 for a conditional GET whose If-None-Match names the current ETag (gateway/http/conditional.ts). */
+function notModified(what: string): OpenApiResponse {
+  return {
+    description: `Not Modified: If-None-Match names the ETag of ${what}, which has not changed (archived mail never does). No body. Answered only after the key and visibility checks.`,
+    headers: { ETag: headerRef('ETag'), ...COMMON_HEADERS },
+  };
 }
 
 function problem(description: string, headers: OpenApiResponse['headers'] = {}): OpenApiResponse {
   return {
     description,
-    headers: { ...headers, ...RATE_LIMIT_HEADERS },
+    headers: { ...headers, ...COMMON_HEADERS },
     content: { [PROBLEM_JSON]: { schema: ref('ProblemDetails') } },
   };
 }
@@ -178,6 +219,7 @@ function problem(description: string, headers: OpenApiResponse['headers'] = {}):
 /** The responses every operation can give: shared components. */
 const COMMON = {
   '401': { $ref: '#/components/responses/Unauthorized' },
+  '406': { $ref: '#/components/responses/NotAcceptable' },
   '429': { $ref: '#/components/responses/TooManyRequests' },
   '500': { $ref: '#/components/responses/InternalServerError' },
   '503': { $ref: '#/components/responses/ServiceUnavailable' },
@@ -223,13 +265,13 @@ function searchParameters(settings: Settings): OpenApiParameter[] {
       name: 'from',
       in: 'query',
       description: `Earliest sent date, inclusive. A date means the start of that UTC day. ${dateForms}`,
-      schema: { type: 'string', format: 'date-time' },
+      schema: { type: 'string', format: 'date-time', maxLength: MAX_DATE_PARAM_LENGTH },
     },
     {
       name: 'to',
       in: 'query',
       description: `Latest sent date, inclusive. A date means the whole of that UTC day. ${dateForms}`,
-      schema: { type: 'string', format: 'date-time' },
+      schema: { type: 'string', format: 'date-time', maxLength: MAX_DATE_PARAM_LENGTH },
     },
     {
       name: 'accountId',
@@ -241,8 +283,8 @@ function searchParameters(settings: Settings): OpenApiParameter[] {
     {
       name: 'folder',
       in: 'query',
-      description: 'Restrict to one folder by its full path, e.g. `INBOX/Invoices`.',
-      schema: { type: 'string' },
+      description: `Restrict to one folder by its full path, e.g. \`INBOX/Invoices\`. At most ${MAX_FOLDER_LENGTH} characters.`,
+      schema: { type: 'string', maxLength: MAX_FOLDER_LENGTH },
     },
     {
       name: 'direction',
@@ -289,6 +331,27 @@ function searchParameters(settings: Settings): OpenApiParameter[] {
     },
   ];
 }
+
+const NOSNIFF = { description: '`nosniff`.', schema: { type: 'string', enum: ['nosniff'] } };
+const SANDBOX = {
+  description: '`sandbox`: the bytes are never rendered as an active document.',
+  schema: { type: 'string', enum: ['sandbox'] },
+};
+/** The most characters extraction keeps of one attachment (engine/attachments/extract.ts). */
+const EXTRACTED_TEXT_MAX_CHARS = 1_000_000;
+
+/** The headers of an attachment's bytes, whole or in part. */
+const DOWNLOAD_HEADERS = {
+  'Content-Disposition': {
+    description:
+      'attachment, with the stored file name (`filename` and RFC 8187 `filename*`). As long as the archived file name makes it.',
+    schema: { type: 'string', pattern: '^attachment;' },
+  },
+  'Content-Security-Policy': SANDBOX,
+  'X-Content-Type-Options': NOSNIFF,
+  ETag: headerRef('ETag'),
+  'Accept-Ranges': { description: '`bytes`: ranges are served.', schema: { type: 'string', enum: ['bytes'] } },
+};
 
 function paths(settings: Settings): OpenApiDocument['paths'] {
   const downloads = settings.Api.AllowAttachmentDownloads ? 'enabled' : 'disabled';
@@ -350,7 +413,8 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
           'One message with cc, bcc, received date, message id, bodies and attachment metadata. `htmlBody` is raw and unsanitized: treat it as untrusted. Logged in the access log as Open.',
         parameters: [pathId('id', 'Email id.')],
         responses: byStatus({
-          '200': ok('The message.', ref('EmailDetailDto')),
+          '200': ok('The message.', ref('EmailDetailDto'), { ETag: headerRef('ETag') }),
+          '304': notModified('the message'),
           '400': problem('`id` is not a 32-bit integer.'),
           ...COMMON,
           '404': problem('The message does not exist or its account is not visible to the caller.'),
@@ -370,6 +434,7 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
           '200': ok('The messages of the conversation, oldest first.', {
             type: 'array',
             items: ref('EmailSummaryDto'),
+            maxItems: MAX_THREAD_LENGTH,
           }),
           '400': problem('`id` is not a 32-bit integer.'),
           ...COMMON,
@@ -391,22 +456,31 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
             description:
               "The attachment's raw bytes. The body is not declared: its media type is the attachment's own stored `Content-Type`, whatever it is.",
             headers: {
-              'Content-Disposition': {
-                description: 'attachment, with the stored file name (`filename` and RFC 8187 `filename*`).',
-                schema: { type: 'string' },
-              },
+              ...DOWNLOAD_HEADERS,
               'Content-Length': {
                 description: 'Size of the attachment in bytes.',
-                schema: { type: 'integer', format: 'int64' },
+                schema: { type: 'integer', format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
               },
-              'Content-Security-Policy': {
-                description: '`sandbox`: the bytes are never rendered as an active document.',
-                schema: { type: 'string' },
-              },
-              'X-Content-Type-Options': { description: '`nosniff`.', schema: { type: 'string' } },
-              ...RATE_LIMIT_HEADERS,
+              ...COMMON_HEADERS,
             },
           },
+          '206': {
+            description:
+              'Partial Content: the one byte range asked for with `Range: bytes=…` (and, with `If-Range`, only while the ETag still matches). Several ranges are answered with the whole file (200). A resumed download is logged once: a range is logged as Download only when it starts at byte 0.',
+            headers: {
+              ...DOWNLOAD_HEADERS,
+              'Content-Range': headerRef('Content-Range'),
+              'Content-Length': {
+                description: 'Bytes in the range.',
+                schema: { type: 'integer', format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+              },
+              ...COMMON_HEADERS,
+            },
+          },
+          '304': notModified('the attachment'),
+          '416': problem('Range Not Satisfiable: no byte of the requested range lies within the file.', {
+            'Content-Range': headerRef('Content-Range'),
+          }),
           '400': problem('`id` or `attachmentId` is not a 32-bit integer.'),
           ...COMMON,
           '403': problem('Attachment downloads are disabled on this server (`Api:AllowAttachmentDownloads` is false).'),
@@ -433,11 +507,11 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
                 description: '`true` when an extraction bound (pages, characters) cut the text, else `false`.',
                 schema: { type: 'string', enum: ['true', 'false'] },
               },
-              'X-Content-Type-Options': { description: '`nosniff`.', schema: { type: 'string' } },
-              'Content-Security-Policy': { description: '`sandbox`.', schema: { type: 'string' } },
-              ...RATE_LIMIT_HEADERS,
+              'X-Content-Type-Options': NOSNIFF,
+              'Content-Security-Policy': SANDBOX,
+              ...COMMON_HEADERS,
             },
-            content: { 'text/plain': { schema: { type: 'string' } } },
+            content: { 'text/plain': { schema: { type: 'string', maxLength: EXTRACTED_TEXT_MAX_CHARS } } },
           },
           '400': problem('`id` or `attachmentId` is not a 32-bit integer.'),
           ...COMMON,
@@ -479,9 +553,17 @@ function build(settings: Settings): OpenApiDocument {
         "Every request needs `Authorization: Bearer <API key>`; cookies are not accepted. A key inherits exactly its owner's permissions, and anything " +
         'outside them is answered as if it did not exist (404). Errors are RFC 7807 `application/problem+json` documents. ' +
         `Requests are limited to ${RateLimitPerMinute} per minute per key (\`Api:RateLimitPerMinute\`). ` +
-        'Every DTO field is optional in this document; clients should tolerate absent fields and fields added later in v1.',
+        'Every DTO field is optional in this document; clients should tolerate absent fields and fields added later in v1. ' +
+        `JSON answers over ${COMPRESS_THRESHOLD_BYTES} bytes are compressed (gzip or br) when \`Accept-Encoding\` allows; message detail and attachments carry strong ETags; attachments serve byte ranges.`,
     },
-    servers: [{ url: '/', description: 'This server; every path carries the /api/v1 prefix.' }],
+    servers: [
+      {
+        url: '/',
+        description:
+          'This server, in whichever environment it is deployed (production, staging or local); every path carries the /api/v1 prefix.',
+        'x-internal': false,
+      },
+    ],
     tags: [
       { name: 'Accounts', description: 'Mail accounts and their folders' },
       { name: 'Emails', description: 'Message search, detail and attachment downloads' },
@@ -490,7 +572,7 @@ function build(settings: Settings): OpenApiDocument {
     security: [{ bearerAuth: [] }],
     paths: paths(settings),
     components: {
-      schemas: { ...dtoComponentSchemas() },
+      schemas: withPageBound(dtoComponentSchemas(), settings.Api.MaxPageSize),
       securitySchemes: {
         bearerAuth: {
           type: 'http',
@@ -514,6 +596,9 @@ function build(settings: Settings): OpenApiDocument {
             'Retry-After': headerRef('Retry-After'),
           },
         ),
+        NotAcceptable: problem(
+          'Not Acceptable: `Accept` allows neither `application/json` nor `application/problem+json` (nor `text/plain` for attachment text). Attachment bytes are served whatever `Accept` says.',
+        ),
         InternalServerError: problem(
           'An unexpected error. The body says nothing about the internals; the error is logged on the server.',
         ),
@@ -526,29 +611,67 @@ function build(settings: Settings): OpenApiDocument {
       },
       headers: {
         'WWW-Authenticate': {
-          description: '`Bearer`, or `Bearer error="invalid_token"` when a presented key was rejected.',
-          schema: { type: 'string' },
+          description:
+            'The RFC 6750 challenge: `Bearer realm="mail-archive", resource_metadata="…"`, with `error="invalid_token", error_description="<the reason>"` when a presented key was rejected (docs/mcp.md, "When a key is refused").',
+          schema: { type: 'string', pattern: '^Bearer ', maxLength: 1024 },
         },
         'Retry-After': {
           description:
             'Seconds to wait before retrying: until the rate-limit window resets (429), or for the server to drain its queue (503).',
-          schema: { type: 'integer', format: 'int32' },
+          schema: { type: 'integer', format: 'int32', minimum: 1, maximum: 60 },
         },
         'RateLimit-Limit': {
           description: 'Requests allowed per one-minute window.',
-          schema: { type: 'integer', format: 'int32' },
+          schema: { type: 'integer', format: 'int32', minimum: 1, maximum: INT32_MAX },
         },
         'RateLimit-Remaining': {
           description: 'Requests left in the current window.',
-          schema: { type: 'integer', format: 'int32' },
+          schema: { type: 'integer', format: 'int32', minimum: 0, maximum: INT32_MAX },
         },
         'RateLimit-Reset': {
           description: 'Seconds until the current window ends.',
-          schema: { type: 'integer', format: 'int32' },
+          schema: { type: 'integer', format: 'int32', minimum: 0, maximum: 60 },
+        },
+        ETag: {
+          description:
+            'A strong validator of the content (a message\'s JSON, an attachment\'s bytes); a compressed answer has the coding appended (`"…-gzip"`). Send it back in `If-None-Match` (or `If-Range`).',
+          schema: { type: 'string', pattern: '^"[!#-~]+"$', maxLength: 80 },
+        },
+        'Content-Range': {
+          description: '`bytes <first>-<last>/<size>` (206), or `bytes */<size>` (416).',
+          schema: { type: 'string', pattern: '^bytes (?:\\d+-\\d+|\\*)/\\d+$', maxLength: 64 },
+        },
+        'Access-Control-Allow-Origin': {
+          description:
+            "The request's `Origin`, when it is one of `Api:AllowedOrigins` (CORS; none by default). Absent otherwise.",
+          schema: { type: 'string', format: 'uri', maxLength: 2048 },
         },
       },
     },
   };
+}
+
+/** `schemas` with these fields of one component extended by more keywords. */
+function extend(
+  schemas: Record<string, JsonSchema>,
+  name: DtoSchemaName,
+  fields: Record<string, JsonSchema>,
+): Record<string, JsonSchema> {
+  const schema = schemas[name]!;
+  const properties = { ...(schema.properties as Record<string, JsonSchema>) };
+  for (const [field, more] of Object.entries(fields)) properties[field] = { ...properties[field], ...more };
+  return { ...schemas, [name]: { ...schema, properties } };
+}
+
+/**
+ * The bounds of DTO fields the service writes itself (not the archived message): a search page
+ * holds at most Api:MaxPageSize items, a problem's type and title come from gateway/problem.ts,
+ * and databaseSizeInMB is a number with two decimals or empty.
+ */
+function withPageBound(schemas: Record<string, JsonSchema>, maxPageSize: number): Record<string, JsonSchema> {
+  let out = extend(schemas, 'PagedResultDtoOfEmailSummaryDto', { items: { maxItems: maxPageSize } });
+  out = extend(out, 'ProblemDetails', { type: { format: 'uri', maxLength: 128 }, title: { maxLength: 64 } });
+  return extend(out, 'StatsDto', { databaseSizeInMB: { pattern: '^(?:\\d+\\.\\d{2})?$', maxLength: 32 } });
 }
 
 function deepFreeze<T>(value: T): T {
