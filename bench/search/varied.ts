@@ -87,7 +87,12 @@ interface Req {
   params: Record<string, string>;
   query: SearchQuery;
   path: string;
+  /** Headers beyond the caller's key (the compressed twin's Accept-Encoding). */
+  headers?: Record<string, string>;
 }
+
+/** What HTTP clients that decompress send (curl --compressed, browsers, fetch). */
+const ACCEPT_COMPRESSED = { 'Accept-Encoding': 'gzip, deflate, br' };
 
 /** One query's time and totalItems. */
 interface Timed {
@@ -129,12 +134,14 @@ interface Plan {
   headline: Req[];
   /** As many other searches, each with snippets=true: the headline's twin, none sent before. */
   snippets: Req[];
+  /** As many others again, asking for a compressed answer: what gzip and br cost (issue 15). */
+  compressed: Req[];
   isolation: Req[];
 }
 
 /** The whole stream, every request distinct (caller and path), cut into the run's phases. */
 function planStream(db: Db, o: VariedOptions): Plan {
-  const total = WARM_POOL + FLOOR_POOL + o.exactSample + 3 * o.streamSize;
+  const total = WARM_POOL + FLOOR_POOL + o.exactSample + 4 * o.streamSize;
   const seen = new Set<string>();
   const all: Req[] = [];
   queryStream(total, { addresses: sampleAddresses(db, 200) }).forEach((s, i) => {
@@ -155,6 +162,7 @@ function planStream(db: Db, o: VariedOptions): Plan {
     exact: cut(o.exactSample),
     headline: cut(o.streamSize),
     snippets: cut(o.streamSize).map((r) => request(r.kind, r.caller, { ...r.params, snippets: 'true' })),
+    compressed: cut(o.streamSize).map((r) => ({ ...r, headers: ACCEPT_COMPRESSED })),
     isolation: all,
   };
 }
@@ -244,7 +252,7 @@ async function checkExact(db: Db, client: SerialClient, reqs: Req[]): Promise<{ 
   return { seconds: (performance.now() - t) / 1000 };
 }
 
-const toStream = (reqs: Req[]) => reqs.map((r) => ({ path: r.path, headers: r.caller.headers }));
+const toStream = (reqs: Req[]) => reqs.map((r) => ({ path: r.path, headers: { ...r.caller.headers, ...r.headers } }));
 
 /** How many of the requests a load run took share their count key with a request sent before. */
 function countKeyRepeats(sentBefore: Req[], run: Req[], taken: number): number {
@@ -352,11 +360,12 @@ async function underLoad(server: RunningServer, plan: Plan, o: VariedOptions, ar
   const rssAfter = rssBytes(server.process.pid);
   const searchState = await searchStateBytes(server);
   const snippets = await run(plan.snippets);
+  const compressed = await run(plan.compressed);
   const probe = startProbe(`${server.url}/api/v1/accounts`, o.admin.headers, ACCOUNTS_EVERY_MS);
   const beside = await run(plan.isolation);
   const accounts = await probe.stop();
   const byId = await pointReads(server, o, archiveSize);
-  return { headline, snippets, beside, accounts, byId, rssBefore, rssAfter, searchState };
+  return { headline, snippets, compressed, beside, accounts, byId, rssBefore, rssAfter, searchState };
 }
 
 export async function runVaried(o: VariedOptions): Promise<void> {
@@ -411,6 +420,7 @@ function printLoad(r: LoadFigures, plan: Plan, sentBefore: Req[], o: VariedOptio
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
   autocannonRow('**varied stream (headline)**', r.headline);
   autocannonRow('varied stream, snippets=true', r.snippets);
+  autocannonRow('varied stream, Accept-Encoding: gzip, deflate, br', r.compressed);
   autocannonRow('varied stream, beside /accounts', r.beside);
   const a = r.accounts.latencies;
   const aBad = [...r.accounts.statuses].filter(([status]) => status !== 200).reduce((n, [, c]) => n + c, 0);
@@ -439,11 +449,21 @@ function printLoad(r: LoadFigures, plan: Plan, sentBefore: Req[], o: VariedOptio
   console.log(
     `Snippets on / off (other queries of the same stream): req/s ${ratio(r.headline.rps, r.snippets.rps)} fewer, p50 ${ratio(r.snippets.p50, r.headline.p50)}, p99 ${ratio(r.snippets.p99, r.headline.p99)} (target ≤ ${TARGETS.snippetsFactor}x each).`,
   );
-  const sentBeforeIsolation = [
+  const sentBeforeCompressed = [
     ...sentBefore,
     ...plan.headline.slice(0, r.headline.taken),
     ...plan.snippets.slice(0, r.snippets.taken),
   ];
+  printStreamUse(
+    'compressed',
+    r.compressed,
+    plan.compressed.length,
+    countKeyRepeats(sentBeforeCompressed, plan.compressed, r.compressed.taken),
+  );
+  console.log(
+    `Compression on / off (other queries of the same stream; br for these clients, answers over 1 KB): req/s ${ratio(r.headline.rps, r.compressed.rps)} fewer, p50 ${ratio(r.compressed.p50, r.headline.p50)}, p99 ${ratio(r.compressed.p99, r.headline.p99)} (measured, no target).`,
+  );
+  const sentBeforeIsolation = [...sentBeforeCompressed, ...plan.compressed.slice(0, r.compressed.taken)];
   printStreamUse(
     'beside /accounts',
     r.beside,
