@@ -306,8 +306,13 @@ test('--folder: an mbox goes into that folder, a Maildir keeps its sub-folders b
 
 test('a directory of .eml files imports every .eml (any case) and nothing else', async (t) => {
   const env = setup(t);
-  const { summary } = await env.run(env.copy('eml-dir'));
+  const [dir] = env.copy('eml-dir');
+  const { summary } = await env.run([dir!]);
   t.like(summary, { imported: 2, failed: 0 });
+  // Nothing is left out silently: the note beside the messages is listed, with the reason.
+  t.deepEqual(summary.ignored, [
+    { path: join(dir!, 'readme.txt'), reason: 'not a mail message (its first line is not a header field)' },
+  ]);
   t.deepEqual(
     rows(env.db).map((r) => [r.subject, r.folder]),
     [
@@ -331,11 +336,18 @@ test('an unknown account or a missing path fails before anything is written', as
   });
   const plain = join(env.dir, 'plain');
   mkdirSync(plain);
-  writeFileSync(join(plain, 'notes.txt'), 'not mail');
-  await t.throwsAsync(importPaths(env.db, [plain], { accountId: env.accountId }), {
+  const empty = join(env.dir, 'empty');
+  mkdirSync(empty);
+  await t.throwsAsync(importPaths(env.db, [empty], { accountId: env.accountId }), {
     instanceOf: StoreError,
-    message: `Cannot import ${plain}: it is neither a Maildir nor a directory of .eml files.`,
+    message: `Cannot import ${empty}: the directory holds no files.`,
   });
+  writeFileSync(join(plain, 'notes.txt'), 'not mail');
+  const notes = await importPaths(env.db, [plain], { accountId: env.accountId, touchLastSync: false });
+  t.like(notes, { imported: 0, failed: 0 });
+  t.deepEqual(notes.ignored, [
+    { path: join(plain, 'notes.txt'), reason: 'not a mail message (its first line is not a header field)' },
+  ]);
   t.is(rows(env.db).length, 0);
   t.is(getAccount(env.db, env.accountId)!.lastSync, null);
 });
@@ -478,8 +490,17 @@ eachStore(
     const account = String(env.accountId);
     const first = await cli(env.dbPath, ['import', account, mbox!, eml!, '--json']);
     t.is(first.code, 0, first.stderr);
-    const json = JSON.parse(first.stdout) as Record<string, number>;
-    t.deepEqual(Object.keys(json), ['imported', 'duplicates', 'failed', 'seconds']);
+    const json = JSON.parse(first.stdout) as Record<string, unknown> & { seconds: number };
+    t.deepEqual(Object.keys(json), [
+      'imported',
+      'duplicates',
+      'failed',
+      'ignored',
+      'ignoredFiles',
+      'dryRun',
+      'seconds',
+    ]);
+    t.like(json, { ignored: 0, ignoredFiles: [], dryRun: false });
     t.like(json, { imported: 4, duplicates: 0, failed: 1 });
     t.true(json.seconds! >= 0);
     t.regex(
@@ -489,7 +510,10 @@ eachStore(
 
     const second = await cli(env.dbPath, ['import', account, mbox!, eml!, '--folder', 'INBOX']);
     t.is(second.code, 0, second.stderr);
-    t.regex(second.stdout, /^Imported 0 messages into account 1 \(4 duplicates, 1 failed\) in \d+\.\d s\.\n$/);
+    t.regex(
+      second.stdout,
+      /^Imported 0 messages into account 1 \(4 duplicates, 1 failed, 0 ignored\) in \d+\.\d s\.\n$/,
+    );
     t.is(await env.archive.count('emails'), 4);
   },
 );

@@ -6,7 +6,7 @@ import { asAdmin, type ArchiveAdmin } from '../admin.js';
 import type { Db } from '../db/open.js';
 import type { NewEmail } from '../store/writer.js';
 import { parseMessage } from './parse.js';
-import { planSources, readSources, type RawMessage } from './sources.js';
+import { planSources, readSources, type IgnoredFile, type RawMessage } from './sources.js';
 import type { ExtractLimits } from '../attachments/extract.js';
 import { Extractor } from '../attachments/extractor.js';
 import { indexNewMessages } from '../attachments/index-texts.js';
@@ -26,6 +26,8 @@ export interface ImportSummary {
   imported: number;
   duplicates: number;
   failed: number;
+  /** Files under the import paths that were not read, each with the reason (planSources). */
+  ignored: IgnoredFile[];
   seconds: number;
 }
 
@@ -36,6 +38,13 @@ export interface ImportOptions {
   onProgress?: (progress: ImportProgress) => void;
   /** One sentence per skipped message, naming where it came from. */
   onWarning?: (message: string) => void;
+  /** Each file under the import paths that is not read, with the reason, before reading starts. */
+  onIgnored?: (file: IgnoredFile) => void;
+  /**
+   * Read and parse everything, count what would be imported and what is a duplicate, and write
+   * nothing: the whole import runs in one transaction that is rolled back.
+   */
+  dryRun?: boolean;
   /**
    * After each batch is committed: the last message read up to it (stored, duplicate or
    * skipped). The IMAP sync records its checkpoint here, so a pass cut short resumes after it.
@@ -62,10 +71,27 @@ export async function importPaths(
 ): Promise<ImportSummary> {
   const admin = asAdmin(target);
   await admin.requireAccount(options.accountId); // before touching the file system: the cheaper mistake first
-  const sources = planSources(paths, options.folder);
+  const { sources, ignored } = planSources(paths, options.folder);
+  for (const file of ignored) options.onIgnored?.(file);
   const bytesTotal = sources.reduce((sum, s) => sum + s.size, 0);
-  return importMessages(admin, readSources(sources), { ...options, bytesTotal });
+  const run = (target: ArchiveAdmin, extra: Partial<ImportOptions> = {}) =>
+    importMessages(target, readSources(sources), { ...options, ...extra, bytesTotal });
+  if (!options.dryRun) return { ...(await run(admin)), ignored };
+  // A dry run is the import itself, rolled back: its counts are the real ones, duplicates within
+  // the run and against the archive alike. Nothing outlives it: no attachment text, no lastSync.
+  let summary: ImportSummary | undefined;
+  await admin
+    .transaction(async (tx) => {
+      summary = await run(tx, { attachmentText: false, touchLastSync: false });
+      throw ROLLBACK;
+    })
+    .catch((err: unknown) => {
+      if (err !== ROLLBACK) throw err;
+    });
+  return { ...summary!, ignored };
 }
+
+const ROLLBACK = Symbol('dry run: roll back');
 
 /** Imports messages from any reader (files, or the demo generator) into one account. */
 export async function importMessages(
@@ -161,5 +187,5 @@ export async function importMessages(
   if (options.touchLastSync !== false) await admin.touchLastSync(account.id, Date.now());
   options.onProgress?.(progress);
   const { imported, duplicates, failed } = progress;
-  return { imported, duplicates, failed, seconds: (performance.now() - started) / 1000 };
+  return { imported, duplicates, failed, ignored: [], seconds: (performance.now() - started) / 1000 };
 }

@@ -1,8 +1,18 @@
 // mbox files, streamed: a multi-gigabyte mailbox is read in 1 MiB chunks and never held whole.
 //
-// A message starts at a "From " line that opens the file or follows a blank line (the mbox
-// separator). Lines of the form ">From ", ">>From " … are mboxrd escapes: one ">" is removed on
-// reading and added on writing, so a body line that begins with "From " survives the round trip.
+// Where one message ends and the next begins (docs/import.md, "mbox separators"): a line that
+// starts with "From " is a separator when
+//   - it opens the file (after a UTF-8 byte-order mark, if any) or follows a blank line (mboxrd,
+//     mboxo: what Dovecot, mutt and Thunderbird write) and reads as a From_ line (a sender, then
+//     a date with a time of day), or
+//   - the line after it is a header field (`Name: value`): Netscape and Mozilla wrote
+//     `From - <date>` straight after the previous message's last line.
+// A message whose headers carry a Content-Length (mboxcl, Netscape, Solaris) ends where it says,
+// when it says so consistently: a separator (or the end of the file) stands exactly there, after
+// at most one blank line. Then the "From " lines inside its body are body, escaped or not. When
+// the length is not consistent it is ignored and the rules above apply.
+// Lines of the form ">From ", ">>From " … are mboxrd escapes: one ">" is removed on reading and
+// added on writing, so a body line that begins with "From " survives the round trip.
 import { createReadStream } from 'node:fs';
 
 export interface MboxEntry {
@@ -20,68 +30,190 @@ const FROM = Buffer.from('From ');
 const LF_FROM = Buffer.from('\nFrom ');
 const ESCAPED_FROM = /^>(>*From )/gm;
 const NEEDS_ESCAPE = /^(>*From )/gm;
-
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 /**
- * Cuts an mbox byte stream into entries. push() takes regions that start at a line start and end
- * just after a line feed (the last region may lack it), so every "From " candidate is found whole.
+ * A From_ line: "From ", a sender (or "-"), then a date with a time of day, as every mbox writer
+ * puts it. "From the archive of 2023: …" in a body is not one.
  */
-export class MboxSplitter {
-  #parts: Buffer[] = [];
-  #entryStart = 0;
-  #hasEntry = false;
-  // The last bytes before the current region; a file start behaves like a preceding blank line.
-  #tail = Buffer.from('\n\n\n');
+const FROM_LINE = /^From \S+\s.*\b\d{1,2}:\d{2}\b/;
+/** A header field line: a field name (RFC 5322 ftext), optional blanks, a colon. */
+const HEADER_LINE = /^[!-9;-~]+[ \t]*:/;
+const CONTENT_LENGTH = /^content-length[ \t]*:[ \t]*(\d{1,15})[ \t]*\r?$/im;
 
-  push(region: Buffer, base: number): MboxEntry[] {
-    const out: MboxEntry[] = [];
-    let segment = 0;
-    let j = region.subarray(0, FROM.length).equals(FROM) ? 0 : next(region, 0);
-    while (j >= 0) {
-      if (this.#followsBlankLine(region, j)) {
-        this.#parts.push(region.subarray(segment, j));
-        this.#emit(out);
-        segment = j;
-        this.#entryStart = base + j;
-        this.#hasEntry = true;
-      }
-      j = next(region, j + 1);
+/** A byte buffer that grows by doubling, so a large entry read in many chunks is copied O(n) times. */
+class Bytes {
+  data = Buffer.alloc(1 << 16);
+  length = 0;
+
+  append(chunk: Buffer): void {
+    if (this.length + chunk.length > this.data.length) {
+      const grown = Buffer.alloc(Math.max(this.data.length * 2, this.length + chunk.length));
+      this.data.copy(grown, 0, 0, this.length);
+      this.data = grown;
     }
-    this.#parts.push(region.subarray(segment));
-    this.#tail = Buffer.concat([this.#tail, region.subarray(-3)]).subarray(-3);
-    return out;
+    chunk.copy(this.data, this.length);
+    this.length += chunk.length;
   }
 
-  end(): MboxEntry[] {
-    const out: MboxEntry[] = [];
-    this.#emit(out);
-    return out;
+  view(): Buffer {
+    return this.data.subarray(0, this.length);
   }
 
-  #followsBlankLine(region: Buffer, j: number): boolean {
-    // The byte before j is always a line feed; the line before it is blank when the byte before
-    // that is another line feed (or CR after a line feed).
-    const at = (i: number) => (i >= 0 ? region[i]! : this.#tail[this.#tail.length + i]!);
-    const b2 = at(j - 2);
-    return b2 === LF || (b2 === CR && at(j - 3) === LF);
-  }
-
-  #emit(out: MboxEntry[]): void {
-    const bytes = this.#parts.length === 1 ? this.#parts[0]! : Buffer.concat(this.#parts);
-    this.#parts = [];
-    const length = bytes.length;
-    if (!this.#hasEntry) {
-      // Text before the first From_ line: nothing if blank, else handed on so that it is reported.
-      if (bytes.toString('latin1').trim() !== '') out.push({ raw: bytes, offset: 0, length });
-      return;
-    }
-    out.push({ raw: unescape(stripEnvelope(bytes)), offset: this.#entryStart, length });
+  /** Removes the first n bytes, returning a copy of them. */
+  take(n: number): Buffer {
+    const head = Buffer.from(this.data.subarray(0, n));
+    this.data.copy(this.data, 0, n, this.length);
+    this.length -= n;
+    return head;
   }
 }
 
-function next(region: Buffer, from: number): number {
-  // The line feed that ends the previous line sits one byte before the candidate.
-  const i = region.indexOf(LF_FROM, Math.max(0, from - 1));
-  return i < 0 ? -1 : i + 1;
+/**
+ * Cuts an mbox byte stream into entries. push() takes the file's bytes in order, in chunks of
+ * any size; end() flushes the last entry. Only the current entry is held.
+ */
+export class MboxSplitter {
+  #buf = new Bytes();
+  /** File offset of #buf[0]. */
+  #base = 0;
+  #started = false;
+  /** Whether #buf starts with a separator (false only for text before the first one). */
+  #inEntry = false;
+  /** Where in #buf to look for the next candidate "From " line. */
+  #scanFrom = 0;
+  /** The current entry's Content-Length end in #buf: undefined while unknown, null if none. */
+  #lengthEnd: number | null | undefined;
+
+  push(chunk: Buffer): MboxEntry[] {
+    this.#buf.append(chunk);
+    // How the file starts is decided once enough of it is read: a byte-order mark, then "From ".
+    if (!this.#started && this.#buf.length < UTF8_BOM.length + FROM.length) return [];
+    this.#start();
+    return this.#split(false);
+  }
+
+  end(): MboxEntry[] {
+    this.#start();
+    const out = this.#split(true);
+    if (this.#buf.length > 0) this.#emit(this.#buf.length, out);
+    return out;
+  }
+
+  #start(): void {
+    if (this.#started) return;
+    this.#started = true;
+    if (this.#buf.view().subarray(0, UTF8_BOM.length).equals(UTF8_BOM)) {
+      this.#buf.take(UTF8_BOM.length);
+      this.#base = UTF8_BOM.length;
+    }
+    this.#inEntry = this.#buf.view().subarray(0, FROM.length).equals(FROM);
+  }
+
+  #split(atEnd: boolean): MboxEntry[] {
+    const out: MboxEntry[] = [];
+    for (;;) {
+      const buf = this.#buf.view();
+      if (this.#inEntry && this.#lengthEnd === undefined) {
+        const known = this.#contentLengthEnd(buf, atEnd);
+        if (known === undefined) return out; // the header block is not complete yet
+        this.#lengthEnd = known;
+      }
+      const lengthEnd = this.#lengthEnd;
+      if (typeof lengthEnd === 'number') {
+        // Consistent only if a separator (or the end of the file) stands exactly there.
+        const at = this.#separatorAt(buf, lengthEnd, atEnd);
+        if (at === undefined) return out; // not enough read yet to tell
+        if (at !== null) {
+          this.#emit(at, out);
+          continue;
+        }
+        this.#lengthEnd = null; // inconsistent: ignore it, and look from the start again
+        this.#scanFrom = 1;
+      }
+      let j = buf.indexOf(LF_FROM, Math.max(0, this.#scanFrom - 1));
+      let cut = -1;
+      while (j >= 0) {
+        const line = j + 1;
+        const verdict = this.#isSeparator(buf, line, atEnd);
+        if (verdict === undefined) {
+          this.#scanFrom = line; // its next line is not complete yet
+          return out;
+        }
+        if (verdict) {
+          cut = line;
+          break;
+        }
+        j = buf.indexOf(LF_FROM, line);
+      }
+      if (cut < 0) {
+        this.#scanFrom = Math.max(1, buf.length - FROM.length);
+        return out;
+      }
+      this.#emit(cut, out);
+    }
+  }
+
+  /** The separator rules for the "From " line at `line` (a line start); undefined: cannot tell yet. */
+  #isSeparator(buf: Buffer, line: number, atEnd: boolean): boolean | undefined {
+    const eol = buf.indexOf(LF, line);
+    if (eol < 0) return atEnd ? false : undefined;
+    const b1 = buf[line - 2];
+    const afterBlank = line - 2 < 0 || b1 === LF || (b1 === CR && buf[line - 3] === LF);
+    if (afterBlank && FROM_LINE.test(buf.toString('latin1', line, eol))) return true;
+    const nextEnd = buf.indexOf(LF, eol + 1);
+    if (nextEnd < 0 && !atEnd) return undefined;
+    const next = buf.toString('latin1', eol + 1, nextEnd < 0 ? buf.length : nextEnd);
+    return HEADER_LINE.test(next);
+  }
+
+  /**
+   * Where the next entry starts if a separator stands at `end` (after at most one blank line);
+   * null if none does; undefined while too little is read. The end of the file counts.
+   */
+  #separatorAt(buf: Buffer, end: number, atEnd: boolean): number | null | undefined {
+    let at = end;
+    for (let blank = 0; blank < 2; blank++) {
+      if (buf.length - at < FROM.length) {
+        if (!atEnd) return undefined;
+        // The end of the file counts, but not a length that points beyond it.
+        return at <= buf.length && buf.toString('latin1', at).trim() === '' ? buf.length : null;
+      }
+      if (buf.subarray(at, at + FROM.length).equals(FROM)) return at;
+      if (buf[at] === LF) at += 1;
+      else if (buf[at] === CR && buf[at + 1] === LF) at += 2;
+      else return null;
+    }
+    return null;
+  }
+
+  /** The entry's Content-Length end in #buf, null when it has none, undefined before its headers are read. */
+  #contentLengthEnd(buf: Buffer, atEnd: boolean): number | null | undefined {
+    const firstLf = buf.indexOf(LF);
+    if (firstLf < 0) return atEnd ? null : undefined;
+    const lf = buf.indexOf('\n\n', firstLf);
+    const crlf = buf.indexOf('\r\n\r\n', firstLf);
+    const ends = [lf >= 0 ? lf + 2 : -1, crlf >= 0 ? crlf + 4 : -1].filter((i) => i >= 0);
+    if (ends.length === 0) return atEnd ? null : undefined;
+    const bodyStart = Math.min(...ends);
+    const length = CONTENT_LENGTH.exec(buf.toString('latin1', firstLf + 1, bodyStart));
+    return length ? bodyStart + Number(length[1]) : null;
+  }
+
+  #emit(n: number, out: MboxEntry[]): void {
+    const bytes = this.#buf.take(n);
+    const offset = this.#base;
+    this.#base += n;
+    const wasEntry = this.#inEntry;
+    this.#inEntry = true;
+    this.#scanFrom = 1;
+    this.#lengthEnd = undefined;
+    if (!wasEntry) {
+      // Text before the first From_ line: nothing if blank, else handed on so that it is reported.
+      if (bytes.toString('latin1').trim() !== '') out.push({ raw: bytes, offset, length: n });
+      return;
+    }
+    out.push({ raw: unescape(stripEnvelope(bytes)), offset, length: n });
+  }
 }
 
 /** Drops the From_ line and the one blank line that separates the entry from the next. */
@@ -104,20 +236,8 @@ function unescape(raw: Buffer): Buffer {
 /** Streams the entries of an mbox file in order, with their byte offsets. */
 export async function* readMbox(path: string, chunkBytes = 1 << 20): AsyncGenerator<MboxEntry> {
   const splitter = new MboxSplitter();
-  let carry: Buffer = Buffer.alloc(0);
-  let carryStart = 0;
-  for await (const chunk of createReadStream(path, { highWaterMark: chunkBytes })) {
-    const buf = carry.length > 0 ? Buffer.concat([carry, chunk as Buffer]) : (chunk as Buffer);
-    const lastLf = buf.lastIndexOf(LF);
-    if (lastLf < 0) {
-      carry = buf;
-      continue;
-    }
-    yield* splitter.push(buf.subarray(0, lastLf + 1), carryStart);
-    carry = buf.subarray(lastLf + 1);
-    carryStart += lastLf + 1;
-  }
-  if (carry.length > 0) yield* splitter.push(carry, carryStart);
+  for await (const chunk of createReadStream(path, { highWaterMark: chunkBytes }))
+    yield* splitter.push(chunk as Buffer);
   yield* splitter.end();
 }
 

@@ -37,40 +37,66 @@ function progressBar(): { update: (p: ImportProgress) => void; log: (line: strin
   };
 }
 
-function summaryLine(accountId: number, s: ImportSummary): string {
-  return `Imported ${plural(s.imported, 'message')} into account ${accountId} (${plural(s.duplicates, 'duplicate')}, ${s.failed} failed) in ${s.seconds.toFixed(1)} s.\n`;
+function summaryLine(accountId: number, s: ImportSummary, dryRun: boolean): string {
+  const counts = `(${plural(s.duplicates, 'duplicate')}, ${s.failed} failed, ${s.ignored.length} ignored)`;
+  if (dryRun)
+    return `Dry run: would import ${plural(s.imported, 'message')} into account ${accountId} ${counts}; nothing was written (${s.seconds.toFixed(1)} s).\n`;
+  return `Imported ${plural(s.imported, 'message')} into account ${accountId} ${counts} in ${s.seconds.toFixed(1)} s.\n`;
 }
 
 export function registerImport(program: Command): void {
   program
     .command('import <accountId> <path...>')
-    .description('import mail into an account from mbox files, Maildir trees, .eml files or directories of .eml files')
+    .description(
+      'import mail into an account from mbox files, message files (.eml, MH, any name), Maildir trees and directories of any of these',
+    )
     .option(
       '--folder <fullPath>',
       "put everything in this folder (a Maildir keeps its sub-folders beneath it); default: INBOX, or the Maildir's own folders",
     )
-    .option('--json', 'print {"imported":N,"duplicates":N,"failed":N,"seconds":S} only')
-    .action(async (accountIdText: string, paths: string[], opts: { folder?: string; json?: boolean }, cmd: Command) => {
-      const accountId = parseId(accountIdText, '<accountId>');
-      const progress = progressBar();
-      let summary: ImportSummary;
-      try {
-        summary = await withArchive(cmd, (archive) =>
-          importPaths(archive, paths, {
-            accountId,
-            ...(opts.folder !== undefined ? { folder: opts.folder } : {}),
-            onProgress: progress.update,
-            onWarning: (message) => progress.log(`mail-archive: warning: ${message}\n`),
-          }),
-        );
-      } finally {
-        progress.stop();
-      }
-      if (opts.json) {
-        const { imported, duplicates, failed, seconds } = summary;
-        printJson({ imported, duplicates, failed, seconds: Math.round(seconds * 1000) / 1000 });
-      } else {
-        process.stdout.write(summaryLine(accountId, summary));
-      }
-    });
+    .option('--dry-run', 'read and parse everything and print the summary, writing nothing')
+    .option(
+      '--json',
+      'print {"imported":N,"duplicates":N,"failed":N,"ignored":N,"ignoredFiles":[{"path","reason"}],"dryRun":B,"seconds":S} only',
+    )
+    .action(
+      async (
+        accountIdText: string,
+        paths: string[],
+        opts: { folder?: string; json?: boolean; dryRun?: boolean },
+        cmd: Command,
+      ) => {
+        const accountId = parseId(accountIdText, '<accountId>');
+        const progress = progressBar();
+        let summary: ImportSummary;
+        try {
+          summary = await withArchive(cmd, (archive) =>
+            importPaths(archive, paths, {
+              accountId,
+              ...(opts.folder !== undefined ? { folder: opts.folder } : {}),
+              onProgress: progress.update,
+              onWarning: (message) => progress.log(`mail-archive: warning: ${message}\n`),
+              onIgnored: (file) => progress.log(`mail-archive: ignored ${file.path}: ${file.reason}.\n`),
+              dryRun: opts.dryRun === true,
+            }),
+          );
+        } finally {
+          progress.stop();
+        }
+        if (opts.json) {
+          const { imported, duplicates, failed, ignored, seconds } = summary;
+          printJson({
+            imported,
+            duplicates,
+            failed,
+            ignored: ignored.length,
+            ignoredFiles: ignored,
+            dryRun: opts.dryRun === true,
+            seconds: Math.round(seconds * 1000) / 1000,
+          });
+        } else {
+          process.stdout.write(summaryLine(accountId, summary, opts.dryRun === true));
+        }
+      },
+    );
 }
