@@ -38,16 +38,22 @@ const ZONES: Record<string, number> = {
 const RFC5322 =
   /(?:^|[\s,])(\d{1,2})[\s-]+([a-z]{3})[a-z]*\.?[\s-]+(\d{2,4})\s+(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\.\d+)?\s*([+-]\d{4}|[a-z]{1,5})?(?![a-z\d])/i;
 
-// Some broken mailers write ISO 8601 instead.
-const ISO = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})$/i;
+// Some mailers and scripts write ISO 8601 instead, with "T" or a space, "-" or "/", seconds or
+// not, and often no zone at all ("2012-12-08 00:48"): no zone means UTC, as everywhere here.
+const ISO = /^(\d{4})[-/](\d{2})[-/](\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?\s*(Z|UTC|GMT|[+-]\d{2}:?\d{2})?$/i;
 
 /** Epoch milliseconds of an RFC 5322 date (obsolete forms included), or null when it is not one. */
 export function parseMailDate(text: string | null | undefined): number | null {
   if (!text) return null;
   const value = text.replace(/\([^)]*\)/g, ' ').trim(); // comments such as "(CEST)"
-  if (ISO.test(value)) {
-    const ms = Date.parse(value.replace(' ', 'T'));
-    return Number.isNaN(ms) ? null : ms;
+  const iso = ISO.exec(value);
+  if (iso) {
+    const [, y, mo, d, hh, mm, ss, frac, zone] = iso;
+    const offset =
+      !zone || /^(?:z|utc|gmt)$/i.test(zone) ? 'Z' : zone.includes(':') ? zone : `${zone.slice(0, 3)}:${zone.slice(3)}`;
+    const ms = Date.parse(`${y}-${mo}-${d}T${hh}:${mm}:${ss ?? '00'}${frac ?? ''}${offset}`);
+    if (Number.isNaN(ms) || new Date(ms).getUTCFullYear() < 1900) return null;
+    return ms;
   }
   const m = RFC5322.exec(value);
   if (!m) return null;

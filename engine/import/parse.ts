@@ -3,7 +3,9 @@ import { compile } from 'html-to-text';
 import { simpleParser, type AddressObject, type EmailAddress, type ParsedMail, type Attachment } from 'mailparser';
 import { dedupKeyFor, type NewAttachment, type NewEmail } from '../store/writer.js';
 import { referencedIds } from '../threads.js';
+import { repairHeaders } from './headers.js';
 import { parseMailDate, receivedHeaderDate } from './mail-date.js';
+import { uudecode } from './uuencode.js';
 
 /** A message that cannot be archived; the importer skips it with a warning. */
 export class MalformedMessageError extends Error {
@@ -33,7 +35,13 @@ const PARSER_OPTIONS = {
 // mailparser's own converter, tuned for reading: no image placeholders ("logo [cid:…]"),
 // headings in their own case, and a link's address only when it differs from its text.
 const htmlToText = compile({
+  // The whole document, not only <body>: text a browser shows outside it (before <body>, after
+  // </body>, in a document with no <body>) is what a reader sees, so it must be searchable too.
+  baseElements: { selectors: ['html'], returnDomByDefault: true },
   selectors: [
+    { selector: 'head', format: 'skip' },
+    { selector: 'style', format: 'skip' },
+    { selector: 'script', format: 'skip' },
     { selector: 'img', format: 'skip' },
     { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
     ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } })),
@@ -48,8 +56,9 @@ export async function parseMessage(raw: Buffer, ctx: ParseContext): Promise<NewE
     throw new MalformedMessageError('the message is empty');
   }
   let mail: ParsedMail;
+  const repaired = repairHeaders(raw);
   try {
-    mail = await simpleParser(raw, PARSER_OPTIONS);
+    mail = await simpleParser(repaired.raw, PARSER_OPTIONS);
   } catch (err) {
     throw new MalformedMessageError(`it cannot be parsed (${(err as Error).message})`);
   }
@@ -82,21 +91,12 @@ export async function parseMessage(raw: Buffer, ctx: ParseContext): Promise<NewE
     attachments: mail.attachments.map(toAttachment),
     dedupKey: dedupKeyFor(messageId, raw),
     refs: referencedIds(mail.references, mail.inReplyTo, messageId),
-    rawHeaders: rawHeaderBlock(raw),
+    rawHeaders: repaired.headerText.slice(0, MAX_RAW_HEADERS),
   };
 }
 
 /** Raw headers kept at most this long; a block beyond it is cut (a runaway Received chain). */
 const MAX_RAW_HEADERS = 256 * 1024;
-
-/** The header block as received: everything before the first empty line, as text. */
-function rawHeaderBlock(raw: Buffer): string {
-  const crlf = raw.indexOf('\r\n\r\n');
-  const lf = raw.indexOf('\n\n');
-  const ends = [crlf, lf].filter((i) => i >= 0);
-  const end = ends.length ? Math.min(...ends) : raw.length;
-  return raw.toString('utf8', 0, Math.min(end, MAX_RAW_HEADERS));
-}
 
 function textBodyOf(mail: ParsedMail, html: string | null): string | null {
   if (mail.text?.trim()) return mail.text;
@@ -160,9 +160,21 @@ const EXTENSIONS: Record<string, string> = {
 };
 
 function toAttachment(a: Attachment, index: number): NewAttachment {
-  const contentType = (a.contentType || 'application/octet-stream').toLowerCase();
+  // The type the part declares, as declared: mailparser replaces application/octet-stream with a
+  // guess from the file name, which would relabel the bytes in the API and in the download.
+  const declared = (a.headers?.get('content-type') as { value?: string } | undefined)?.value?.trim();
+  const contentType = (declared || a.contentType || 'application/octet-stream').toLowerCase();
   const fileName = a.filename?.trim() || `attachment-${index + 1}.${EXTENSIONS[contentType] ?? 'bin'}`;
   // Inline: shown in the body (Content-Disposition: inline, or a part of multipart/related).
   const isInline = a.contentDisposition === 'inline' || a.related === true;
-  return { fileName, contentType, content: a.content, isInline };
+  return { fileName, contentType, content: decodedContent(a), isInline };
+}
+
+/** x-uuencode parts come out of mailparser still encoded: the file is what they encode. */
+function decodedContent(a: Attachment): Buffer {
+  const encoding = String(a.headers?.get('content-transfer-encoding') ?? '')
+    .trim()
+    .toLowerCase();
+  if (!/^(?:x-)?uu(?:encode|e)?$/.test(encoding)) return a.content;
+  return uudecode(a.content) ?? a.content;
 }

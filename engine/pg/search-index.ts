@@ -14,6 +14,7 @@
 // watermark (the highest "Id" looked at) that have no row yet; a search first compares
 // max("Id") with the watermark (one index probe each) and catches up when behind. Deleted
 // messages never show: searches join ArchivedEmails.
+import { NOT_A_FILE } from '../attachments/counts.js';
 import type { Node } from '../../shared/query-language.js';
 import { parseQuery } from '../../shared/query-language.js';
 import { ADDRESS, addressTag, addressTags, ATTACHMENT_TAG } from '../search/tags.js';
@@ -229,7 +230,8 @@ async function insertDocuments(query: Query, ids: readonly number[]): Promise<vo
                e."Cc" AS cc, e."Bcc" AS bcc,
                COALESCE((SELECT string_agg(a."FileName", ' ' ORDER BY a."Id") FROM ${T.attachments} a
                  WHERE a."ArchivedEmailId" = e."Id"), '') AS filenames,
-               e."HasAttachments" OR EXISTS (SELECT 1 FROM ${T.attachments} a WHERE a."ArchivedEmailId" = e."Id")
+               e."HasAttachments" OR EXISTS (SELECT 1 FROM ${T.attachments} a WHERE a."ArchivedEmailId" = e."Id"
+                 AND lower(split_part(a."ContentType", ';', 1)) <> ALL(${[...NOT_A_FILE]}::text[]))
                  AS "hasAttachments",
                COALESCE((SELECT string_agg(t.text, E'\n' ORDER BY t.content_id) FROM ${TEXTS} t
                  WHERE t.status = 'ok' AND t.content_id IN (SELECT COALESCE(a."AttachmentContentId", -a."Id")

@@ -15,6 +15,7 @@
 //   message stored here, per account and folder; a message whose key is there (and whose row
 //   still exists) is skipped and counted as a duplicate, as on SQLite.
 import { createHash } from 'node:crypto';
+import { hasFileAttachments } from '../attachments/counts.js';
 import { prepareBody, STORED_BODY_LIMIT, type PreparedBody } from '../body.js';
 import { toSecond } from '../search/fts-key.js';
 import { normalizeFolder, type NewEmail } from '../store/writer.js';
@@ -111,7 +112,7 @@ export class PgArchiveWriter {
                         ${col((_, __, h) => h.stored ?? '')}::text[], ${col((x) => noNul(x.e.from))}::text[],
                         ${col((x) => noNul(x.e.to))}::text[], ${col((x) => noNul(x.e.cc))}::text[], ${col((x) => noNul(x.e.bcc))}::text[],
                         ${col((x) => toSecond(x.e.sentDate))}::float8[], ${col((x) => x.e.receivedDate)}::float8[],
-                        ${col((x) => x.e.isOutgoing)}::bool[], ${col((x) => x.e.attachments.length > 0)}::bool[],
+                        ${col((x) => x.e.isOutgoing)}::bool[], ${col((x) => hasFileAttachments(x.e.attachments))}::bool[],
                         ${col((x) => keys[x.i]!.folder)}::text[], ${col((_, t) => t.untruncated)}::text[],
                         ${col((_, __, h) => h.untruncated)}::text[], ${col((_, t) => t.original)}::bytea[],
                         ${col((_, __, h) => h.original)}::bytea[],

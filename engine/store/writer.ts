@@ -3,6 +3,7 @@
 // de-duplication and the search index are the same whoever writes.
 import { createHash } from 'node:crypto';
 import type { Db } from '../db/open.js';
+import { hasFileAttachments } from '../attachments/counts.js';
 import { prepareBody, STORED_BODY_LIMIT } from '../body.js';
 import { keyBase, SLOTS, toSecond } from '../search/fts-key.js';
 import { messageTags } from '../search/tags.js';
@@ -116,7 +117,7 @@ export class ArchiveWriter {
       sentDate,
       email.receivedDate,
       email.isOutgoing ? 1 : 0,
-      email.attachments.length > 0 ? 1 : 0,
+      hasFileAttachments(email.attachments) ? 1 : 0,
       email.dedupKey,
       this.#ftsKey(sentDate),
       subject.key,
@@ -141,7 +142,7 @@ export class ArchiveWriter {
     }
     const text = prepareBody(email.textBody, this.#bodyLimit);
     const html = prepareBody(email.htmlBody, this.#bodyLimit);
-    const tags = messageTags({ ...email, folder, hasAttachments: email.attachments.length > 0 });
+    const tags = messageTags({ ...email, folder, hasAttachments: hasFileAttachments(email.attachments) });
     this.#insertBody.run(
       id,
       text.stored,
