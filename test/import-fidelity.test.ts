@@ -33,6 +33,42 @@ function uuencode(name: string, data: Buffer): string {
   return `${out}\`\nend\n`;
 }
 
+/** A winmail.dat as Outlook writes one (MS-OXTNEF): attributes, each with its checksum. */
+function tnef(files: Array<{ name: string; data: Buffer }>): Buffer {
+  const attribute = (level: number, id: number, data: Buffer) => {
+    const head = Buffer.alloc(9);
+    head[0] = level;
+    head.writeUInt32LE(id, 1);
+    head.writeUInt32LE(data.length, 5);
+    const checksum = Buffer.alloc(2);
+    checksum.writeUInt16LE(data.reduce((sum, byte) => (sum + byte) & 0xffff, 0));
+    return Buffer.concat([head, data, checksum]);
+  };
+  const start = Buffer.alloc(6);
+  start.writeUInt32LE(0x223e9f78, 0);
+  start.writeUInt16LE(0x1234, 4);
+  return Buffer.concat([
+    start,
+    attribute(1, 0x00089006, Buffer.from([1, 0, 0, 0])), // attTnefVersion
+    attribute(1, 0x00078008, Buffer.from('IPM.Microsoft Mail.Note\0', 'latin1')), // attMessageClass
+    ...files.flatMap((f) => [
+      attribute(2, 0x00069002, Buffer.alloc(14)), // attAttachRendData: a new attachment
+      attribute(2, 0x00018010, Buffer.from(`${f.name}\0`, 'latin1')), // attAttachTitle
+      attribute(2, 0x0006800f, f.data), // attAttachData
+    ]),
+  ]);
+}
+
+const TNEF_FILES = [
+  {
+    name: 'photo.jpg',
+    data: Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(700, 7), Buffer.from([0xff, 0xd9])]),
+  },
+  { name: 'notes.txt', data: Buffer.from('Minutes of the meeting.\r\n', 'latin1') },
+  { name: 'budget.xlsx', data: Buffer.from('PK\x03\x04 not really a spreadsheet', 'latin1') },
+];
+const WINMAIL = tnef(TNEF_FILES);
+
 /** One message per class (issue 14, items 6 to 14), keyed by a short name. */
 const MESSAGES: Record<string, Buffer> = {
   latin1: Buffer.concat([
@@ -67,6 +103,9 @@ const MESSAGES: Record<string, Buffer> = {
   ),
   encrypted: b(
     `From: a@example.com\nSubject: Encrypted\nMessage-ID: <encrypted@example.com>\n${HEAD}MIME-Version: 1.0\nContent-Type: multipart/encrypted; protocol="application/pgp-encrypted"; boundary=XX\n\n--XX\nContent-Type: application/pgp-encrypted\n\nVersion: 1\n--XX\nContent-Type: application/octet-stream; name="encrypted.asc"\n\n-----BEGIN PGP MESSAGE-----\nabc\n-----END PGP MESSAGE-----\n--XX--\n`,
+  ),
+  tnef: b(
+    `From: a@example.com\nSubject: From Outlook\nMessage-ID: <tnef@example.com>\n${HEAD}MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=XX\n\n--XX\nContent-Type: text/plain\n\nSee attached.\n--XX\nContent-Type: application/ms-tnef; name="winmail.dat"\nContent-Transfer-Encoding: base64\nContent-Disposition: attachment; filename="winmail.dat"\n\n${WINMAIL.toString('base64').replace(/.{76}/g, '$&\n')}\n--XX--\n`,
   ),
   word8: Buffer.concat([
     b('From: a@example.com\nSubject: =?UTF-8?Q?Fr=F6sche?= und =?UTF-8?Q?Fr'),
@@ -219,11 +258,33 @@ test('has:attachment means a file to open: signatures and encryption control par
   );
   const encrypted = await detail(t, 'Encrypted');
   t.true(encrypted.hasAttachments, 'the encrypted payload is a file; its Version: 1 control part is not');
-  t.deepEqual(await search(t, 'has:attachment'), ['Declared octet-stream', 'Encrypted', 'Uuencoded']);
+  t.deepEqual(await search(t, 'has:attachment'), ['Declared octet-stream', 'Encrypted', 'From Outlook', 'Uuencoded']);
 });
 
 test('8-bit bytes inside a UTF-8 encoded word are repaired, and subject:frosche finds the message', async (t) => {
   const e = await detail(t, 'Frösche und Frösche im Teich');
   t.is(e.subject, 'Frösche und Frösche im Teich');
   t.deepEqual(await search(t, 'subject:frosche'), ['Frösche und Frösche im Teich']);
+});
+
+test('a winmail.dat (TNEF) is followed by the files it carries, each with its bytes; the original stays', async (t) => {
+  const e = await detail(t, 'From Outlook');
+  t.deepEqual(
+    e.attachments.map((a) => [a.fileName, a.contentType, a.size]),
+    [
+      ['winmail.dat', 'application/ms-tnef', WINMAIL.length],
+      ['photo.jpg', 'image/jpeg', TNEF_FILES[0]!.data.length],
+      ['notes.txt', 'text/plain', TNEF_FILES[1]!.data.length],
+      ['budget.xlsx', 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', TNEF_FILES[2]!.data.length],
+    ],
+  );
+  for (const [i, a] of e.attachments.entries()) {
+    const file = await t.context.api.request
+      .get(`/api/v1/emails/${e.id}/attachments/${a.id}`)
+      .set(bearer(t.context.f.keys.admin))
+      .buffer(true)
+      .parse(rawBody);
+    t.deepEqual(file.body, i === 0 ? WINMAIL : TNEF_FILES[i - 1]!.data, a.fileName);
+  }
+  t.deepEqual(await search(t, 'filename:photo'), ['From Outlook']);
 });

@@ -5,6 +5,7 @@ import { dedupKeyFor, type NewAttachment, type NewEmail } from '../store/writer.
 import { referencedIds } from '../threads.js';
 import { repairHeaders } from './headers.js';
 import { parseMailDate, receivedHeaderDate } from './mail-date.js';
+import { tnefFiles } from './tnef.js';
 import { uudecode } from './uuencode.js';
 
 /** A message that cannot be archived; the importer skips it with a warning. */
@@ -88,7 +89,7 @@ export async function parseMessage(raw: Buffer, ctx: ParseContext): Promise<NewE
     isOutgoing: isFrom(mail.from, ctx.accountEmail),
     textBody: textBodyOf(mail, html),
     htmlBody: html,
-    attachments: mail.attachments.map(toAttachment),
+    attachments: withTnefContents(mail.attachments.map(toAttachment)),
     dedupKey: dedupKeyFor(messageId, raw),
     refs: referencedIds(mail.references, mail.inReplyTo, messageId),
     rawHeaders: repaired.headerText.slice(0, MAX_RAW_HEADERS),
@@ -168,6 +169,35 @@ function toAttachment(a: Attachment, index: number): NewAttachment {
   // Inline: shown in the body (Content-Disposition: inline, or a part of multipart/related).
   const isInline = a.contentDisposition === 'inline' || a.related === true;
   return { fileName, contentType, content: decodedContent(a), isInline };
+}
+
+// Types of files found inside a winmail.dat, by extension; anything else is octet-stream.
+const TYPES_BY_EXTENSION: Record<string, string> = {
+  ...Object.fromEntries(Object.entries(EXTENSIONS).map(([type, ext]) => [ext, type])),
+  jpeg: 'image/jpeg',
+  doc: 'application/msword',
+  docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  xls: 'application/vnd.ms-excel',
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  zip: 'application/zip',
+};
+
+/** Each winmail.dat (TNEF) is followed by the files it carries; the original stays as it was. */
+function withTnefContents(attachments: NewAttachment[]): NewAttachment[] {
+  return attachments.flatMap((a) => {
+    const tnef = a.contentType === 'application/ms-tnef' || /^winmail\.dat$/i.test(a.fileName);
+    const files = tnef ? tnefFiles(a.content) : null;
+    if (!files) return [a];
+    return [
+      a,
+      ...files.map((f) => ({
+        fileName: f.fileName,
+        contentType: TYPES_BY_EXTENSION[f.fileName.split('.').pop()!.toLowerCase()] ?? 'application/octet-stream',
+        content: f.content,
+        isInline: false,
+      })),
+    ];
+  });
 }
 
 /** x-uuencode parts come out of mailparser still encoded: the file is what they encode. */
