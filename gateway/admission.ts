@@ -30,11 +30,25 @@
 // still the 429.
 import type { Middleware } from 'koa';
 import type { EnginePool } from '../engine/pool.js';
-import { bearerToken, KeyCheck, keyHashOf, malformedKey, refusedKey, type AuthState } from './auth.js';
-import type { Problem } from './problem.js';
+import {
+  bearerToken,
+  KeyCheck,
+  keyHashOf,
+  malformedKey,
+  refusedKey,
+  type AuthState,
+  type Unauthorized,
+} from './auth.js';
+import type { AuthFailureLog } from './auth-failure-log.js';
 import type { RateLimiter } from './rate-limit.js';
 
-export function admission(policy: RateLimiter, authFailures: RateLimiter, engine: EnginePool): Middleware<AuthState> {
+export function admission(
+  policy: RateLimiter,
+  authFailures: RateLimiter,
+  engine: EnginePool,
+  failureLog?: AuthFailureLog,
+): Middleware<AuthState> {
+  const front = policy.policy === 'Api' ? 'api' : 'mcp';
   return async (ctx, next) => {
     const token = bearerToken(ctx.get('Authorization') || undefined);
     const ip = `ip:${ctx.ip}`;
@@ -43,7 +57,8 @@ export function admission(policy: RateLimiter, authFailures: RateLimiter, engine
       return next();
     }
     await authFailures.check(ip);
-    const refuse = async (problem: Problem): Promise<never> => {
+    const refuse = async (problem: Unauthorized): Promise<never> => {
+      failureLog?.record(ctx.ip, problem.reason, token, front);
       ctx.set(authFailures.headers(await authFailures.consume(ip)));
       throw problem;
     };

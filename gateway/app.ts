@@ -12,6 +12,7 @@ import { EnginePool } from '../engine/pool.js';
 import { engineQueues, type Settings } from '../shared/config.js';
 import { AccessLogWriter, type AccessLogOptions } from './access-log.js';
 import { admission } from './admission.js';
+import { AuthFailureLog } from './auth-failure-log.js';
 import { apiRouter, shedWhenFull } from './api/router.js';
 import { ArchiveService } from './archive-service.js';
 import { createLogger } from './logger.js';
@@ -50,6 +51,13 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
+const GONE = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE', 'ERR_STREAM_DESTROYED']);
+
+/** An error that only says the client closed the connection before the answer was complete. */
+function clientWentAway(err: Error & { code?: string }, ctx?: Koa.Context): boolean {
+  return GONE.has(err.code ?? '') || err.message === 'aborted' || ctx?.req.destroyed === true;
+}
+
 export function createGateway(settings: Settings, options: GatewayOptions = {}): Gateway {
   const logger = options.logger ?? createLogger();
   const ownsEngine = !options.engine;
@@ -81,6 +89,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
     ),
   };
   const throttle = new LoginThrottle(settings, logger, redis);
+  const failureLog = new AuthFailureLog(logger);
   const metrics = settings.Metrics.Enabled
     ? new GatewayMetrics({
         engine,
@@ -93,10 +102,15 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
   const app = new Koa();
   app.proxy = settings.Server.TrustProxy;
   app.silent = true; // problems() logs what matters; Koa's default handler would print stacks.
-  // What problems() cannot see: a response stream that fails after its headers were sent.
-  app.on('error', (err: Error, ctx?: Koa.Context) =>
-    logger.error({ err, method: ctx?.method, path: ctx?.path }, 'response failed'),
-  );
+  // What problems() cannot see: a response stream that fails after its headers were sent. A
+  // client that went away mid-download is not a server error: one debug line, no stack.
+  app.on('error', (err: Error & { code?: string }, ctx?: Koa.Context) => {
+    if (clientWentAway(err, ctx)) {
+      logger.debug({ code: err.code ?? err.message, method: ctx?.method, path: ctx?.path }, 'client went away');
+      return;
+    }
+    logger.error({ err, method: ctx?.method, path: ctx?.path }, 'response failed');
+  });
 
   const router = settings.Api.Enabled ? apiRouter(settings, service) : undefined;
   // Admission answers 401 and 429 before the router runs; label those by the route they asked for.
@@ -125,7 +139,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
         // Preflights and Accept are answered before the key check: they carry no work.
         apiCors(settings.Api.AllowedOrigins),
         acceptable,
-        admission(limiters.api, limiters.authFailures, engine) as Koa.Middleware,
+        admission(limiters.api, limiters.authFailures, engine, failureLog) as Koa.Middleware,
         etagPerCoding,
         compressJson,
         shedWhenFull(router, engine),
@@ -150,8 +164,8 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
           settings,
           service,
           {
-            work: admission(limiters.mcp, limiters.authFailures, engine) as Koa.Middleware,
-            free: admission(limiters.mcpFree, limiters.authFailures, engine) as Koa.Middleware,
+            work: admission(limiters.mcp, limiters.authFailures, engine, failureLog) as Koa.Middleware,
+            free: admission(limiters.mcpFree, limiters.authFailures, engine, failureLog) as Koa.Middleware,
           },
           logger,
         ),

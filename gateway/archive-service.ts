@@ -11,6 +11,7 @@ import {
 } from '../shared/jobs.js';
 import type { AccessLogWriter } from './access-log.js';
 import type { KeyCheck } from './auth.js';
+import { SEARCH_PARAMS } from '../shared/search-input.js';
 
 /** Whether a page describes text that was found (else its status says why there is none). */
 export const hasText = (page: AttachmentTextPage) => page.status === 'ok' && page.totalChars > 0;
@@ -33,6 +34,24 @@ export interface Caller {
   source: 'api' | 'mcp';
 }
 
+const API_KEY_IN_TEXT = /ma_[A-Za-z0-9_-]{43}/g;
+const LOGGED = new Set<string>(SEARCH_PARAMS);
+
+/** The search parameters the access log keeps: known names only, keys redacted to their prefix. */
+export function loggedParams(params: Record<string, unknown>): Record<string, unknown> {
+  const redact = (v: unknown): unknown =>
+    typeof v === 'string'
+      ? v.replace(API_KEY_IN_TEXT, (key) => `${key.slice(0, 11)}…(redacted)`)
+      : Array.isArray(v)
+        ? v.map(redact)
+        : v;
+  return Object.fromEntries(
+    Object.entries(params)
+      .filter(([k]) => LOGGED.has(k))
+      .map(([k, v]) => [k, redact(v)]),
+  );
+}
+
 export class ArchiveService {
   constructor(
     readonly engine: EnginePool,
@@ -47,11 +66,15 @@ export class ArchiveService {
     return caller.key.run({ kind: 'folders', accountId });
   }
 
-  /** `params` are the search parameters as the caller gave them, for the access log. */
+  /**
+   * `params` are the search parameters as the caller gave them; the access log keeps the known
+   * ones only, with anything that looks like an API key redacted (a key pasted into a URL must
+   * not land in the database).
+   */
   async search(caller: Caller, query: SearchQuery, params: Record<string, unknown>) {
     const result = await caller.key.run({ kind: 'search', query });
     this.#log(caller, 'Search', {
-      searchParams: params,
+      searchParams: loggedParams(params),
       ...(query.accountId !== undefined ? { accountId: query.accountId } : {}),
     });
     return result;

@@ -13,8 +13,12 @@ function encodeRfc8187(value: string): string {
 }
 
 export function contentDisposition(fileName: string, type: 'attachment' | 'inline' = 'attachment'): string {
-  // Path separators and control characters never belong in a saved file's name.
-  const name = fileName.replace(/[\u0000-\u001f\u007f/\\]/g, '_').trim() || 'attachment';
+  // Path separators, control characters and bidirectional formatting marks never belong in a
+  // saved file's name: "\u202Etxt.exe" would show as "exe.txt" and run as a program.
+  const name =
+    fileName
+      .replace(/[\u0000-\u001f\u007f-\u009f/\\\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, '_')
+      .trim() || 'attachment';
   const fallback = name.replace(/[^\x20-\x7e]/g, '_').replace(/["%]/g, '_');
   return `${type}; filename="${fallback}"; filename*=UTF-8''${encodeRfc8187(name)}`;
 }

@@ -88,6 +88,16 @@ export function problems(logger: Logger): Middleware {
         sendProblem(ctx, 400, err.message);
         return;
       }
+      if (isUndecodableBody(err)) {
+        // zlib's own errors carry no HTTP status: a corrupt gzip, deflate or br body is the
+        // client's mistake, not a 500.
+        sendProblem(
+          ctx,
+          400,
+          `The request body could not be decoded: it is not valid ${ctx.get('Content-Encoding') || 'compressed'} data.`,
+        );
+        return;
+      }
       const e = err as HttpLikeError;
       const status = e.status ?? e.statusCode;
       if (status && status >= 400 && status < 500 && e.expose !== false) {
@@ -99,6 +109,13 @@ export function problems(logger: Logger): Middleware {
       sendProblem(ctx, 500, 'The server could not complete the request. The error has been logged.');
     }
   };
+}
+
+/** A zlib or brotli error from decoding a request body (Content-Encoding: gzip, deflate, br). */
+function isUndecodableBody(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  // zlib: Z_DATA_ERROR, Z_BUF_ERROR…; brotli: ERR__ERROR_FORMAT_PADDING_1 and its kin.
+  return typeof code === 'string' && /^(?:Z_|ERR_BROTLI|ERR__ERROR_)/.test(code);
 }
 
 export const UNAVAILABLE_DETAIL = 'The archive database cannot be reached right now; try again in a few seconds.';

@@ -27,6 +27,22 @@ export const RELEVANCE_WINDOW = 1_000;
 export const SNIPPET_CHARS = 200;
 export const INT32_MAX = 2_147_483_647;
 export const INT32_MIN = -2_147_483_648;
+/** Every search parameter (REST query and MCP search_emails alike): the access log keeps these only. */
+export const SEARCH_PARAMS = [
+  'q',
+  'from',
+  'to',
+  'accountId',
+  'folder',
+  'direction',
+  'page',
+  'pageSize',
+  'sortBy',
+  'sortOrder',
+  'snippets',
+  'include',
+] as const;
+
 /** The longest `folder` accepted: far beyond any IMAP folder path, short of a pasted document. */
 export const MAX_FOLDER_LENGTH = 1024;
 /** The longest `from`/`to` accepted (the longest ISO 8601 form is 35 characters). */

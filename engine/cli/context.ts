@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { loadSettings } from '../../shared/config.js';
 import { openAdmin, type ArchiveAdmin } from '../admin.js';
 import { storeKind } from '../archive.js';
+import { printable } from '../../shared/key-name.js';
 
 export interface GlobalOptions {
   db?: string;
@@ -52,8 +53,10 @@ export function printTable<T extends object>(items: readonly T[], columns: reado
     process.stdout.write('(none)\n');
     return;
   }
+  // Stored text is printed escaped: a name with terminal escapes or line breaks (stored before
+  // they were refused) cannot rewrite the screen or fake rows.
   const cell = (v: unknown) =>
-    v === null || v === undefined ? '-' : Array.isArray(v) ? v.join(',') || '-' : String(v);
+    v === null || v === undefined ? '-' : printable(Array.isArray(v) ? v.join(',') || '-' : String(v));
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
   const line = (values: string[]) =>
     values

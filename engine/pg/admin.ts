@@ -24,7 +24,8 @@ import { pgAddImapAccount, pgListAccountStatus, pgRotateSecret, pgSetAccount, Pg
 import { hashMailArchiverPassword } from '../passwords.js';
 import { EMAIL_ADDRESS } from '../store/accounts.js';
 import { StoreError } from '../store/errors.js';
-import { hashKey, KEY_PATTERN, KEY_PREFIX_LENGTH, MAX_KEY_NAME_LENGTH, toRow, type RawKey } from '../store/keys.js';
+import { keyNameProblem } from '../../shared/key-name.js';
+import { hashKey, KEY_PATTERN, KEY_PREFIX_LENGTH, toRow, type RawKey } from '../store/keys.js';
 import { checkEmail, checkUsername, foldName } from '../store/users.js';
 import { iso } from '../time.js';
 import { T, utcMs, utcTimestamp } from './columns.js';
@@ -291,9 +292,8 @@ export class PgAdmin implements ArchiveAdmin {
   }): Promise<CreatedKey> {
     const user = await this.requireUser(input.username);
     const name = input.name.trim();
-    if (!name) throw new StoreError('A key needs a name.');
-    if (name.length > MAX_KEY_NAME_LENGTH)
-      throw new StoreError(`A key name is at most ${MAX_KEY_NAME_LENGTH} characters.`);
+    const problem = keyNameProblem(name);
+    if (problem) throw new StoreError(problem);
     const now = input.now ?? Date.now();
     const created = await insertKey(this.ctx, user.id, name, input.expiresAt ?? null, now);
     return { ...created, row: (await this.#getKey(created.id, now))! };

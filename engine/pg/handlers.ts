@@ -13,13 +13,13 @@ import type {
   KeyRow,
   WebUser,
 } from '../../shared/jobs.js';
+import { keyNameProblem } from '../../shared/key-name.js';
 import { buildFolderTree } from '../store/folders.js';
 import {
   generateKey,
   hashKey,
   KEY_PREFIX_LENGTH,
   LAST_USED_INTERVAL_MS,
-  MAX_KEY_NAME_LENGTH,
   accepted,
   lastUsedDue,
   refusal,
@@ -386,9 +386,8 @@ export const pgHandlers: PgHandlers = {
     const actor = await userById(ctx, job.actorId);
     if (!actor || !actor.is_active) return forbidden;
     const name = job.name.trim();
-    if (!name) return { ok: false, reason: 'invalid', message: 'A key needs a name.' };
-    if (name.length > MAX_KEY_NAME_LENGTH)
-      return { ok: false, reason: 'invalid', message: `A key name is at most ${MAX_KEY_NAME_LENGTH} characters.` };
+    const problem = keyNameProblem(name);
+    if (problem) return { ok: false, reason: 'invalid', message: problem };
     const created = await insertKey(ctx, actor.id, name, job.expiresAt, job.now);
     const [row] = await keysWhere(ctx, sql`k."Id" = ${created.id}`, job.now);
     return { ok: true, value: { key: created.key, row: row! } };

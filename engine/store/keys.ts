@@ -8,6 +8,7 @@ import { prepared } from '../db/statements.js';
 import { iso } from '../time.js';
 import { StoreError } from './errors.js';
 import { requireUser } from './users.js';
+import { keyNameProblem, MAX_KEY_NAME_LENGTH } from '../../shared/key-name.js';
 
 export const KEY_PATTERN = /^ma_[A-Za-z0-9_-]{43}$/;
 export const KEY_PREFIX_LENGTH = 11;
@@ -65,7 +66,7 @@ const SELECT_KEYS = `
          k.last_used_at, k.expires_at, k.revoked_at
   FROM api_keys k JOIN users u ON u.id = k.user_id`;
 
-export const MAX_KEY_NAME_LENGTH = 100;
+export { MAX_KEY_NAME_LENGTH };
 
 export interface CreatedKey {
   id: number;
@@ -80,9 +81,8 @@ export function createKey(
 ): CreatedKey {
   const user = requireUser(db, input.username);
   const name = input.name.trim();
-  if (!name) throw new StoreError('A key needs a name.');
-  if (name.length > MAX_KEY_NAME_LENGTH)
-    throw new StoreError(`A key name is at most ${MAX_KEY_NAME_LENGTH} characters.`);
+  const problem = keyNameProblem(name);
+  if (problem) throw new StoreError(problem);
   const now = input.now ?? Date.now();
   const key = generateKey();
   const prefix = key.slice(0, KEY_PREFIX_LENGTH);

@@ -1,5 +1,7 @@
 // Form input of the keys page, checked here for a friendly message; the engine's createKey
-// checks the name again, since it is the rule the CLI shares.
+// checks the name again, since it is the rule the CLI shares (shared/key-name.ts).
+import { UNPRINTABLE } from '../../shared/key-name.js';
+
 const MAX_NAME = 100;
 const DAY_MS = 86_400_000;
 
@@ -19,6 +21,11 @@ export function parseKeyForm(body: Record<string, unknown>, now: number): KeyFor
   const name = typeof body.name === 'string' ? body.name.trim() : '';
   if (!name) return { ok: false, error: 'Give the key a name, such as the program or machine that will use it.' };
   if (name.length > MAX_NAME) return { ok: false, error: `The name is at most ${MAX_NAME} characters long.` };
+  if (UNPRINTABLE.test(name))
+    return {
+      ok: false,
+      error: 'The name must be printable text: no control characters, line breaks or direction marks.',
+    };
   const expires = typeof body.expires === 'string' ? body.expires.trim() : '';
   if (!expires) return { ok: true, name, expiresAt: null };
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(expires);
