@@ -101,6 +101,8 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
 
   const app = new Koa();
   app.proxy = settings.Server.TrustProxy;
+  // Only the entries our own proxies appended: the client writes whatever it likes further left.
+  app.maxIpsCount = settings.Server.TrustedProxyHops;
   app.silent = true; // problems() logs what matters; Koa's default handler would print stacks.
   // What problems() cannot see: a response stream that fails after its headers were sent. A
   // client that went away mid-download is not a server error: one debug line, no stack.

@@ -21,7 +21,7 @@ const OVERFLOW_PARTITION = '\u0000overflow';
 
 export interface RateLimitPolicy {
   /** Also the Redis key prefix: `Api` and `Mcp` never share a budget. */
-  name: 'Api' | 'Mcp' | 'McpFree' | 'AuthFailIp' | 'LoginUser' | 'LoginIp';
+  name: 'Api' | 'Mcp' | 'McpFree' | 'AuthFailIp' | 'LoginUser' | 'LoginUserAll' | 'LoginIp';
   pointsPerMinute: number;
 }
 

@@ -90,6 +90,10 @@ const schema = z.strictObject({
       Host: z.string().min(1).default('127.0.0.1'),
       Port: int(0, 65535).default(5000),
       TrustProxy: z.boolean().default(false),
+      // With TrustProxy: how many proxies in front of the gateway append to X-Forwarded-For. The
+      // client is the entry that many from the right; entries further left are the client's own
+      // words and never trusted (docs/security.md, item 2).
+      TrustedProxyHops: int(1, 16).default(1),
       // Requests with a key that fails authentication, per client IP per minute, on /api and
       // /mcp together; past it they get 429 before any key lookup (gateway/admission.ts).
       AuthFailuresPerIpPerMinute: int(1).default(30),
@@ -133,6 +137,10 @@ const schema = z.strictObject({
       // Sign-in attempts per fixed minute, per username and per client IP.
       LoginAttemptsPerUserPerMinute: int(1).default(5),
       LoginAttemptsPerIpPerMinute: int(1).default(30),
+      // One username from all addresses together: stops a spray spread over many addresses, while
+      // LoginAttemptsPerUserPerMinute (per username and address) keeps one address from locking
+      // the user out for everyone (docs/web.md, "Sign-in throttling").
+      LoginAttemptsPerUserAllAddressesPerMinute: int(1).default(100),
     })
     .prefault({}),
   Sync: z

@@ -1,8 +1,10 @@
-// Sign-in throttling: fixed one-minute windows per client IP and per username, on the same
-// RateLimiter as the API (so with Redis:Url every process of a cluster shares the counts).
-// Every attempt spends a point before the password is checked, so a throttled guess costs the
-// server no scrypt work. The IP budget is spent first: a throttled IP cannot also lock out
-// the usernames it tries.
+// Sign-in throttling: fixed one-minute windows per client IP, per username and IP, and per
+// username from all addresses together, on the same RateLimiter as the API (so with Redis:Url
+// every process of a cluster shares the counts). Every attempt spends a point before the
+// password is checked, so a throttled guess costs the server no scrypt work. The IP budget is
+// spent first: a throttled IP cannot also lock out the usernames it tries. A username is
+// throttled per address (five wrong passwords from one address do not lock the user out
+// everywhere), and only a spray from many addresses reaches the per-username cap.
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Settings } from '../../shared/config.js';
@@ -11,11 +13,17 @@ import { RateLimiter } from '../rate-limit.js';
 
 export class LoginThrottle {
   readonly #perUser: RateLimiter;
+  readonly #perUserAll: RateLimiter;
   readonly #perIp: RateLimiter;
 
   constructor(settings: Settings, logger: Logger, redis?: Redis) {
     this.#perUser = new RateLimiter(
       { name: 'LoginUser', pointsPerMinute: settings.Web.LoginAttemptsPerUserPerMinute },
+      logger,
+      redis,
+    );
+    this.#perUserAll = new RateLimiter(
+      { name: 'LoginUserAll', pointsPerMinute: settings.Web.LoginAttemptsPerUserAllAddressesPerMinute },
       logger,
       redis,
     );
@@ -28,7 +36,7 @@ export class LoginThrottle {
 
   /** Both policies, for the rate-limit metrics. */
   get limiters(): RateLimiter[] {
-    return [this.#perUser, this.#perIp];
+    return [this.#perUser, this.#perUserAll, this.#perIp];
   }
 
   /** Spends one attempt; resolves to null when allowed, else to the seconds to wait. */
@@ -36,7 +44,9 @@ export class LoginThrottle {
     try {
       await this.#perIp.consume(`ip:${ip}`);
       // Usernames are case-insensitive in the store, so they are here too.
-      await this.#perUser.consume(`user:${username.trim().normalize('NFC').toLowerCase().slice(0, 128)}`);
+      const user = username.trim().normalize('NFC').toLowerCase().slice(0, 128);
+      await this.#perUser.consume(`user:${user} ip:${ip}`);
+      await this.#perUserAll.consume(`user:${user}`);
       return null;
     } catch (err) {
       if (err instanceof Problem && err.status === 429) return Number(err.headers['Retry-After'] ?? 60);
