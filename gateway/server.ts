@@ -6,6 +6,7 @@ import { prepareArchive, sharedSessionSecret } from '../engine/archive.js';
 import { ArchiveOpenError } from '../engine/db/open.js';
 import { createGateway } from './app.js';
 import { ConnectionDrain } from './drain.js';
+import { applyServerLimits, serverOptions } from './http/server-limits.js';
 import { createLogger } from './logger.js';
 
 function readSettings(): Settings {
@@ -45,8 +46,8 @@ try {
   throw err;
 }
 const { app, close } = gateway;
-const server = createServer();
-server.keepAliveTimeout = 65_000;
+const server = createServer(serverOptions(settings.Server));
+applyServerLimits(server, settings.Server);
 /** How long requests in progress may take to finish after SIGTERM/SIGINT. */
 const DRAIN_MS = 6_000;
 /** Exit regardless after this long; below PM2's kill_timeout (12 s, ecosystem.config.cjs). */

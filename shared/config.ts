@@ -94,6 +94,14 @@ const schema = z.strictObject({
       // client is the entry that many from the right; entries further left are the client's own
       // words and never trusted (docs/security.md, item 2).
       TrustedProxyHops: int(1, 16).default(1),
+      // A connection must send a complete request head within this time (then 408, closed).
+      HeadersTimeoutSeconds: int(1, 3600).default(20),
+      // And the whole request (head and body) within this time.
+      RequestTimeoutSeconds: int(1, 3600).default(120),
+      // An idle keep-alive connection is closed after this long (above a proxy's own, 60 s in nginx).
+      KeepAliveTimeoutSeconds: int(1, 3600).default(65),
+      // Connections open at once per process; past it new ones are refused (docs/operations.md).
+      MaxConnections: int(1, 1_000_000).default(10_000),
       // Requests with a key that fails authentication, per client IP per minute, on /api and
       // /mcp together; past it they get 429 before any key lookup (gateway/admission.ts).
       AuthFailuresPerIpPerMinute: int(1).default(30),

@@ -8,7 +8,7 @@ import { get as httpGet } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
-import Database from 'better-sqlite3';
+import { openArchive } from '../engine/db/open.js';
 import { createKey } from '../engine/store/keys.js';
 import { StoreError } from '../engine/store/errors.js';
 import { AuthFailureLog, MAX_LINES_PER_MINUTE } from '../gateway/auth-failure-log.js';
@@ -59,7 +59,7 @@ test('a corrupt gzip, deflate or br request body is a 400 problem, not a 500', a
 test('key names must be printable; stored unprintable names are escaped by keys list; bidi marks never reach a saved file name', async (t) => {
   const f = createFixture();
   t.teardown(f.cleanup);
-  const db = new Database(f.dbPath);
+  const db = openArchive(f.dbPath);
   t.teardown(() => db.close());
   for (const name of ['evil\u001b[2J', 'two\nlines', 'left\u202Eright', 'bell\u0007']) {
     t.throws(() => createKey(db, { username: 'alice', name }), { instanceOf: StoreError, message: /printable text/ });
