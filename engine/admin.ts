@@ -79,7 +79,14 @@ export interface ArchiveAdmin {
    */
   rotateSecret(next: SecretBox): Promise<number>;
 
-  createKey(input: { username: string; name: string; expiresAt?: number | null; now?: number }): Promise<CreatedKey>;
+  /** `maxActive`: refuse when the user already holds that many active keys (Web:MaxActiveKeysPerUser). */
+  createKey(input: {
+    username: string;
+    name: string;
+    expiresAt?: number | null;
+    now?: number;
+    maxActive?: number;
+  }): Promise<CreatedKey>;
   listKeys(options?: { username?: string; now?: number }): Promise<KeyRow[]>;
   findKey(idOrPrefix: string, now?: number): Promise<KeyRow>;
   revokeKey(id: number, now?: number): Promise<KeyRow>;

@@ -149,6 +149,9 @@ const schema = z.strictObject({
       // LoginAttemptsPerUserPerMinute (per username and address) keeps one address from locking
       // the user out for everyone (docs/web.md, "Sign-in throttling").
       LoginAttemptsPerUserAllAddressesPerMinute: int(1).default(100),
+      // Active keys (neither revoked nor expired) one user may hold; creating more is refused
+      // (web page and CLI), so one account cannot make key listings and checks slow for all.
+      MaxActiveKeysPerUser: int(1, 100_000).default(100),
     })
     .prefault({}),
   Sync: z

@@ -179,7 +179,8 @@ export interface JobMap {
   };
   /** Creates a key for the actor; the plaintext `key` exists only in this result. */
   createKeyFor: {
-    args: { actorId: number; name: string; expiresAt: number | null; now: number };
+    /** `maxActive`: Web:MaxActiveKeysPerUser, the actor's active keys allowed. */
+    args: { actorId: number; name: string; expiresAt: number | null; now: number; maxActive: number };
     result: WebKeyResult<{ key: string; row: KeyRow }>;
   };
   /** Revokes a key the actor owns, or any key when the actor is an administrator. */

@@ -16,6 +16,13 @@ export function keyNameProblem(name: string): string | null {
   return null;
 }
 
+/** Active keys (neither revoked nor expired) one user may hold by default (Web:MaxActiveKeysPerUser). */
+export const DEFAULT_MAX_ACTIVE_KEYS = 100;
+
+/** The refusal of a key beyond the cap. */
+export const tooManyKeys = (username: string, max: number) =>
+  `${username} already has ${max} active keys, the most allowed (Web:MaxActiveKeysPerUser); revoke one first.`;
+
 /** Text with every unprintable character written as \u{…}, for terminals and logs. */
 export function printable(text: string): string {
   return text.replace(new RegExp(UNPRINTABLE.source, 'gu'), (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);

@@ -309,6 +309,7 @@ test.serial('a key created here is stored as Mail Archiver checks it: 11-charact
   const created = await gateway.engine.run({
     kind: 'createKeyFor',
     actorId: ids.user,
+    maxActive: 100,
     name: 'made here',
     expiresAt: null,
     now: Date.now(),

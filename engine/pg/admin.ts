@@ -284,18 +284,14 @@ export class PgAdmin implements ArchiveAdmin {
     return (await this.#keysWhere(sql`k."Id" = ${id}`, sql`k."Id"`, now))[0] ?? null;
   }
 
-  async createKey(input: {
-    username: string;
-    name: string;
-    expiresAt?: number | null;
-    now?: number;
-  }): Promise<CreatedKey> {
+  async createKey(input: Parameters<ArchiveAdmin['createKey']>[0]): Promise<CreatedKey> {
     const user = await this.requireUser(input.username);
     const name = input.name.trim();
     const problem = keyNameProblem(name);
     if (problem) throw new StoreError(problem);
     const now = input.now ?? Date.now();
-    const created = await insertKey(this.ctx, user.id, name, input.expiresAt ?? null, now);
+    const cap = input.maxActive !== undefined ? { maxActive: input.maxActive, username: user.username } : undefined;
+    const created = await insertKey(this.ctx, user.id, name, input.expiresAt ?? null, now, cap);
     return { ...created, row: (await this.#getKey(created.id, now))! };
   }
 

@@ -13,7 +13,8 @@ import type {
   KeyRow,
   WebUser,
 } from '../../shared/jobs.js';
-import { keyNameProblem } from '../../shared/key-name.js';
+import { keyNameProblem, tooManyKeys } from '../../shared/key-name.js';
+import { StoreError } from '../store/errors.js';
 import { buildFolderTree } from '../store/folders.js';
 import {
   generateKey,
@@ -344,7 +345,15 @@ export async function insertKey(
   name: string,
   expiresAt: number | null,
   now: number,
+  cap?: { maxActive: number; username: string },
 ): Promise<{ id: number; key: string; prefix: string }> {
+  if (cap) {
+    const [row] = await ctx.primary<{ n: number }>(
+      sql`SELECT count(*)::int AS n FROM ${T.keys} WHERE "UserId" = ${userId} AND "RevokedAt" IS NULL
+            AND ("ExpiresAt" IS NULL OR "ExpiresAt" > ${utcTimestamp(now)})`,
+    );
+    if (row!.n >= cap.maxActive) throw new StoreError(tooManyKeys(cap.username, cap.maxActive));
+  }
   const key = generateKey();
   const prefix = key.slice(0, KEY_PREFIX_LENGTH);
   const rows = await ctx.primary<{ id: number }>(
@@ -388,7 +397,16 @@ export const pgHandlers: PgHandlers = {
     const name = job.name.trim();
     const problem = keyNameProblem(name);
     if (problem) return { ok: false, reason: 'invalid', message: problem };
-    const created = await insertKey(ctx, actor.id, name, job.expiresAt, job.now);
+    let created: Awaited<ReturnType<typeof insertKey>>;
+    try {
+      created = await insertKey(ctx, actor.id, name, job.expiresAt, job.now, {
+        maxActive: job.maxActive,
+        username: actor.username,
+      });
+    } catch (err) {
+      if (err instanceof StoreError) return { ok: false, reason: 'invalid', message: err.message };
+      throw err;
+    }
     const [row] = await keysWhere(ctx, sql`k."Id" = ${created.id}`, job.now);
     return { ok: true, value: { key: created.key, row: row! } };
   },

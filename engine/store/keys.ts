@@ -8,7 +8,7 @@ import { prepared } from '../db/statements.js';
 import { iso } from '../time.js';
 import { StoreError } from './errors.js';
 import { requireUser } from './users.js';
-import { keyNameProblem, MAX_KEY_NAME_LENGTH } from '../../shared/key-name.js';
+import { keyNameProblem, MAX_KEY_NAME_LENGTH, tooManyKeys } from '../../shared/key-name.js';
 
 export const KEY_PATTERN = /^ma_[A-Za-z0-9_-]{43}$/;
 export const KEY_PREFIX_LENGTH = 11;
@@ -77,13 +77,22 @@ export interface CreatedKey {
 
 export function createKey(
   db: Db,
-  input: { username: string; name: string; expiresAt?: number | null; now?: number },
+  input: { username: string; name: string; expiresAt?: number | null; now?: number; maxActive?: number },
 ): CreatedKey {
   const user = requireUser(db, input.username);
   const name = input.name.trim();
   const problem = keyNameProblem(name);
   if (problem) throw new StoreError(problem);
   const now = input.now ?? Date.now();
+  if (input.maxActive !== undefined) {
+    const active = prepared(
+      db,
+      'SELECT count(*) FROM api_keys WHERE user_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)',
+    )
+      .pluck()
+      .get(user.id, now) as number;
+    if (active >= input.maxActive) throw new StoreError(tooManyKeys(user.username, input.maxActive));
+  }
   const key = generateKey();
   const prefix = key.slice(0, KEY_PREFIX_LENGTH);
   const info = prepared(

@@ -75,11 +75,18 @@ export function createKeyFor(
   name: string,
   expiresAt: number | null,
   now: number,
+  maxActive?: number,
 ): WebKeyResult<{ key: string; row: KeyRow }> {
   const actor = activeActor(db, actorId);
   if (!actor) return forbidden;
   try {
-    const created = createKey(db, { username: actor.username, name, expiresAt, now });
+    const created = createKey(db, {
+      username: actor.username,
+      name,
+      expiresAt,
+      now,
+      ...(maxActive !== undefined ? { maxActive } : {}),
+    });
     return { ok: true, value: { key: created.key, row: created.row } };
   } catch (err) {
     if (err instanceof StoreError) return { ok: false, reason: 'invalid', message: err.message };

@@ -218,6 +218,7 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
       name: input.name,
       expiresAt: input.expiresAt,
       now,
+      maxActive: settings.Web.MaxActiveKeysPerUser,
     });
     if (!result.ok)
       return renderKeys(ctx, user, result.reason === 'invalid' ? 422 : 403, {

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { InvalidInput, parseDateBound } from '../../../shared/search-input.js';
 import { printJson, printTable, UsageError, withArchive } from '../context.js';
+import { loadSettings } from '../../../shared/config.js';
 
 /**
  * An ISO 8601 date (midnight UTC) or date-time (UTC unless it names an offset), parsed by the
@@ -29,7 +30,10 @@ export function registerKeys(program: Command): void {
     .option('--json', 'print {"id":N,"key":"ma_…","prefix":"ma_…"}')
     .action(async (username: string, opts: { name: string; expires?: string; json?: boolean }, cmd: Command) => {
       const expiresAt = opts.expires !== undefined ? parseExpiry(opts.expires) : null;
-      const created = await withArchive(cmd, (archive) => archive.createKey({ username, name: opts.name, expiresAt }));
+      const maxActive = loadSettings().Web.MaxActiveKeysPerUser;
+      const created = await withArchive(cmd, (archive) =>
+        archive.createKey({ username, name: opts.name, expiresAt, maxActive }),
+      );
       if (expiresAt !== null && expiresAt <= Date.now()) {
         process.stderr.write(
           `Warning: this key expired at ${new Date(expiresAt).toISOString()}; it will be refused.\n`,
