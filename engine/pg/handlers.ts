@@ -37,6 +37,7 @@ import { searchPage } from './search.js';
 import { getThread } from './threads.js';
 import { sql } from './sql.js';
 import type { PgContext } from './store.js';
+import { SEARCH_PARAMS } from '../../shared/search-input.js';
 
 type PgHandlers = { [K in JobKind]: (ctx: PgContext, job: Job<K>) => Promise<JobResult<K>> };
 type Viewer = { isAdmin: boolean; userId: number };
@@ -50,18 +51,8 @@ const ACCESS_TYPES = Object.fromEntries(Object.entries(ACCESS_TYPE_CODES).map(([
 export const accessTypeOf = (code: number): AccessType | null => ACCESS_TYPES[code] ?? null;
 
 /** Upstream's SearchParameters text: `q=…; from=…; …` in its order, only what was given, cut to 255. */
-const SEARCH_PARAM_ORDER = [
-  'q',
-  'from',
-  'to',
-  'accountId',
-  'folder',
-  'direction',
-  'page',
-  'pageSize',
-  'sortBy',
-  'sortOrder',
-];
+// SPEC.md's ten, in its order; our additions (snippets, include) are not upstream's to show.
+const SEARCH_PARAM_ORDER: readonly string[] = SEARCH_PARAMS.filter((p) => p !== 'snippets' && p !== 'include');
 export function searchParametersText(params: Record<string, unknown>): string {
   const keys = [
     ...SEARCH_PARAM_ORDER.filter((k) => k in params),

@@ -3,10 +3,8 @@
 // (a browser withholds the answer from the page without the headers), but their preflights are
 // refused with a problem that says how to allow them, rather than a bare 405.
 import type { Middleware } from 'koa';
+import { originMatcher } from '../mcp/origin.js';
 import { Problem } from '../problem.js';
-
-/** Origins compare by scheme, host and port; case and a trailing slash in the setting do not matter. */
-const normalize = (origin: string) => origin.trim().replace(/\/+$/, '').toLowerCase();
 
 const ALLOWED_METHODS = 'GET, HEAD';
 const ALLOWED_HEADERS = 'Authorization, Accept, Accept-Encoding, If-None-Match, If-Range, Range';
@@ -27,18 +25,19 @@ const EXPOSED_HEADERS = [
 const MAX_AGE_SECONDS = '600';
 
 export function apiCors(allowedOrigins: readonly string[]): Middleware {
-  const allowed = new Set(allowedOrigins.map(normalize));
+  const isAllowed = originMatcher(allowedOrigins);
+  const none = allowedOrigins.length === 0;
   return async (ctx, next) => {
     const origin = ctx.get('Origin');
     if (!origin) return next();
-    const admitted = allowed.has(normalize(origin));
+    const admitted = isAllowed(origin);
     // Every answer that depends on Origin says so, for caches between here and the browser.
     ctx.vary('Origin');
     if (ctx.method === 'OPTIONS' && ctx.get('Access-Control-Request-Method')) {
       if (!admitted) {
         throw new Problem(
           403,
-          allowed.size === 0
+          none
             ? 'Cross-origin requests to this API are not enabled on this server (Api:AllowedOrigins is empty).'
             : `Cross-origin requests from ${origin} are not allowed; the server admits only the origins in Api:AllowedOrigins.`,
         );

@@ -14,12 +14,18 @@ const REQUEST_HEADERS =
   'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID';
 const EXPOSED_HEADERS = 'WWW-Authenticate, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
 
-export function originGuard(allowedOrigins: readonly string[]): Middleware {
+/** Whether an Origin header names one of these origins (as Mcp:AllowedOrigins and Api:AllowedOrigins list them). */
+export function originMatcher(allowedOrigins: readonly string[]): (origin: string) => boolean {
   const allowed = new Set(allowedOrigins.map(normalize));
+  return (origin) => allowed.has(normalize(origin));
+}
+
+export function originGuard(allowedOrigins: readonly string[]): Middleware {
+  const isAllowed = originMatcher(allowedOrigins);
   return async (ctx, next) => {
     const origin = ctx.get('Origin');
     if (!origin) return next();
-    if (!allowed.has(normalize(origin))) {
+    if (!isAllowed(origin)) {
       throw new Problem(
         403,
         `Requests from origin ${origin} are not allowed; the server admits only the origins in Mcp:AllowedOrigins.`,
