@@ -16,7 +16,7 @@ import { getAttachmentText } from './store/attachment-text.js';
 import { authenticate } from './store/keys.js';
 import { getThread } from './store/threads.js';
 import { snapshotInfo } from './search/bitsets/share.js';
-import { createKeyFor, listKeysFor, login, revokeKeyAs, sessionUser } from './store/web.js';
+import { createKeyFor, endSessions, listKeysFor, login, revokeKeyAs, sessionUser } from './store/web.js';
 
 type Handlers = { [K in JobKind]: (db: Db, job: Job<K>) => JobResult<K> };
 
@@ -35,7 +35,8 @@ export const handlers: Handlers = {
   accessLog: (db, job) => ({ written: writeAccessLog(db, job.entries) }),
   // Web UI: scrypt for sign-in runs here, on a worker thread, never on the event loop.
   login: (db, job) => login(db, job.username, job.password),
-  sessionUser: (db, job) => sessionUser(db, job.userId, job.stamp),
+  sessionUser: (db, job) => sessionUser(db, job.userId, job.stamp, job.issuedAt),
+  endSessions: (db, job) => endSessions(db, job.userId, job.now),
   listKeysFor: (db, job) => listKeysFor(db, job.actorId, job.now),
   createKeyFor: (db, job) => createKeyFor(db, job.actorId, job.name, job.expiresAt, job.now, job.maxActive),
   revokeKeyAs: (db, job) => revokeKeyAs(db, job.actorId, job.keyId, job.now),

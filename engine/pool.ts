@@ -68,6 +68,7 @@ export interface LaneStats {
 const LANES: Record<JobKind, Lane> = {
   authenticate: 'interactive',
   sessionUser: 'interactive',
+  endSessions: 'interactive',
   accounts: 'interactive',
   detail: 'interactive',
   thread: 'interactive', // one conversation by index, bounded (MAX_THREAD_LENGTH)

@@ -171,7 +171,10 @@ export interface JobMap {
   /** Web sign-in: the user when the password matches and the user is active, else null. */
   login: { args: { username: string; password: string }; result: WebUser | null };
   /** Re-checks a session's user on every web request: null once inactive or the password changed. */
-  sessionUser: { args: { userId: number; stamp: string }; result: WebUser | null };
+  /** `issuedAt`: when the session began; one begun before the user last signed out is void. */
+  sessionUser: { args: { userId: number; stamp: string; issuedAt: number }; result: WebUser | null };
+  /** Signing out: every session of this user begun before `now` is void from now on. */
+  endSessions: { args: { userId: number; now: number }; result: null };
   /** The actor's own keys, and for administrators everyone else's (else null). */
   listKeysFor: {
     args: { actorId: number; now: number };

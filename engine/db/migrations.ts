@@ -335,4 +335,16 @@ export const migrations: Migration[] = [
       END;
     `,
   },
+  {
+    version: 6,
+    name: 'Sign-out ends sessions on the server',
+    sql: /* sql */ `
+      -- When a user last signed out of the web page: a session cookie issued before it is void
+      -- (gateway/web/session.ts), so a cookie copied before signing out no longer works.
+      CREATE TABLE web_sessions_ended (
+        user_id  INTEGER PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
+        ended_at INTEGER NOT NULL
+      );
+    `,
+  },
 ];

@@ -314,11 +314,23 @@ async function login(ctx: PgContext, username: string, password: string): Promis
   return webUser(user, stored);
 }
 
-async function sessionUser(ctx: PgContext, userId: number, stamp: string): Promise<WebUser | null> {
+async function sessionUser(ctx: PgContext, userId: number, stamp: string, issuedAt: number): Promise<WebUser | null> {
   const user = await userById(ctx, userId);
   const stored = user?.password_hash ?? null;
   if (!user || !stored || !user.is_active || stampOf(stored) !== stamp) return null;
+  const [ended] = await ctx.primary<{ at: string }>(
+    sql`SELECT ended_at AS at FROM mail_archive_gateway.web_sessions_ended WHERE user_id = ${userId}`,
+  );
+  if (ended && issuedAt <= Number(ended.at)) return null;
   return webUser(user, stored);
+}
+
+async function endSessions(ctx: PgContext, userId: number, now: number): Promise<null> {
+  await ctx.primary(
+    sql`INSERT INTO mail_archive_gateway.web_sessions_ended (user_id, ended_at) VALUES (${userId}, ${now})
+        ON CONFLICT (user_id) DO UPDATE SET ended_at = greatest(web_sessions_ended.ended_at, EXCLUDED.ended_at)`,
+  );
+  return null;
 }
 
 async function keysWhere(ctx: PgContext, where: ReturnType<typeof sql>, now: number): Promise<KeyRow[]> {
@@ -370,7 +382,8 @@ export const pgHandlers: PgHandlers = {
   stats: (ctx, job) => stats(ctx, job.principal),
   accessLog: (ctx, job) => writeAccessLog(ctx, job.entries),
   login: (ctx, job) => login(ctx, job.username, job.password),
-  sessionUser: (ctx, job) => sessionUser(ctx, job.userId, job.stamp),
+  sessionUser: (ctx, job) => sessionUser(ctx, job.userId, job.stamp, job.issuedAt),
+  endSessions: (ctx, job) => endSessions(ctx, job.userId, job.now),
   listKeysFor: async (ctx, job) => {
     const actor = await userById(ctx, job.actorId);
     if (!actor || !actor.is_active) return forbidden;

@@ -170,4 +170,16 @@ export const ourMigrations: OwnMigration[] = [
       );
     `,
   },
+  {
+    version: 8,
+    name: 'sign-out ends sessions on the server',
+    sql: /* sql */ `
+      -- When a user last signed out of the web page (SQLite migration 6): a session cookie issued
+      -- before it is void. Keyed by Mail Archiver's user id; nothing of its schema changes.
+      CREATE TABLE mail_archive_gateway.web_sessions_ended (
+        user_id  integer PRIMARY KEY,
+        ended_at bigint  NOT NULL
+      );
+    `,
+  },
 ];

@@ -37,11 +37,23 @@ export function login(db: Db, username: string, password: string): WebUser | nul
   return toWebUser(user, stored);
 }
 
-export function sessionUser(db: Db, userId: number, stamp: string): WebUser | null {
+export function sessionUser(db: Db, userId: number, stamp: string, issuedAt: number): WebUser | null {
   const user = getUser(db, userId);
   const stored = user ? passwordHashOf(db, user.id) : null;
   if (!user || !stored || !user.isActive || stampOf(stored) !== stamp) return null;
+  const ended = db.prepare('SELECT ended_at FROM web_sessions_ended WHERE user_id = ?').pluck().get(userId) as
+    number | undefined;
+  if (ended !== undefined && issuedAt <= ended) return null;
   return toWebUser(user, stored);
+}
+
+/** Signing out: the user's sessions begun until now are void (all of them, on every device). */
+export function endSessions(db: Db, userId: number, now: number): null {
+  db.prepare(
+    `INSERT INTO web_sessions_ended (user_id, ended_at) VALUES (?, ?)
+       ON CONFLICT (user_id) DO UPDATE SET ended_at = max(ended_at, excluded.ended_at)`,
+  ).run(userId, now);
+  return null;
 }
 
 function activeActor(db: Db, actorId: number): UserRow | null {

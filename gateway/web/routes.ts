@@ -175,8 +175,10 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
     page(ctx, 200, signOutPage(chrome(ctx)));
   });
 
-  router.post('/logout', session, form, (ctx) => {
+  router.post('/logout', session, form, async (ctx) => {
     checkCsrf(ctx);
+    // On the server too: a copy of this cookie (or any other session of the user) is void now.
+    if (ctx.state.user) await engine.run({ kind: 'endSessions', userId: ctx.state.user.id, now: Date.now() });
     ctx.session = null;
     seeOther(ctx, '/login?signed_out');
   });

@@ -21,6 +21,8 @@ export interface SessionData {
   csrf?: string;
   /** Epoch ms after which the session is void. */
   exp?: number;
+  /** Epoch ms the session began; a sign-out after it ends it on the server (migration 6). */
+  iat?: number;
 }
 
 export interface WebState {
@@ -56,11 +58,17 @@ export function sessionMiddleware(app: Koa, settings: Settings, secret: string):
 }
 
 /** Starts a fresh session: a new CSRF token and a new absolute expiry. */
-export function startSession(ctx: Context, settings: Settings, data: Omit<SessionData, 'csrf' | 'exp'>): SessionData {
+export function startSession(
+  ctx: Context,
+  settings: Settings,
+  data: Omit<SessionData, 'csrf' | 'exp' | 'iat'>,
+): SessionData {
+  const now = Date.now();
   const fresh: SessionData = {
     ...data,
     csrf: newCsrfToken(),
-    exp: Date.now() + settings.Web.SessionLifetimeMinutes * 60_000,
+    exp: now + settings.Web.SessionLifetimeMinutes * 60_000,
+    iat: now,
   };
   ctx.session = fresh;
   return sessionOf(ctx);
@@ -72,7 +80,9 @@ export function loadUser(engine: EnginePool): Middleware<WebState> {
     ctx.state.user = null;
     const s = sessionOf(ctx);
     if (s && typeof s.uid === 'number' && typeof s.stamp === 'string') {
-      const user = await engine.run({ kind: 'sessionUser', userId: s.uid, stamp: s.stamp });
+      // A cookie from before this field began at most a lifetime before it expires.
+      const issuedAt = typeof s.iat === 'number' ? s.iat : 0;
+      const user = await engine.run({ kind: 'sessionUser', userId: s.uid, stamp: s.stamp, issuedAt });
       if (user) ctx.state.user = user;
       else ctx.session = null;
     }

@@ -69,7 +69,7 @@ export async function startWeb(options: StartWebOptions = {}): Promise<WebFixtur
   };
 }
 
-async function setPasswords(dbPath: string): Promise<void> {
+export async function setPasswords(dbPath: string): Promise<void> {
   const db = openArchive(dbPath);
   try {
     for (const [username, password] of Object.entries(PASSWORDS))
