@@ -20,6 +20,8 @@ export interface ArchiveConfig {
   setting?: string;
   /** Database:ReadReplicas (PostgreSQL only). */
   readReplicas?: readonly string[];
+  /** Engine:JobTimeoutSeconds in milliseconds: PostgreSQL's statement_timeout (engine workers only). */
+  statementTimeoutMs?: number;
   /** The pool's channel for the shared search index (SQLite only; engine/search/bitsets). */
   searchChannel?: string;
 }
@@ -40,6 +42,7 @@ export async function openStore(config: ArchiveConfig): Promise<ArchiveStore> {
       url: config.path,
       timeZone: config.timeZone ?? 'UTC',
       readReplicas: config.readReplicas ?? [],
+      ...(config.statementTimeoutMs !== undefined ? { statementTimeoutMs: config.statementTimeoutMs } : {}),
     });
   }
   const db = openArchive(config.path);

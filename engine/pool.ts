@@ -15,6 +15,7 @@ import type { AuthedJob, AuthedResult, Job, JobKind, JobResult, OwnedKind } from
 import { storeKind } from './archive.js';
 import { openArchive } from './db/open.js';
 import { EngineOverloaded, type Lane } from './overloaded.js';
+import { currentRequestSignal, EngineTimedOut, JobAbandoned, TIMEOUT_REASON } from './job-budget.js';
 import { Worker } from 'node:worker_threads';
 import type { BuilderData } from './search/bitsets/builder.js';
 import type { WorkerData } from './worker.js';
@@ -45,6 +46,17 @@ export interface EnginePoolOptions {
    * 0 turns it off. Default: 768 MiB.
    */
   searchMemoryBytes?: number;
+  /**
+   * Engine:JobTimeoutSeconds in milliseconds: a job not finished this long after it was submitted
+   * is cancelled (engine/job-budget.ts) and rejects with EngineTimedOut. Default: no budget.
+   */
+  jobTimeoutMs?: number;
+}
+
+/** Per call: a budget other than the pool's, or the signal of the client the job works for. */
+export interface RunOptions {
+  budgetMs?: number;
+  signal?: AbortSignal;
 }
 
 export const LANE_NAMES: readonly Lane[] = ['interactive', 'query'];
@@ -86,6 +98,20 @@ const LANES: Record<JobKind, Lane> = {
   fault: 'query', // unless the job names a lane
   ping: 'interactive', // readiness sends it to every lane with ping(lane)
 };
+
+/**
+ * Jobs the pool does not cancel when their client goes away: writes a user asked for (stopping a
+ * thread mid-transaction would roll it back, and the user may well reload to see it done) and the
+ * access log, whose batch is sent from whatever request happened to fill it. The access log has no
+ * budget either: a batch cancelled would be records lost.
+ */
+const FINISHED_EVEN_IF_ABANDONED: ReadonlySet<string> = new Set([
+  'accessLog',
+  'createKeyFor',
+  'revokeKeyAs',
+  'endSessions',
+  'login',
+]);
 
 const laneOf = (job: Job): Lane => (job.kind === 'fault' ? (job.lane ?? 'query') : LANES[job.kind]);
 
@@ -143,6 +169,12 @@ export class EnginePool {
   readonly #capacity: Record<Lane, number>;
   readonly #maxWaitMs: number;
   readonly #refused: Record<Lane, number> = { interactive: 0, query: 0 };
+  readonly #budgetMs: number;
+  /** Jobs cancelled, per lane and reason, since the pool started (metrics, tests). */
+  readonly #cancelled: Record<Lane, { timedOut: number; abandoned: number }> = {
+    interactive: { timedOut: 0, abandoned: 0 },
+    query: { timedOut: 0, abandoned: 0 },
+  };
   /** Builds the shared search index (engine/search/bitsets/builder.ts); SQLite only. */
   #builder: Worker | undefined;
 
@@ -161,6 +193,7 @@ export class EnginePool {
         faultInjection: options.faultInjection ?? false,
         lane: name,
         ...(channel ? { searchChannel: channel } : {}),
+        ...(Number.isFinite(options.jobTimeoutMs) ? { statementTimeoutMs: options.jobTimeoutMs } : {}),
       };
       return new Piscina({
         filename: new URL('./worker.js', import.meta.url).href,
@@ -174,6 +207,7 @@ export class EnginePool {
     const threads = { interactive: options.interactiveThreads ?? 1, query: options.threads };
     this.#threads = threads;
     this.#maxWaitMs = options.maxQueueWaitMs ?? Number.POSITIVE_INFINITY;
+    this.#budgetMs = options.jobTimeoutMs ?? Number.POSITIVE_INFINITY;
     this.#lanes = { interactive: lane('interactive', threads.interactive), query: lane('query', threads.query) };
     if (channel) this.#builder = startBuilder({ dbPath: options.dbPath, channel, maxBytes: searchMemory });
     // The bound is ours, not Piscina's maxQueue, which would refuse the jobs that must never be.
@@ -182,8 +216,8 @@ export class EnginePool {
   }
 
   /** Rejects with EngineOverloaded, without starting the job, when its lane is full. */
-  run<K extends JobKind>(job: Job<K>): Promise<JobResult<K>> {
-    return this.#submit(job as Job, laneOf(job as Job), mayShed(job as Job)) as Promise<JobResult<K>>;
+  run<K extends JobKind>(job: Job<K>, options: RunOptions = {}): Promise<JobResult<K>> {
+    return this.#submit(job as Job, laneOf(job as Job), mayShed(job as Job), options) as Promise<JobResult<K>>;
   }
 
   /**
@@ -191,12 +225,18 @@ export class EnginePool {
    * job's lane, and refused with EngineOverloaded, unstarted, when that job would be.
    */
   async runAuthed<K extends OwnedKind>(job: AuthedJob<K>): Promise<AuthedResult<K>> {
-    const out = (await this.#submit(job, LANES[job.job.kind], true)) as AuthedResult<K>;
+    const out = (await this.#submit(job, LANES[job.job.kind], true, {})) as AuthedResult<K>;
     if ('error' in out) restored(out.error);
     return out;
   }
 
-  #submit(job: Job | AuthedJob, lane: Lane, shed: boolean): Promise<unknown> {
+  #submit(job: Job | AuthedJob, lane: Lane, shed: boolean, options: RunOptions): Promise<unknown> {
+    const kind = job.kind === 'authed' ? job.job.kind : job.kind;
+    const client = FINISHED_EVEN_IF_ABANDONED.has(kind) ? undefined : (options.signal ?? currentRequestSignal());
+    if (client?.aborted) {
+      this.#cancelled[lane].abandoned++;
+      return Promise.reject(new JobAbandoned());
+    }
     if (shed && this.#full(lane)) {
       this.#refused[lane]++;
       return Promise.reject(new EngineOverloaded(lane));
@@ -204,7 +244,40 @@ export class EnginePool {
     const id = this.#nextJob++;
     const inFlight = this.#inFlight[lane];
     inFlight.set(id, performance.now());
-    return (this.#lanes[lane].run(job) as Promise<unknown>).catch(restoreError).finally(() => inFlight.delete(id));
+    // A test's hold stands for admitted work of any length; a test that means to time it gives a budget.
+    const unbounded = kind === 'accessLog' || (job.kind === 'fault' && job.mode === 'hold');
+    const budgetMs = options.budgetMs ?? (unbounded ? Number.POSITIVE_INFINITY : this.#budgetMs);
+    // Piscina takes an aborted job off the queue, or terminates the thread running it and starts
+    // another: the lane keeps its threads either way.
+    const cancel = new AbortController();
+    const timer = Number.isFinite(budgetMs) ? setTimeout(() => cancel.abort(TIMEOUT_REASON), budgetMs) : undefined;
+    timer?.unref();
+    const gone = () => cancel.abort(new JobAbandoned());
+    client?.addEventListener('abort', gone, { once: true });
+    return (this.#lanes[lane].run(job, { signal: cancel.signal }) as Promise<unknown>)
+      .catch((err: unknown) => {
+        if (cancel.signal.aborted && (err as { name?: unknown } | null)?.name === 'AbortError') {
+          const timedOut = cancel.signal.reason === TIMEOUT_REASON;
+          this.#cancelled[lane][timedOut ? 'timedOut' : 'abandoned']++;
+          throw timedOut ? new EngineTimedOut(budgetMs) : new JobAbandoned();
+        }
+        return restoreError(err);
+      })
+      .finally(() => {
+        clearTimeout(timer);
+        client?.removeEventListener('abort', gone);
+        inFlight.delete(id);
+      });
+  }
+
+  /** Jobs cancelled on a lane since the pool started: past their budget, or left by their client. */
+  cancelled(lane: Lane): { timedOut: number; abandoned: number } {
+    return { ...this.#cancelled[lane] };
+  }
+
+  /** Jobs of a lane submitted and not yet settled (running plus waiting). */
+  inFlight(lane: Lane): number {
+    return this.#inFlight[lane].size;
   }
 
   /**

@@ -15,6 +15,8 @@ export interface WorkerData {
   lane?: 'interactive' | 'query';
   /** The pool's channel for the shared search index (engine/search/bitsets/share.ts); SQLite only. */
   searchChannel?: string;
+  /** Engine:JobTimeoutSeconds in milliseconds (PostgreSQL's statement_timeout). */
+  statementTimeoutMs?: number;
 }
 
 /**
@@ -41,6 +43,7 @@ function connection(): Promise<ArchiveStore> {
     timeZone: data.timeZone,
     readReplicas: data.readReplicas,
     searchChannel: data.searchChannel,
+    ...(data.statementTimeoutMs !== undefined ? { statementTimeoutMs: data.statementTimeoutMs } : {}),
   });
   // A store that failed to open is tried again by the next job, not kept as a failure.
   store.catch(() => (store = undefined));

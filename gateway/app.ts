@@ -21,6 +21,7 @@ import { acceptable } from './http/accept.js';
 import { compressJson } from './http/compress.js';
 import { etagPerCoding } from './http/conditional.js';
 import { apiCors } from './http/cors.js';
+import { cancelWhenClientLeaves } from './http/client-gone.js';
 import { mount } from './mount.js';
 import { challengeWithMetadata, oauthDiscovery } from './oauth-metadata.js';
 import { GatewayMetrics } from './ops/metrics.js';
@@ -71,6 +72,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
       maxQueue: engineQueues(settings.Engine),
       maxQueueWaitMs: settings.Engine.MaxQueueWaitMs,
       searchMemoryBytes: settings.Engine.SearchMemoryMB * 1024 * 1024,
+      jobTimeoutMs: settings.Engine.JobTimeoutSeconds * 1000,
       faultInjection: options.faultInjection ?? false,
     });
   const accessLog = new AccessLogWriter(engine, logger, options.accessLog);
@@ -121,6 +123,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
     return typeof template === 'string' ? template : undefined;
   };
   app.use(problems(logger));
+  app.use(cancelWhenClientLeaves);
   if (metrics) app.use(requestMetrics(metrics, routeOf));
   app.use(async (ctx, next) => {
     ctx.set('X-Content-Type-Options', 'nosniff');

@@ -2,6 +2,7 @@
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { EngineOverloaded } from '../engine/overloaded.js';
+import { EngineTimedOut, JobAbandoned } from '../engine/job-budget.js';
 import { isArchiveUnavailable } from '../engine/unavailable.js';
 import { InvalidInput } from '../shared/search-input.js';
 
@@ -78,6 +79,18 @@ export function problems(logger: Logger): Middleware {
         sendProblem(ctx, 503, overloadedDetail(err), { 'Retry-After': String(err.retryAfterSeconds) });
         return;
       }
+      if (err instanceof EngineTimedOut) {
+        // The job was stopped; the request may be too broad, or the server too busy right now.
+        logger.warn({ method: ctx.method, path: ctx.path, budgetMs: err.budgetMs }, 'engine job ran out of time');
+        sendProblem(ctx, 503, timedOutDetail(err), { 'Retry-After': String(err.retryAfterSeconds) });
+        return;
+      }
+      if (err instanceof JobAbandoned) {
+        // The client has gone: nobody reads this answer, and it is no error of ours.
+        logger.debug({ method: ctx.method, path: ctx.path }, 'client went away; its engine job was cancelled');
+        sendProblem(ctx, 503, 'The request was cancelled because the client went away.');
+        return;
+      }
       if (isArchiveUnavailable(err)) {
         // The database is restarting or out of reach: temporary, and answered at once.
         logger.warn({ method: ctx.method, path: ctx.path }, 'archive database unavailable');
@@ -126,6 +139,15 @@ export function overloadedDetail(err: EngineOverloaded): string {
   const work = err.lane === 'query' ? 'searches and other long reads' : 'requests';
   const s = err.retryAfterSeconds === 1 ? '' : 's';
   return `The server is busy with more ${work} than it can queue; try again in ${err.retryAfterSeconds} second${s}.`;
+}
+
+/** Said the same way by every front end whose job ran past Engine:JobTimeoutSeconds. */
+export function timedOutDetail(err: EngineTimedOut): string {
+  const seconds = Math.max(1, Math.round(err.budgetMs / 1000));
+  return (
+    `The request took longer than the ${seconds} s the server allows a request's work (Engine:JobTimeoutSeconds) and was stopped. ` +
+    `Narrow it (fewer or shorter search terms, a date range, one account) or try again in ${err.retryAfterSeconds} seconds.`
+  );
 }
 
 function defaultDetail(status: number, ctx: Context): string {

@@ -18,6 +18,12 @@ export interface PgPoolOptions {
   max?: number;
   /** Which setting named this server, for messages: `Database:Path` or `Database:ReadReplicas`. */
   setting: string;
+  /**
+   * Engine:JobTimeoutSeconds: the server ends a statement running longer (statement_timeout).
+   * A job past its budget is stopped by terminating its worker thread, which drops the
+   * connection; PostgreSQL would otherwise run the query to its end (engine/job-budget.ts).
+   */
+  statementTimeoutMs?: number;
 }
 
 export function createPgPool(url: string, options: PgPoolOptions): pg.Pool {
@@ -29,6 +35,7 @@ export function createPgPool(url: string, options: PgPoolOptions): pg.Pool {
     // milliseconds each and never win it back. Exact bitmaps need more than the 4 MB default
     // at a million messages (a lossy bitmap rechecks every document of a page).
     options: '-c jit=off -c work_mem=32MB',
+    ...(options.statementTimeoutMs !== undefined ? { statement_timeout: options.statementTimeoutMs } : {}),
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
     types,

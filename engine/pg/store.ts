@@ -16,6 +16,8 @@ export interface PgStoreOptions {
   readReplicas?: readonly string[];
   /** Connections per pool (per thread). */
   connections?: number;
+  /** Engine:JobTimeoutSeconds for the server's statement_timeout (engine/pg/connect.ts). */
+  statementTimeoutMs?: number;
 }
 
 export type Row = object;
@@ -98,10 +100,11 @@ export class PgStore implements PgContext {
   constructor(options: PgStoreOptions) {
     this.zone = options.timeZone;
     const max = options.connections ?? 2;
-    this.#primary = createPgPool(options.url, { max, setting: 'Database:Path' });
+    const timeout = options.statementTimeoutMs !== undefined ? { statementTimeoutMs: options.statementTimeoutMs } : {};
+    this.#primary = createPgPool(options.url, { max, setting: 'Database:Path', ...timeout });
     this.#replicaUrls = options.readReplicas ?? [];
     this.#replicas = this.#replicaUrls.map((url) => ({
-      pool: createPgPool(url, { max, setting: 'Database:ReadReplicas' }),
+      pool: createPgPool(url, { max, setting: 'Database:ReadReplicas', ...timeout }),
       downSince: 0,
       probe: undefined,
     }));

@@ -19,6 +19,7 @@ import {
 import { MAX_THREAD_LENGTH, SORT_KEYS, TEXT_PAGE_DEFAULT, TEXT_PAGE_MAX, type JobKind } from '../../shared/jobs.js';
 import { TEXT_FIELDS } from '../../shared/query-language.js';
 import { EngineOverloaded } from '../../engine/overloaded.js';
+import { EngineTimedOut } from '../../engine/job-budget.js';
 import { isArchiveUnavailable } from '../../engine/unavailable.js';
 import {
   INCLUDE_FIELDS,
@@ -97,6 +98,12 @@ async function guarded(tool: string, logger: Logger, run: () => Promise<CallTool
       const s = err.retryAfterSeconds === 1 ? '' : 's';
       return toolError(
         `The server is too busy to run ${tool} now; nothing was done. Call it again in ${err.retryAfterSeconds} second${s}.`,
+      );
+    }
+    if (err instanceof EngineTimedOut) {
+      logger.warn({ tool, budgetMs: err.budgetMs }, 'engine job ran out of time');
+      return toolError(
+        `${tool} took longer than the server allows (Engine:JobTimeoutSeconds) and was stopped; narrow the request (fewer or shorter search terms, a date range) or call it again in ${err.retryAfterSeconds} seconds.`,
       );
     }
     if (isArchiveUnavailable(err)) {

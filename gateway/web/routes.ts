@@ -10,6 +10,7 @@ import bodyParser from 'koa-bodyparser';
 import compose from 'koa-compose';
 import type { Logger } from 'pino';
 import { EngineOverloaded } from '../../engine/overloaded.js';
+import { EngineTimedOut } from '../../engine/job-budget.js';
 import { isArchiveUnavailable } from '../../engine/unavailable.js';
 import type { EnginePool } from '../../engine/pool.js';
 import type { Settings } from '../../shared/config.js';
@@ -320,6 +321,12 @@ function webErrors(logger: Logger, chromeOf: (ctx: Context) => Chrome): Middlewa
         status = 503;
         title = 'Server busy';
         message = `The server is too busy to do this now; nothing was changed. Try again in a few seconds.`;
+        ctx.set('Retry-After', String(err.retryAfterSeconds));
+      } else if (err instanceof EngineTimedOut) {
+        status = 503;
+        title = 'Server busy';
+        message =
+          'This took longer than the server allows and was stopped. Reload the page to see whether it was done.';
         ctx.set('Retry-After', String(err.retryAfterSeconds));
       } else if (isArchiveUnavailable(err)) {
         status = 503;
