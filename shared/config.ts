@@ -61,6 +61,11 @@ const schema = z.strictObject({
       DefaultPageSize: int(1).default(20),
       MaxResults: int(1).default(100),
       MaxAttachmentBytes: int(0).default(10_000_000),
+      // Attachment bytes get_attachment may hold at once over all calls (each is encoded whole as
+      // base64); a call past it waits up to AttachmentWaitSeconds for its turn, then gets a tool
+      // error saying to retry. Bounds the process's memory under many concurrent downloads.
+      MaxConcurrentAttachmentBytes: int(1).default(64_000_000),
+      AttachmentWaitSeconds: int(0, 600).default(10),
       RateLimitPerMinute: int(1).default(120),
       // Messages that carry no work (initialize, notifications, ping, and answers of 405), per key
       // or client IP per minute: connecting never spends RateLimitPerMinute, but is still capped.

@@ -24,7 +24,7 @@ import { parseSearchInput } from '../shared/search-input.js';
 import { bearer, startApi, type ApiHarness } from './helpers/api.js';
 import { createFixture, type Fixture } from './helpers/fixture.js';
 import { cliArchive, json, ok, STORE_KINDS } from './helpers/cli-archive.js';
-import { accessLogRows, call, connectClient, startMcpGateway, type McpHarness } from './helpers/mcp.js';
+import { accessLogRows, call, connectClient, jsonOf, startMcpGateway, type McpHarness } from './helpers/mcp.js';
 import { queryArchive, readAccessLog, TEST_STORE, withAdmin } from './helpers/store.js';
 
 const run = promisify(execFile);
@@ -437,7 +437,7 @@ if (TEST_STORE === 'sqlite') {
     t.regex(JSON.stringify(locked.content), /encrypted/);
     // base64 stays the default and unchanged.
     const bytes = await call(client, 'get_attachment', { id, attachmentId });
-    t.is(Buffer.from((bytes.structuredContent as { base64Data: string }).base64Data, 'base64').toString(), LONG_TEXT);
+    t.is(Buffer.from(jsonOf<{ base64Data: string }>(bytes).base64Data, 'base64').toString(), LONG_TEXT);
     const downloads = (await accessLogRows(h)).filter((r) => r.type === 'Download' && r.source === 'mcp');
     t.is(downloads.length, pages + 1 + 1, 'each text page and the bytes, not the refusals');
     t.true(downloads.every((r) => r.email_id === id && r.account_id === a.fixture.accounts.work));

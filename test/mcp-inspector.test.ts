@@ -122,11 +122,15 @@ test.serial('the Inspector CLI downloads an attachment', async (t) => {
     `attachmentId=${h.fixture.attachments['invoice:notes.txt']}`,
   );
   t.is(out.code, 0, out.stderr);
-  const { structuredContent } = JSON.parse(out.stdout) as {
-    structuredContent: { fileName: string; base64Data: string };
+  const { structuredContent, content } = JSON.parse(out.stdout) as {
+    structuredContent: { fileName: string; base64Data?: string };
+    content: Array<{ type: string; text: string }>;
   };
   t.is(structuredContent.fileName, 'notes.txt');
-  t.is(Buffer.from(structuredContent.base64Data, 'base64').toString(), 'line one\nline two\n');
+  // The bytes travel once, in the text block's JSON (SPEC.md's result); not again in structuredContent.
+  t.is(structuredContent.base64Data, undefined);
+  const { base64Data } = JSON.parse(content[0]!.text) as { base64Data: string };
+  t.is(Buffer.from(base64Data, 'base64').toString(), 'line one\nline two\n');
 });
 
 test.serial('the Inspector CLI is refused with a revoked key', async (t) => {

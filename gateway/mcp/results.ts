@@ -23,3 +23,14 @@ export function wrappedResult(value: unknown, structured: Record<string, unknown
 export function toolError(message: string): CallToolResult {
   return { content: [{ type: 'text', text: message }], isError: true };
 }
+
+/**
+ * get_attachment's bytes, sent once: the text block is SPEC.md's result with base64Data, as every
+ * client reads it; structuredContent carries the same fields without base64Data (it is optional
+ * in the output schema, which says where the bytes are). Both copies made a 9.9 MB file a 26.4 MB
+ * answer.
+ */
+export function attachmentResult(value: { base64Data: string } & Record<string, unknown>): CallToolResult {
+  const { base64Data: _bytes, ...metadata } = value;
+  return { content: [{ type: 'text', text: JSON.stringify(value) }], structuredContent: metadata };
+}

@@ -20,6 +20,7 @@ import { MAX_THREAD_LENGTH, SORT_KEYS, TEXT_PAGE_DEFAULT, TEXT_PAGE_MAX, type Jo
 import { TEXT_FIELDS } from '../../shared/query-language.js';
 import { EngineOverloaded } from '../../engine/overloaded.js';
 import { EngineTimedOut } from '../../engine/job-budget.js';
+import { ByteBudget, ByteBudgetBusy } from '../byte-budget.js';
 import { isArchiveUnavailable } from '../../engine/unavailable.js';
 import {
   INCLUDE_FIELDS,
@@ -30,7 +31,7 @@ import {
 } from '../../shared/search-input.js';
 import { hasText, noTextReason, type ArchiveService, type Caller } from '../archive-service.js';
 import { boolParam, enumParam, intParam, stringParam, withCachedJsonSchema } from './params.js';
-import { objectResult, toolError, wrappedResult } from './results.js';
+import { attachmentResult, objectResult, toolError, wrappedResult } from './results.js';
 
 /** What a tool call runs with: the archive, and who is calling. */
 export interface ToolContext {
@@ -123,11 +124,11 @@ const ListOf = <T extends z.ZodType>(item: T, description: string) =>
 const AttachmentContent = z.object({
   ...AttachmentDto.shape,
   emailId: z.number().int().meta({ format: 'int32', description: 'The email the attachment belongs to' }),
-  // Optional only because format "text" returns the fields below instead; "base64" always has it.
-  base64Data: z
-    .string()
-    .optional()
-    .meta({ description: 'format "base64": the raw bytes, base64-encoded. Untrusted content.' }),
+  // Never in structuredContent: the bytes go once, in the text block's JSON (results.ts).
+  base64Data: z.string().optional().meta({
+    description:
+      'format "base64": the raw bytes, base64-encoded, in the JSON of the text content only (sent once, not repeated here). Untrusted content.',
+  }),
   text: z
     .string()
     .optional()
@@ -154,6 +155,7 @@ const RELEVANCE_NOTE = (SORT_KEYS as readonly string[]).includes('relevance')
 
 export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
   const limits = { defaultPageSize: mcp.DefaultPageSize, maxPageSize: mcp.MaxResults };
+  const attachmentMemory = new ByteBudget(mcp.MaxConcurrentAttachmentBytes, mcp.AttachmentWaitSeconds * 1000);
 
   const listAccounts = defineTool({
     name: 'list_accounts',
@@ -343,17 +345,30 @@ export function mcpTools(mcp: Settings['Mcp']): McpTool[] {
           `Attachment ${attachmentId} of email ${id} is ${handle.size} bytes, above this server's limit of ${mcp.MaxAttachmentBytes} bytes (Mcp:MaxAttachmentBytes); it cannot be returned.`,
         );
       }
-      const chunks: Buffer[] = [];
-      for await (const chunk of service.content(handle)) chunks.push(chunk);
-      service.recordDownload(caller, handle);
-      return objectResult({
-        id: handle.id,
-        emailId: handle.emailId,
-        fileName: handle.fileName,
-        contentType: handle.contentType || 'application/octet-stream',
-        size: handle.size,
-        base64Data: Buffer.concat(chunks).toString('base64'),
-      });
+      let release: () => void;
+      try {
+        release = await attachmentMemory.acquire(handle.size);
+      } catch (err) {
+        if (!(err instanceof ByteBudgetBusy)) throw err;
+        return toolError(
+          `The server is reading too many attachments at once to return attachment ${attachmentId} of email ${id} now; nothing was done. Call get_attachment again in ${err.retryAfterSeconds} seconds.`,
+        );
+      }
+      try {
+        const chunks: Buffer[] = [];
+        for await (const chunk of service.content(handle)) chunks.push(chunk);
+        service.recordDownload(caller, handle);
+        return attachmentResult({
+          id: handle.id,
+          emailId: handle.emailId,
+          fileName: handle.fileName,
+          contentType: handle.contentType || 'application/octet-stream',
+          size: handle.size,
+          base64Data: Buffer.concat(chunks).toString('base64'),
+        });
+      } finally {
+        release();
+      }
     },
   });
 

@@ -1,0 +1,110 @@
+// Hardening (issue 16, item 6): MCP get_attachment's memory. The bytes are sent once (SPEC.md's
+// result in the text block; structuredContent without base64Data), and the attachment content
+// the process holds for answers being built is bounded (Mcp:MaxConcurrentAttachmentBytes): past
+// it a call waits its turn (Mcp:AttachmentWaitSeconds), then is told to retry. The query lane is
+// held with the `hold` fault, so a read is in progress exactly when the test says.
+import anyTest, { type ExecutionContext, type TestFn } from 'ava';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { createHash } from 'node:crypto';
+import { createFixture } from './helpers/fixture.js';
+import { listen, startApi, writeBigAttachment, type SettingsOverrides } from './helpers/api.js';
+import { postMcp, toolsCall } from './helpers/mcp.js';
+
+const test = anyTest as TestFn;
+const SIZE = 1_000_000;
+
+async function start(t: ExecutionContext, mcp: NonNullable<SettingsOverrides['Mcp']> = {}) {
+  const fixture = createFixture();
+  t.teardown(() => fixture.cleanup());
+  const big = await writeBigAttachment(fixture.dbPath, fixture.accounts.work, SIZE);
+  const harness = await startApi(
+    { Mcp: { Enabled: true, RateLimitPerMinute: 1_000_000, ...mcp } },
+    { useFixture: fixture, gateway: { faultInjection: true } },
+  );
+  const server = await listen(harness.gateway);
+  t.teardown(async () => {
+    await server.close();
+    await harness.close();
+  });
+  const auth = { Authorization: `Bearer ${fixture.keys.admin}` };
+  const getBig = async (id: number) => {
+    const res = await postMcp(
+      `${server.url}/mcp`,
+      toolsCall(id, 'get_attachment', { id: big.emailId, attachmentId: big.attachmentId }),
+      auth,
+    );
+    const raw = await res.text();
+    return { status: res.status, raw, result: (JSON.parse(raw) as { result: CallToolResult }).result };
+  };
+  return { harness, big, getBig };
+}
+
+const textOf = (result: CallToolResult) => (result.content[0] as { type: 'text'; text: string }).text;
+
+test('get_attachment sends the bytes once: in the text result, not again in structuredContent', async (t) => {
+  const { big, getBig } = await start(t);
+  const { status, raw, result } = await getBig(1);
+  t.is(status, 200);
+  t.falsy(result.isError);
+  const body = JSON.parse(textOf(result)) as { base64Data: string; size: number; fileName: string };
+  t.is(createHash('sha256').update(Buffer.from(body.base64Data, 'base64')).digest('hex'), big.sha256);
+  t.is(body.size, SIZE);
+  t.deepEqual(result.structuredContent, {
+    id: big.attachmentId,
+    emailId: big.emailId,
+    fileName: 'big.bin',
+    contentType: 'application/octet-stream',
+    size: SIZE,
+  });
+  // The whole HTTP answer is the base64 once and some metadata (it was twice the base64 before).
+  const base64Length = Math.ceil(SIZE / 3) * 4;
+  t.true(raw.length < base64Length * 1.1, `${raw.length} characters for ${base64Length} of base64`);
+});
+
+test('concurrent large reads are bounded by bytes: past the budget a call is told to retry, then served', async (t) => {
+  // Room for one read of the 1 MB file at a time, and no waiting: the bound shows at once.
+  const { harness, getBig } = await start(t, { MaxConcurrentAttachmentBytes: 1_500_000, AttachmentWaitSeconds: 0 });
+  const engine = harness.gateway.engine;
+  // The query lane (attachment chunks) is held: the first call takes its share and waits there.
+  const flag = new Int32Array(new SharedArrayBuffer(4));
+  const held = engine.run({ kind: 'fault', mode: 'hold', lane: 'query', release: flag });
+  const first = getBig(1);
+  const deadline = Date.now() + 20_000;
+  while (engine.inFlight('query') < 2) {
+    if (Date.now() > deadline) t.fail('the first read never reached the query lane');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const second = await getBig(2);
+  t.is(second.status, 200);
+  t.true(second.result.isError);
+  t.regex(textOf(second.result), /reading too many attachments at once .* Call get_attachment again in 1 seconds/);
+  Atomics.store(flag, 0, 1);
+  Atomics.notify(flag, 0);
+  await held;
+  const done = await first;
+  t.falsy(done.result.isError);
+  // The share was given back: the next call is served.
+  const third = await getBig(3);
+  t.falsy(third.result.isError);
+  t.is(JSON.parse(textOf(third.result)).size, SIZE);
+});
+
+test('a call past the budget waits its turn when a wait is allowed', async (t) => {
+  const { harness, getBig } = await start(t, { MaxConcurrentAttachmentBytes: 1_500_000, AttachmentWaitSeconds: 60 });
+  const engine = harness.gateway.engine;
+  const flag = new Int32Array(new SharedArrayBuffer(4));
+  const held = engine.run({ kind: 'fault', mode: 'hold', lane: 'query', release: flag });
+  const calls = [getBig(1), getBig(2), getBig(3)];
+  const deadline = Date.now() + 20_000;
+  while (engine.inFlight('query') < 2) {
+    if (Date.now() > deadline) t.fail('the first read never reached the query lane');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  // One read holds the budget; the others wait for it rather than each holding a copy.
+  await new Promise((r) => setTimeout(r, 200));
+  t.is(engine.inFlight('query'), 2);
+  Atomics.store(flag, 0, 1);
+  Atomics.notify(flag, 0);
+  await held;
+  for (const call of await Promise.all(calls)) t.falsy(call.result.isError);
+});
