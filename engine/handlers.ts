@@ -9,12 +9,14 @@ import {
   getEmailDetail,
   getFolderTree,
   getStats,
+  storedBodyBytes,
   readAttachmentChunk,
   searchPage,
 } from './store/emails.js';
 import { getAttachmentText } from './store/attachment-text.js';
 import { authenticate } from './store/keys.js';
 import { getThread } from './store/threads.js';
+import { movedToQueryLane } from './large-detail.js';
 import { snapshotInfo } from './search/bitsets/share.js';
 import { createKeyFor, endSessions, listKeysFor, login, revokeKeyAs, sessionUser } from './store/web.js';
 
@@ -25,7 +27,14 @@ export const handlers: Handlers = {
   accounts: (db, job) => listVisibleAccounts(db, job.principal),
   folders: (db, job) => getFolderTree(db, job.principal, job.accountId),
   search: (db, job) => searchPage(db, job.principal, job.query),
-  detail: (db, job) => getEmailDetail(db, job.principal, job.id),
+  detail: (db, job) => {
+    if (job.interactiveMaxBytes !== undefined) {
+      const bytes = storedBodyBytes(db, job.id);
+      // The pool takes this back and reruns the job on the query lane (engine/large-detail.ts).
+      if (bytes > job.interactiveMaxBytes) return movedToQueryLane(bytes) as never;
+    }
+    return getEmailDetail(db, job.principal, job.id);
+  },
   thread: (db, job) => getThread(db, job.principal, job.id),
   attachment: (db, job) => getAttachmentHandle(db, job.principal, job.emailId, job.attachmentId),
   attachmentText: (db, job) =>

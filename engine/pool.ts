@@ -15,6 +15,7 @@ import type { AuthedJob, AuthedResult, Job, JobKind, JobResult, OwnedKind } from
 import { storeKind } from './archive.js';
 import { openArchive } from './db/open.js';
 import { EngineOverloaded, type Lane } from './overloaded.js';
+import { INTERACTIVE_DETAIL_MAX_BYTES, isMovedToQueryLane } from './large-detail.js';
 import { currentRequestSignal, EngineTimedOut, JobAbandoned, TIMEOUT_REASON } from './job-budget.js';
 import { Worker } from 'node:worker_threads';
 import type { BuilderData } from './search/bitsets/builder.js';
@@ -170,6 +171,7 @@ export class EnginePool {
   readonly #maxWaitMs: number;
   readonly #refused: Record<Lane, number> = { interactive: 0, query: 0 };
   readonly #budgetMs: number;
+  #movedDetails = 0;
   /** Jobs cancelled, per lane and reason, since the pool started (metrics, tests). */
   readonly #cancelled: Record<Lane, { timedOut: number; abandoned: number }> = {
     interactive: { timedOut: 0, abandoned: 0 },
@@ -216,8 +218,26 @@ export class EnginePool {
   }
 
   /** Rejects with EngineOverloaded, without starting the job, when its lane is full. */
-  run<K extends JobKind>(job: Job<K>, options: RunOptions = {}): Promise<JobResult<K>> {
+  async run<K extends JobKind>(job: Job<K>, options: RunOptions = {}): Promise<JobResult<K>> {
+    if (job.kind === 'detail' && laneOf(job as Job) === 'interactive') {
+      const sized = { ...(job as Job<'detail'>), interactiveMaxBytes: INTERACTIVE_DETAIL_MAX_BYTES };
+      const out = await this.#submit(sized, 'interactive', true, options);
+      if (!isMovedToQueryLane(out)) return out as JobResult<K>;
+      return (await this.#moved(job as Job<'detail'>, options)) as JobResult<K>;
+    }
     return this.#submit(job as Job, laneOf(job as Job), mayShed(job as Job), options) as Promise<JobResult<K>>;
+  }
+
+  /** A detail too large for the interactive lane, read again on the query lane (engine/large-detail.ts). */
+  #moved(job: Job<'detail'>, options: RunOptions): Promise<unknown> {
+    this.#movedDetails++;
+    const { interactiveMaxBytes: _limit, ...plain } = job;
+    return this.#submit(plain, 'query', true, options);
+  }
+
+  /** Detail jobs moved from the interactive lane to the query lane for their size, since the pool started. */
+  get movedDetails(): number {
+    return this.#movedDetails;
   }
 
   /**
@@ -225,8 +245,17 @@ export class EnginePool {
    * job's lane, and refused with EngineOverloaded, unstarted, when that job would be.
    */
   async runAuthed<K extends OwnedKind>(job: AuthedJob<K>): Promise<AuthedResult<K>> {
-    const out = (await this.#submit(job, LANES[job.job.kind], true, {})) as AuthedResult<K>;
+    const lane = LANES[job.job.kind];
+    const sized =
+      job.job.kind === 'detail' && lane === 'interactive'
+        ? { ...job, job: { ...job.job, interactiveMaxBytes: INTERACTIVE_DETAIL_MAX_BYTES } }
+        : job;
+    const out = (await this.#submit(sized, lane, true, {})) as AuthedResult<K>;
     if ('error' in out) restored(out.error);
+    if ('result' in out && out.auth.ok && isMovedToQueryLane(out.result)) {
+      const detail = { ...(job.job as unknown as Job<'detail'>), principal: out.auth.principal };
+      return { ...out, result: (await this.#moved(detail, {})) as JobResult<K> };
+    }
     return out;
   }
 

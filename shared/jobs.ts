@@ -144,7 +144,12 @@ export interface JobMap {
   folders: { args: { principal: Principal; accountId: number }; result: FolderNodeDto[] | null };
   search: { args: { principal: Principal; query: SearchQuery }; result: PagedResult<EmailSummaryDto> };
   /** null when the message does not exist or is not visible. */
-  detail: { args: { principal: Principal; id: number }; result: EmailDetailDto | null };
+  /**
+   * With `interactiveMaxBytes` (the pool sets it on the interactive lane), a message whose stored
+   * bodies are larger is not read: the job answers engine/large-detail.ts's MovedToQueryLane
+   * instead, and the pool runs it again on the query lane. Callers of the pool never see that.
+   */
+  detail: { args: { principal: Principal; id: number; interactiveMaxBytes?: number }; result: EmailDetailDto | null };
   /**
    * The conversation of a message, oldest first (at most MAX_THREAD_LENGTH members, engine/threads.ts);
    * null when the message does not exist or is not visible.

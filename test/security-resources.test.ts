@@ -108,3 +108,66 @@ test('a call past the budget waits its turn when a wait is allowed', async (t) =
   await held;
   for (const call of await Promise.all(calls)) t.falsy(call.result.isError);
 });
+
+/** Adds a message whose text body is `size` bytes; returns its id. */
+async function addLargeMessage(dbPath: string, accountId: number, size: number): Promise<number> {
+  const { openArchive } = await import('../engine/db/open.js');
+  const { ArchiveWriter } = await import('../engine/store/writer.js');
+  const { email } = await import('./helpers/fixture.js');
+  const db = openArchive(dbPath);
+  try {
+    const writer = new ArchiveWriter(db);
+    return writer.batch(() =>
+      writer.add(email({ accountId, subject: 'A very long message', textBody: 'word '.repeat(size / 5) }))!,
+    );
+  } finally {
+    db.close();
+  }
+}
+
+test('a large message is read on the query lane: key checks and /accounts do not wait for it', async (t) => {
+  const fixture = createFixture();
+  t.teardown(() => fixture.cleanup());
+  const large = await addLargeMessage(fixture.dbPath, fixture.accounts.work, 2_000_000);
+  const harness = await startApi({}, { useFixture: fixture, gateway: { faultInjection: true } });
+  t.teardown(() => harness.close());
+  const { request, gateway } = harness;
+  const engine = gateway.engine;
+  const auth = { Authorization: `Bearer ${fixture.keys.alice}` };
+  // A small message stays on the interactive lane: one crossing, nothing moved.
+  const small = await request.get(`/api/v1/emails/${fixture.emails.budget}`).set(auth);
+  t.is(small.status, 200);
+  t.is(engine.movedDetails, 0);
+  // With the query lane held, the large message waits there while /accounts is answered.
+  const flag = new Int32Array(new SharedArrayBuffer(4));
+  const held = engine.run({ kind: 'fault', mode: 'hold', lane: 'query', release: flag });
+  let detailDone = false;
+  const detail = request
+    .get(`/api/v1/emails/${large}`)
+    .set(auth)
+    .then((res) => {
+      detailDone = true;
+      return res;
+    });
+  const deadline = Date.now() + 20_000;
+  while (engine.inFlight('query') < 2) {
+    if (detailDone || Date.now() > deadline) t.fail('the large message was not read on the query lane');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  t.is(engine.movedDetails, 1);
+  for (let i = 0; i < 5; i++) {
+    const accounts = await request.get('/api/v1/accounts').set({ Authorization: `Bearer ${fixture.keys.bob}` });
+    t.is(accounts.status, 200);
+  }
+  t.false(detailDone, '/accounts was answered while the large message waited for the query lane');
+  Atomics.store(flag, 0, 1);
+  Atomics.notify(flag, 0);
+  await held;
+  const res = await detail;
+  t.is(res.status, 200);
+  t.is(res.body.id, large);
+  t.is(res.body.textBody.length, 2_000_000);
+  // A key that may not see the message still gets the same 404, from the query lane.
+  const hidden = await request.get(`/api/v1/emails/${large}`).set({ Authorization: `Bearer ${fixture.keys.bob}` });
+  t.is(hidden.status, 404);
+});

@@ -38,6 +38,7 @@ import { getThread } from './threads.js';
 import { sql } from './sql.js';
 import type { PgContext } from './store.js';
 import { SEARCH_PARAMS } from '../../shared/search-input.js';
+import { movedToQueryLane } from '../large-detail.js';
 
 type PgHandlers = { [K in JobKind]: (ctx: PgContext, job: Job<K>) => Promise<JobResult<K>> };
 type Viewer = { isAdmin: boolean; userId: number };
@@ -127,6 +128,17 @@ async function folders(ctx: PgContext, viewer: Viewer, accountId: number) {
          WHERE "MailAccountId" = ${accountId} GROUP BY "FolderName"`,
   );
   return buildFolderTree(counts);
+}
+
+/** Bytes of a message's bodies: octet_length takes the raw size from a TOAST pointer, never reading the value. */
+async function storedBodyBytes(ctx: PgContext, id: number): Promise<number> {
+  const rows = await ctx.read<{ bytes: number }>(
+    sql`SELECT (coalesce(octet_length(e."Body"), 0) + coalesce(octet_length(e."HtmlBody"), 0)
+              + coalesce(octet_length(e."BodyUntruncatedText"), 0) + coalesce(octet_length(e."BodyUntruncatedHtml"), 0)
+              + coalesce(octet_length(e."OriginalBodyText"), 0) + coalesce(octet_length(e."OriginalBodyHtml"), 0))::bigint AS bytes
+          FROM ${T.emails} e WHERE e."Id" = ${id}`,
+  );
+  return rows[0]?.bytes ?? 0;
 }
 
 async function detail(ctx: PgContext, viewer: Viewer, id: number): Promise<EmailDetailDto | null> {
@@ -373,7 +385,14 @@ export const pgHandlers: PgHandlers = {
   accounts: (ctx, job) => accounts(ctx, job.principal),
   folders: (ctx, job) => folders(ctx, job.principal, job.accountId),
   search: (ctx, job) => searchPage(ctx, job.principal, job.query),
-  detail: (ctx, job) => detail(ctx, job.principal, job.id),
+  detail: async (ctx, job) => {
+    if (job.interactiveMaxBytes !== undefined) {
+      const bytes = await storedBodyBytes(ctx, job.id);
+      // The pool takes this back and reruns the job on the query lane (engine/large-detail.ts).
+      if (bytes > job.interactiveMaxBytes) return movedToQueryLane(bytes) as never;
+    }
+    return detail(ctx, job.principal, job.id);
+  },
   thread: (ctx, job) => getThread(ctx, job.principal, job.id),
   attachment: (ctx, job) => attachment(ctx, job.principal, job.emailId, job.attachmentId),
   attachmentText: (ctx, job) =>

@@ -86,6 +86,18 @@ export function getEmailDetail(db: Db, viewer: Viewer, id: number): EmailDetailD
   return toDetail(row, attachments);
 }
 
+/** Bytes of a message's stored bodies, read from the record headers (octet_length reads no content). */
+export function storedBodyBytes(db: Db, id: number): number {
+  const row = prepared(
+    db,
+    `SELECT coalesce(octet_length(text_body), 0) + coalesce(octet_length(html_body), 0)
+          + coalesce(octet_length(text_untruncated), 0) + coalesce(octet_length(html_untruncated), 0)
+          + coalesce(octet_length(text_original), 0) + coalesce(octet_length(html_original), 0) AS bytes
+       FROM email_bodies WHERE email_id = ?`,
+  ).get(id) as { bytes: number } | undefined;
+  return row?.bytes ?? 0;
+}
+
 /** The detail DTO from either store's row: the body fallback chain of SPEC.md section 2. */
 export function toDetail(row: RawDetail, attachments: AttachmentDto[]): EmailDetailDto {
   return {
