@@ -54,10 +54,13 @@ test('every default of SPEC.md section 1, plus the service settings', (t) => {
     DefaultPageSize: 20,
     MaxResults: 100,
     MaxAttachmentBytes: 10_000_000,
+    MaxConcurrentAttachmentBytes: 64_000_000,
+    AttachmentWaitSeconds: 10,
     RateLimitPerMinute: 120,
     FreeRequestsPerMinute: 600,
     AllowedOrigins: [],
   });
+  t.is(s.Engine.JobTimeoutSeconds, 30);
   t.is(s.Database.Path, './data/archive.db');
   t.is(s.Database.TimeZone, 'UTC');
   t.deepEqual(s.Database.ReadReplicas, []);
