@@ -3,11 +3,13 @@
 // Which partition a request is charged to is admission's decision (admission.ts). With
 // Redis:Url set, counters live in Redis and every process of a cluster shares one budget; when
 // Redis is unreachable each process falls back to its own in-memory window, logs that once,
-// and goes back to Redis as soon as it answers again. The in-memory store caps how many
-// partitions it tracks per window, so a flood of distinct clients cannot grow it without bound.
+// and goes back to Redis as soon as it answers again. The in-memory store (memory-windows.ts)
+// holds at most MEMORY_PARTITION_CAP partitions and, when full, forgets the cheapest one rather
+// than refusing a new client.
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { MemoryWindows } from './memory-windows.js';
 import { Problem } from './problem.js';
 
 const WINDOW_SECONDS = 60;
@@ -15,9 +17,8 @@ const WINDOW_SECONDS = 60;
 export const REDIS_COMMAND_TIMEOUT_MS = 1000;
 /** After a Redis failure, requests go straight to the in-memory window for this long. */
 export const REDIS_RETRY_AFTER_MS = 2000;
-/** Partitions tracked per window by the in-memory store before new ones share one bucket. */
+/** Partitions the in-memory store holds at most; past it, the cheapest to forget is evicted. */
 export const MEMORY_PARTITION_CAP = 50_000;
-const OVERFLOW_PARTITION = '\u0000overflow';
 
 export interface RateLimitPolicy {
   /** Also the Redis key prefix: `Api` and `Mcp` never share a budget. */
@@ -25,40 +26,10 @@ export interface RateLimitPolicy {
   pointsPerMinute: number;
 }
 
-/** Caps the number of distinct partitions seen in one window; later ones share a bucket. */
-class PartitionCap {
-  #seen = new Set<string>();
-  #windowEnds = 0;
-
-  constructor(private readonly cap: number) {}
-
-  key(partition: string, now: number): string {
-    if (now >= this.#windowEnds) {
-      this.#seen.clear();
-      this.#windowEnds = now + WINDOW_SECONDS * 1000;
-    }
-    if (this.#seen.has(partition)) return partition;
-    if (this.#seen.size >= this.cap) return OVERFLOW_PARTITION;
-    this.#seen.add(partition);
-    return partition;
-  }
-
-  /** Where `partition` would be counted now, without tracking it: a look adds no partition. */
-  peek(partition: string, now: number): string {
-    if (now >= this.#windowEnds || this.#seen.has(partition)) return partition;
-    return this.#seen.size >= this.cap ? OVERFLOW_PARTITION : partition;
-  }
-
-  get size(): number {
-    return this.#seen.size;
-  }
-}
-
 export class RateLimiter {
   readonly #policy: RateLimitPolicy;
   readonly #redis: RateLimiterRedis | undefined;
-  readonly #memory: RateLimiterMemory;
-  readonly #cap: PartitionCap;
+  readonly #memory: MemoryWindows;
   readonly #logger: Logger;
   #usingFallback = false;
   #rejected = 0;
@@ -68,11 +39,15 @@ export class RateLimiter {
   constructor(policy: RateLimitPolicy, logger: Logger, redis?: Redis, cap = MEMORY_PARTITION_CAP) {
     this.#policy = policy;
     this.#logger = logger;
-    this.#cap = new PartitionCap(cap);
-    const common = { points: policy.pointsPerMinute, duration: WINDOW_SECONDS, keyPrefix: `rl:${policy.name}` };
-    this.#memory = new RateLimiterMemory(common);
+    this.#memory = new MemoryWindows(policy.pointsPerMinute, WINDOW_SECONDS * 1000, cap);
     this.#redis = redis
-      ? new RateLimiterRedis({ ...common, storeClient: redis, rejectIfRedisNotReady: true })
+      ? new RateLimiterRedis({
+          points: policy.pointsPerMinute,
+          duration: WINDOW_SECONDS,
+          keyPrefix: `rl:${policy.name}`,
+          storeClient: redis,
+          rejectIfRedisNotReady: true,
+        })
       : undefined;
   }
 
@@ -85,15 +60,18 @@ export class RateLimiter {
     return this.#rejected;
   }
 
-  /** Partitions the in-memory store holds in the current window (for tests and metrics). */
+  /** Partitions the in-memory store holds (for tests and metrics). */
   get memoryPartitions(): number {
-    return this.#cap.size;
+    return this.#memory.size;
   }
 
   /** Spends one point; resolves to the window's state, or rejects with a 429 Problem. */
   async consume(partition: string): Promise<RateLimiterRes> {
     try {
-      return await this.#call(partition, (limiter, key) => limiter.consume(key));
+      return await this.#call(
+        () => this.#redis!.consume(partition),
+        () => this.#memory.consume(partition),
+      );
     } catch (err) {
       throw err instanceof RateLimiterRes ? this.#tooMany(err) : err;
     }
@@ -115,24 +93,20 @@ export class RateLimiter {
 
   /** The partition's window, or null before its first point; neither spends nor tracks it. */
   #peek(partition: string): Promise<RateLimiterRes | null> {
-    return this.#call(partition, (limiter, key) => limiter.get(key), false);
+    return this.#call(
+      () => this.#redis!.get(partition),
+      () => this.#memory.get(partition),
+    );
   }
 
   /**
    * Runs one limiter operation on Redis when it is configured and answering, else on this
-   * process's in-memory window (`track`: the operation may add the partition there). A
-   * RateLimiterRes rejection (budget spent) passes through.
+   * process's in-memory windows. A RateLimiterRes rejection (budget spent) passes through.
    */
-  async #call<T>(
-    partition: string,
-    op: (limiter: RateLimiterAbstract, key: string) => Promise<T>,
-    track = true,
-  ): Promise<T> {
-    const memory = () =>
-      op(this.#memory, track ? this.#cap.key(partition, Date.now()) : this.#cap.peek(partition, Date.now()));
-    if (!this.#redis || Date.now() < this.#skipRedisUntil) return memory();
+  async #call<T>(onRedis: () => Promise<T>, inMemory: () => T): Promise<T> {
+    if (!this.#redis || Date.now() < this.#skipRedisUntil) return inMemory();
     try {
-      const out = await op(this.#redis, partition);
+      const out = await onRedis();
       this.#backOnRedis();
       return out;
     } catch (err) {
@@ -149,7 +123,7 @@ export class RateLimiter {
           'rate limiter: Redis unreachable, using per-process limits',
         );
       }
-      return memory();
+      return inMemory();
     }
   }
 

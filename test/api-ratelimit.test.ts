@@ -212,9 +212,15 @@ test('RateLimit headers are on every answer: 200, 400, 401, 404, 405 alike', asy
 
 test('the in-memory partitions are capped: many distinct clients cannot grow the store without bound', async (t) => {
   const limiter = new RateLimiter({ name: 'Api', pointsPerMinute: 2 }, silentLogger(), undefined, 10);
-  for (let i = 0; i < 10; i++) await limiter.consume(`ip:10.0.0.${i}`);
+  // Five clients spend their budgets; five are seen once.
+  for (let i = 0; i < 5; i++) {
+    await limiter.consume(`ip:10.0.0.${i}`);
+    await limiter.consume(`ip:10.0.0.${i}`);
+  }
+  for (let i = 5; i < 10; i++) await limiter.consume(`ip:10.0.0.${i}`);
   t.is(limiter.memoryPartitions, 10);
-  // Clients past the cap share one overflow bucket instead of adding partitions.
+  // Past the cap, every new client is admitted with a budget of its own (issue 16, item 1: a
+  // full store used to send them all to one shared, soon spent, bucket), and the store does not grow.
   const outcomes: string[] = [];
   for (let i = 0; i < 1000; i++) {
     try {
@@ -225,10 +231,9 @@ test('the in-memory partitions are capped: many distinct clients cannot grow the
     }
   }
   t.is(limiter.memoryPartitions, 10);
-  t.is(outcomes.filter((o) => o === 'ok').length, 2, 'the overflow bucket has one budget');
-  // Partitions already tracked keep their own budgets.
-  await t.notThrowsAsync(limiter.consume('ip:10.0.0.0'));
-  await t.throwsAsync(limiter.consume('ip:10.0.0.0'));
+  t.is(outcomes.filter((o) => o === 'ok').length, 1000);
+  // The clients that came back keep their spent budgets.
+  for (let i = 0; i < 5; i++) await t.throwsAsync(limiter.consume(`ip:10.0.0.${i}`));
 });
 
 test('the cap bounds real memory: heap growth with 100k distinct clients is small when capped', async (t) => {
