@@ -16,6 +16,7 @@ import {
 import { getAttachmentText } from './store/attachment-text.js';
 import { authenticate } from './store/keys.js';
 import { getThread } from './store/threads.js';
+import { encodeDetail } from './encoded-detail.js';
 import { movedToQueryLane } from './large-detail.js';
 import { snapshotInfo } from './search/bitsets/share.js';
 import { createKeyFor, endSessions, listKeysFor, login, revokeKeyAs, sessionUser } from './store/web.js';
@@ -35,6 +36,7 @@ export const handlers: Handlers = {
     }
     return getEmailDetail(db, job.principal, job.id);
   },
+  detailJson: (db, job) => encodeDetail(handlers.detail(db, { ...job, kind: 'detail' })),
   thread: (db, job) => getThread(db, job.principal, job.id),
   attachment: (db, job) => getAttachmentHandle(db, job.principal, job.emailId, job.attachmentId),
   attachmentText: (db, job) =>

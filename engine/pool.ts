@@ -84,6 +84,7 @@ const LANES: Record<JobKind, Lane> = {
   endSessions: 'interactive',
   accounts: 'interactive',
   detail: 'interactive',
+  detailJson: 'interactive', // sized as detail is
   thread: 'interactive', // one conversation by index, bounded (MAX_THREAD_LENGTH)
   attachment: 'interactive',
   attachmentText: 'interactive',
@@ -113,6 +114,10 @@ const FINISHED_EVEN_IF_ABANDONED: ReadonlySet<string> = new Set([
   'endSessions',
   'login',
 ]);
+
+/** Jobs that read a message's bodies, and are therefore sized before they run on the interactive lane. */
+type SizedKind = 'detail' | 'detailJson';
+const isSized = (kind: string): kind is SizedKind => kind === 'detail' || kind === 'detailJson';
 
 const laneOf = (job: Job): Lane => (job.kind === 'fault' ? (job.lane ?? 'query') : LANES[job.kind]);
 
@@ -219,17 +224,17 @@ export class EnginePool {
 
   /** Rejects with EngineOverloaded, without starting the job, when its lane is full. */
   async run<K extends JobKind>(job: Job<K>, options: RunOptions = {}): Promise<JobResult<K>> {
-    if (job.kind === 'detail' && laneOf(job as Job) === 'interactive') {
-      const sized = { ...(job as Job<'detail'>), interactiveMaxBytes: INTERACTIVE_DETAIL_MAX_BYTES };
+    if (isSized(job.kind) && laneOf(job as Job) === 'interactive') {
+      const sized = { ...(job as Job<SizedKind>), interactiveMaxBytes: INTERACTIVE_DETAIL_MAX_BYTES };
       const out = await this.#submit(sized, 'interactive', true, options);
       if (!isMovedToQueryLane(out)) return out as JobResult<K>;
-      return (await this.#moved(job as Job<'detail'>, options)) as JobResult<K>;
+      return (await this.#moved(job as Job<SizedKind>, options)) as JobResult<K>;
     }
     return this.#submit(job as Job, laneOf(job as Job), mayShed(job as Job), options) as Promise<JobResult<K>>;
   }
 
   /** A detail too large for the interactive lane, read again on the query lane (engine/large-detail.ts). */
-  #moved(job: Job<'detail'>, options: RunOptions): Promise<unknown> {
+  #moved(job: Job<SizedKind>, options: RunOptions): Promise<unknown> {
     this.#movedDetails++;
     const { interactiveMaxBytes: _limit, ...plain } = job;
     return this.#submit(plain, 'query', true, options);
@@ -247,13 +252,13 @@ export class EnginePool {
   async runAuthed<K extends OwnedKind>(job: AuthedJob<K>): Promise<AuthedResult<K>> {
     const lane = LANES[job.job.kind];
     const sized =
-      job.job.kind === 'detail' && lane === 'interactive'
+      isSized(job.job.kind) && lane === 'interactive'
         ? { ...job, job: { ...job.job, interactiveMaxBytes: INTERACTIVE_DETAIL_MAX_BYTES } }
         : job;
     const out = (await this.#submit(sized, lane, true, {})) as AuthedResult<K>;
     if ('error' in out) restored(out.error);
     if ('result' in out && out.auth.ok && isMovedToQueryLane(out.result)) {
-      const detail = { ...(job.job as unknown as Job<'detail'>), principal: out.auth.principal };
+      const detail = { ...(job.job as unknown as Job<SizedKind>), principal: out.auth.principal };
       return { ...out, result: (await this.#moved(detail, {})) as JobResult<K> };
     }
     return out;

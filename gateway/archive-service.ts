@@ -88,6 +88,16 @@ export class ArchiveService {
   }
 
   /**
+   * The detail as the REST answer's JSON bytes and ETag, serialised on a worker thread
+   * (engine/encoded-detail.ts); logged as `email` logs it.
+   */
+  async emailJson(caller: Caller, id: number, options: { record?: boolean } = {}) {
+    const email = await caller.key.run({ kind: 'detailJson', id });
+    if (email && options.record !== false) this.#log(caller, 'Open', { emailId: email.id, accountId: email.accountId });
+    return email;
+  }
+
+  /**
    * The conversation of a message, oldest first; null when the message is missing or hidden.
    * Logged as a Search (it lists messages, as a search does) with the message id in its parameters.
    */

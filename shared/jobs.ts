@@ -137,6 +137,16 @@ export interface KeyRow {
 export type WebKeyResult<T> =
   { ok: true; value: T } | { ok: false; reason: 'not-found' | 'forbidden' | 'invalid'; message: string };
 
+/** A message detail serialised on the worker (JobMap.detailJson). */
+export interface EncodedDetail {
+  id: number;
+  accountId: number;
+  /** EmailDetailDto as JSON, UTF-8; its own ArrayBuffer, moved to the gateway thread, not copied. */
+  json: Uint8Array;
+  /** shared/etag.ts of `json`. */
+  etag: string;
+}
+
 export interface JobMap {
   authenticate: { args: { keyHash: string; now: number }; result: AuthResult };
   accounts: { args: { principal: Principal }; result: MailAccountDto[] };
@@ -150,6 +160,15 @@ export interface JobMap {
    * instead, and the pool runs it again on the query lane. Callers of the pool never see that.
    */
   detail: { args: { principal: Principal; id: number; interactiveMaxBytes?: number }; result: EmailDetailDto | null };
+  /**
+   * The same detail as the REST answer's bytes: JSON, UTF-8, with its ETag, made on the worker so
+   * that a message of tens of megabytes costs the gateway thread a write, not a parse, a
+   * serialisation and a hash (issue 16, item 4; engine/encoded-detail.ts). Sized as `detail` is.
+   */
+  detailJson: {
+    args: { principal: Principal; id: number; interactiveMaxBytes?: number };
+    result: EncodedDetail | null;
+  };
   /**
    * The conversation of a message, oldest first (at most MAX_THREAD_LENGTH members, engine/threads.ts);
    * null when the message does not exist or is not visible.

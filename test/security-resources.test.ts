@@ -9,6 +9,8 @@ import { createHash } from 'node:crypto';
 import { createFixture } from './helpers/fixture.js';
 import { listen, startApi, writeBigAttachment, type SettingsOverrides } from './helpers/api.js';
 import { postMcp, toolsCall } from './helpers/mcp.js';
+import { etagOf } from '../shared/etag.js';
+import type { Principal } from '../shared/jobs.js';
 
 const test = anyTest as TestFn;
 const SIZE = 1_000_000;
@@ -170,4 +172,40 @@ test('a large message is read on the query lane: key checks and /accounts do not
   // A key that may not see the message still gets the same 404, from the query lane.
   const hidden = await request.get(`/api/v1/emails/${large}`).set({ Authorization: `Bearer ${fixture.keys.bob}` });
   t.is(hidden.status, 404);
+});
+
+test('the REST detail is serialised and tagged on the worker: the gateway sends those bytes as they are', async (t) => {
+  const fixture = createFixture();
+  t.teardown(() => fixture.cleanup());
+  const large = await addLargeMessage(fixture.dbPath, fixture.accounts.work, 1_000_000);
+  const harness = await startApi({}, { useFixture: fixture });
+  t.teardown(() => harness.close());
+  const engine = harness.gateway.engine;
+  const admin: Principal = { userId: 1, username: 'admin', isAdmin: true, keyId: 1, keyPrefix: 'ma_test0000' };
+  for (const id of [fixture.emails.budget!, large]) {
+    const dto = await engine.run({ kind: 'detail', principal: admin, id });
+    const encoded = await engine.run({ kind: 'detailJson', principal: admin, id });
+    t.truthy(encoded);
+    // The bytes arrive in a buffer of their own (moved from the worker, not sliced from a pool).
+    t.is(encoded!.json.byteLength, encoded!.json.buffer.byteLength);
+    t.is(new TextDecoder().decode(encoded!.json), JSON.stringify(dto));
+    t.is(encoded!.etag, etagOf(JSON.stringify(dto)));
+    t.deepEqual([encoded!.id, encoded!.accountId], [dto!.id, dto!.accountId]);
+    // Over HTTP: exactly those bytes, with that tag.
+    const res = await harness.request
+      .get(`/api/v1/emails/${id}`)
+      .set({ Authorization: `Bearer ${fixture.keys.admin}`, 'Accept-Encoding': 'identity' })
+      .buffer(true)
+      .parse((r, done) => {
+        const chunks: Buffer[] = [];
+        r.on('data', (c: Buffer) => chunks.push(c));
+        r.on('end', () => done(null, Buffer.concat(chunks)));
+      });
+    t.is(res.status, 200);
+    t.is(res.headers['etag'], encoded!.etag);
+    t.true(Buffer.from(encoded!.json).equals(res.body as Buffer));
+  }
+  // The large one was sized off the interactive lane, as `detail` is.
+  t.true(engine.movedDetails >= 2);
+  t.is(await engine.run({ kind: 'detailJson', principal: { ...admin, isAdmin: false, userId: 999 }, id: large }), null);
 });

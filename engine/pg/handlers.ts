@@ -38,6 +38,7 @@ import { getThread } from './threads.js';
 import { sql } from './sql.js';
 import type { PgContext } from './store.js';
 import { SEARCH_PARAMS } from '../../shared/search-input.js';
+import { encodeDetail } from '../encoded-detail.js';
 import { movedToQueryLane } from '../large-detail.js';
 
 type PgHandlers = { [K in JobKind]: (ctx: PgContext, job: Job<K>) => Promise<JobResult<K>> };
@@ -393,6 +394,7 @@ export const pgHandlers: PgHandlers = {
     }
     return detail(ctx, job.principal, job.id);
   },
+  detailJson: async (ctx, job) => encodeDetail(await pgHandlers.detail(ctx, { ...job, kind: 'detail' })),
   thread: (ctx, job) => getThread(ctx, job.principal, job.id),
   attachment: (ctx, job) => attachment(ctx, job.principal, job.emailId, job.attachmentId),
   attachmentText: (ctx, job) =>

@@ -10,7 +10,7 @@ import { requireApiKey, type AuthState } from '../auth.js';
 import { callerOf } from '../client.js';
 import { contentDisposition } from '../content-disposition.js';
 import { Problem } from '../problem.js';
-import { answerNotModified, etagOf } from '../http/conditional.js';
+import { answerNotModified } from '../http/conditional.js';
 import { requestedRange } from '../http/range.js';
 
 export function apiRouter(settings: Settings, service: ArchiveService): Router<AuthState> {
@@ -54,12 +54,12 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
   router.get('/emails/:id', auth, async (ctx) => {
     // HEAD shows no content, so it is not an Open (the body is still built: it sizes Content-Length).
     // A 304 is: the client shows the message it holds, and the key was checked as for a 200.
-    const email = await service.email(caller(ctx), idParam(ctx, 'id'), { record: ctx.method !== 'HEAD' });
+    // The worker serialises and tags it: a message of tens of megabytes costs this thread a write.
+    const email = await service.emailJson(caller(ctx), idParam(ctx, 'id'), { record: ctx.method !== 'HEAD' });
     if (!email) throw new Problem(404, `Email ${ctx.params.id} does not exist.`);
-    const json = JSON.stringify(email);
-    if (answerNotModified(ctx, etagOf(json))) return;
+    if (answerNotModified(ctx, email.etag)) return;
     ctx.type = 'application/json';
-    ctx.body = json;
+    ctx.body = Buffer.from(email.json.buffer, email.json.byteOffset, email.json.byteLength);
   });
 
   router.get('/emails/:id/thread', auth, async (ctx) => {

@@ -7,13 +7,9 @@
 // A strong ETag names exact bytes, and a compressed answer is other bytes: it gets the tag with
 // the coding appended ("…-gzip", "…-br", as Apache does), and If-None-Match accepts any coding of
 // the same content.
-import { createHash } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 
-/** A strong entity tag of these bytes. */
-export function etagOf(content: string | Buffer): string {
-  return `"${createHash('sha256').update(content).digest('base64url').slice(0, 27)}"`;
-}
+export { etagOf } from '../../shared/etag.js';
 
 const CODED = /-(?:gzip|br|deflate)"$/;
 
