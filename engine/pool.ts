@@ -78,7 +78,7 @@ export interface LaneStats {
 }
 
 /** Every job kind names its lane; a new kind that forgets to is a compile error. */
-const LANES: Record<JobKind, Lane> = {
+export const LANES: Record<JobKind, Lane> = {
   authenticate: 'interactive',
   sessionUser: 'interactive',
   endSessions: 'interactive',
@@ -89,7 +89,7 @@ const LANES: Record<JobKind, Lane> = {
   attachment: 'interactive',
   attachmentText: 'interactive',
   accessLog: 'interactive',
-  listKeysFor: 'interactive',
+  listKeysFor: 'query', // pages of up to 2 x KEYS_PAGE_SIZE rows and their counts: never ahead of a key check
   createKeyFor: 'interactive',
   revokeKeyAs: 'interactive',
   search: 'query',

@@ -133,6 +133,24 @@ export interface KeyRow {
   status: KeyStatus;
 }
 
+/** Keys listed per page on the web page (issue 16, item 5: an administrator sees every user's). */
+export const KEYS_PAGE_SIZE = 50;
+
+/** One page of a key list, oldest first (by user name, then key, for everyone else's). */
+export interface KeyListPage {
+  rows: KeyRow[];
+  total: number;
+  /** The page these rows are, from 1: the one asked for, or the last when it asked past it. */
+  page: number;
+  pageSize: number;
+}
+
+/** The page to show of `total` rows: `requested`, kept within 1 and the last page. */
+export function pageWithin(total: number, requested: number | undefined, pageSize = KEYS_PAGE_SIZE): number {
+  const last = Math.max(1, Math.ceil(total / pageSize));
+  return Math.min(Math.max(1, Math.trunc(requested ?? 1)), last);
+}
+
 /** Outcome of a web key operation; `not-found` also covers keys the actor may not touch. */
 export type WebKeyResult<T> =
   { ok: true; value: T } | { ok: false; reason: 'not-found' | 'forbidden' | 'invalid'; message: string };
@@ -199,10 +217,14 @@ export interface JobMap {
   sessionUser: { args: { userId: number; stamp: string; issuedAt: number }; result: WebUser | null };
   /** Signing out: every session of this user begun before `now` is void from now on. */
   endSessions: { args: { userId: number; now: number }; result: null };
-  /** The actor's own keys, and for administrators everyone else's (else null). */
+  /**
+   * One page of the actor's own keys and, for administrators, one page of everyone else's (else
+   * null), KEYS_PAGE_SIZE to a page; a page past the last is the last. With `keyId`, also that
+   * key when the actor may see it (`named`, else null), wherever it is in the lists.
+   */
   listKeysFor: {
-    args: { actorId: number; now: number };
-    result: WebKeyResult<{ own: KeyRow[]; others: KeyRow[] | null }>;
+    args: { actorId: number; now: number; ownPage?: number; othersPage?: number; keyId?: number };
+    result: WebKeyResult<{ own: KeyListPage; others: KeyListPage | null; named: KeyRow | null }>;
   };
   /** Creates a key for the actor; the plaintext `key` exists only in this result. */
   createKeyFor: {

@@ -3,15 +3,18 @@
 // only the SQL differs. Every read applies the visibility rule of SPEC.md section 5.6.
 import { attachmentText } from './attachment-text.js';
 import type { AccessType, AttachmentDto, EmailDetailDto, MailAccountDto } from '../../shared/dto.js';
-import type {
-  AccessLogEntry,
-  AttachmentHandle,
-  AuthResult,
-  Job,
-  JobKind,
-  JobResult,
-  KeyRow,
-  WebUser,
+import {
+  KEYS_PAGE_SIZE,
+  pageWithin,
+  type AccessLogEntry,
+  type AttachmentHandle,
+  type AuthResult,
+  type Job,
+  type JobKind,
+  type JobResult,
+  type KeyListPage,
+  type KeyRow,
+  type WebUser,
 } from '../../shared/jobs.js';
 import { keyNameProblem, tooManyKeys } from '../../shared/key-name.js';
 import { StoreError } from '../store/errors.js';
@@ -346,12 +349,34 @@ async function endSessions(ctx: PgContext, userId: number, now: number): Promise
   return null;
 }
 
-async function keysWhere(ctx: PgContext, where: ReturnType<typeof sql>, now: number): Promise<KeyRow[]> {
+async function keysWhere(
+  ctx: PgContext,
+  where: ReturnType<typeof sql>,
+  now: number,
+  window?: { limit: number; offset: number },
+): Promise<KeyRow[]> {
   const rows = await ctx.primary<RawKey>(
-    sql`SELECT ${KEY_COLUMNS} FROM ${T.keys} k JOIN ${T.users} u ON u."Id" = k."UserId" WHERE ${where}
-         ORDER BY u."Username", k."Id"`,
+    window
+      ? sql`SELECT ${KEY_COLUMNS} FROM ${T.keys} k JOIN ${T.users} u ON u."Id" = k."UserId" WHERE ${where}
+             ORDER BY u."Username", k."Id" LIMIT ${window.limit} OFFSET ${window.offset}`
+      : sql`SELECT ${KEY_COLUMNS} FROM ${T.keys} k JOIN ${T.users} u ON u."Id" = k."UserId" WHERE ${where}
+             ORDER BY u."Username", k."Id"`,
   );
   return rows.map((r) => toRow(r, now));
+}
+
+/** One page of the keys `where` selects, in keysWhere's order (KEYS_PAGE_SIZE to a page). */
+async function keysPage(
+  ctx: PgContext,
+  where: ReturnType<typeof sql>,
+  requestedPage: number | undefined,
+  now: number,
+): Promise<KeyListPage> {
+  const [count] = await ctx.primary<{ n: number }>(sql`SELECT count(*)::int AS n FROM ${T.keys} k WHERE ${where}`);
+  const total = count!.n;
+  const page = pageWithin(total, requestedPage);
+  const rows = await keysWhere(ctx, where, now, { limit: KEYS_PAGE_SIZE, offset: (page - 1) * KEYS_PAGE_SIZE });
+  return { rows, total, page, pageSize: KEYS_PAGE_SIZE };
 }
 
 /** Creates a key the way Mail Archiver does (prefix length, hash, UTC CreatedAt); shared with the CLI. */
@@ -408,13 +433,11 @@ export const pgHandlers: PgHandlers = {
   listKeysFor: async (ctx, job) => {
     const actor = await userById(ctx, job.actorId);
     if (!actor || !actor.is_active) return forbidden;
-    if (!actor.is_admin)
-      return { ok: true, value: { own: await keysWhere(ctx, sql`k."UserId" = ${actor.id}`, job.now), others: null } };
-    const all = await keysWhere(ctx, sql`true`, job.now);
-    return {
-      ok: true,
-      value: { own: all.filter((k) => k.userId === actor.id), others: all.filter((k) => k.userId !== actor.id) },
-    };
+    const own = await keysPage(ctx, sql`k."UserId" = ${actor.id}`, job.ownPage, job.now);
+    const others = actor.is_admin ? await keysPage(ctx, sql`k."UserId" <> ${actor.id}`, job.othersPage, job.now) : null;
+    const [key] = job.keyId === undefined ? [] : await keysWhere(ctx, sql`k."Id" = ${job.keyId}`, job.now);
+    const named = key && (actor.is_admin || key.userId === actor.id) ? key : null;
+    return { ok: true, value: { own, others, named } };
   },
   createKeyFor: async (ctx, job) => {
     const actor = await userById(ctx, job.actorId);

@@ -2,7 +2,7 @@
 // random bytes. Only its SHA-256 (hex) and its first 11 characters are stored; the plaintext
 // exists once, in the return value of createKey.
 import { createHash, randomBytes } from 'node:crypto';
-import type { AuthResult, KeyRow, KeyStatus } from '../../shared/jobs.js';
+import { pageWithin, type AuthResult, type KeyRow, type KeyStatus } from '../../shared/jobs.js';
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
 import { iso } from '../time.js';
@@ -117,6 +117,31 @@ export function listKeys(db: Db, options: { username?: string; now?: number } = 
     );
   }
   return (prepared(db, `${SELECT_KEYS} ORDER BY u.username, k.id`).all() as RawKey[]).map((r) => toRow(r, now));
+}
+
+/**
+ * One page of keys: a user's own (`userId`), or everyone's but one user's (`exceptUserId`), in
+ * the order listKeys gives them.
+ */
+export function listKeysPage(
+  db: Db,
+  filter: { userId: number } | { exceptUserId: number },
+  requestedPage: number | undefined,
+  pageSize: number,
+  now: number,
+): { rows: KeyRow[]; total: number; page: number; pageSize: number } {
+  const own = 'userId' in filter;
+  const where = own ? 'k.user_id = ?' : 'k.user_id <> ?';
+  const order = own ? 'k.id' : 'u.username, k.id';
+  const userId = own ? filter.userId : filter.exceptUserId;
+  const total = prepared(db, `SELECT count(*) FROM api_keys k WHERE ${where}`).pluck().get(userId) as number;
+  const page = pageWithin(total, requestedPage, pageSize);
+  const rows = prepared(db, `${SELECT_KEYS} WHERE ${where} ORDER BY ${order} LIMIT ? OFFSET ?`).all(
+    userId,
+    pageSize,
+    (page - 1) * pageSize,
+  ) as RawKey[];
+  return { rows: rows.map((r) => toRow(r, now)), total, page, pageSize };
 }
 
 /**

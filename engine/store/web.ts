@@ -3,10 +3,10 @@
 // The actor is always re-read from the database, so a demoted or deactivated user loses
 // rights on the next request whatever their session cookie says.
 import { createHash, randomBytes } from 'node:crypto';
-import type { WebKeyResult, WebUser } from '../../shared/jobs.js';
+import { KEYS_PAGE_SIZE, type JobResult, type WebKeyResult, type WebUser } from '../../shared/jobs.js';
 import type { Db } from '../db/open.js';
 import { StoreError } from './errors.js';
-import { createKey, getKey, listKeys, revokeKey, type KeyRow } from './keys.js';
+import { createKey, getKey, listKeysPage, revokeKey, type KeyRow } from './keys.js';
 import { findUser, getUser, passwordHashOf, verifyPasswordSync, type UserRow } from './users.js';
 
 /** Fingerprint of the stored password hash: changing the password changes it. */
@@ -68,16 +68,17 @@ export function listKeysFor(
   db: Db,
   actorId: number,
   now: number,
-): WebKeyResult<{ own: KeyRow[]; others: KeyRow[] | null }> {
+  pages: { ownPage?: number; othersPage?: number; keyId?: number } = {},
+): JobResult<'listKeysFor'> {
   const actor = activeActor(db, actorId);
   if (!actor) return forbidden;
-  if (!actor.isAdmin)
-    return { ok: true, value: { own: listKeys(db, { username: actor.username, now }), others: null } };
-  const all = listKeys(db, { now });
-  return {
-    ok: true,
-    value: { own: all.filter((k) => k.userId === actor.id), others: all.filter((k) => k.userId !== actor.id) },
-  };
+  const own = listKeysPage(db, { userId: actor.id }, pages.ownPage, KEYS_PAGE_SIZE, now);
+  const others = actor.isAdmin
+    ? listKeysPage(db, { exceptUserId: actor.id }, pages.othersPage, KEYS_PAGE_SIZE, now)
+    : null;
+  const key = pages.keyId === undefined ? null : getKey(db, pages.keyId, now);
+  const named = key && (actor.isAdmin || key.userId === actor.id) ? key : null;
+  return { ok: true, value: { own, others, named } };
 }
 
 /** Same validation and storage as the CLI's `keys create` (createKey); bad input is a result, not a throw. */

@@ -14,7 +14,7 @@ import { EngineTimedOut } from '../../engine/job-budget.js';
 import { isArchiveUnavailable } from '../../engine/unavailable.js';
 import type { EnginePool } from '../../engine/pool.js';
 import type { Settings } from '../../shared/config.js';
-import type { KeyRow, WebUser } from '../../shared/jobs.js';
+import type { JobResult, WebUser } from '../../shared/jobs.js';
 import { sendProblem } from '../problem.js';
 import { buildApiDocs, DOCS_ASSETS_PATH, DOCS_PATH, SPEC_PATH } from './apidocs.js';
 import { sendAsset, SwaggerAssets, WebAssets } from './assets.js';
@@ -47,6 +47,13 @@ type WebContext = Context & { state: WebState };
 /** Same answer for a wrong password, an unknown user and an inactive one: nothing to enumerate. */
 export const LOGIN_FAILED = 'Invalid username or password.';
 const MAX_PASSWORD = 1024;
+
+/** `?page=` of the keys page: absent is the first; past the last shows the last (the engine's pageWithin). */
+function pageParam(value: unknown, name: string): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (typeof value === 'string' && /^[1-9]\d{0,8}$/.test(value)) return Number(value);
+  throw new WebError(400, 'Bad request', `${name} must be a whole number from 1.`);
+}
 
 /** Thrown to end a request with an HTML error page. */
 class WebError extends Error {
@@ -98,10 +105,13 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
     ctx.redirect(url);
   };
 
-  async function listKeys(user: WebUser): Promise<{ own: KeyRow[]; others: KeyRow[] | null }> {
-    const result = await engine.run({ kind: 'listKeysFor', actorId: user.id, now: Date.now() });
+  async function listKeys(
+    user: WebUser,
+    at: { ownPage?: number; othersPage?: number; keyId?: number } = {},
+  ): Promise<JobResult<'listKeysFor'> & { ok: true }> {
+    const result = await engine.run({ kind: 'listKeysFor', actorId: user.id, now: Date.now(), ...at });
     if (!result.ok) throw new WebError(403, 'Not allowed', result.message);
-    return result.value;
+    return result;
   }
 
   async function renderKeys(
@@ -110,8 +120,8 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
     status: number,
     extra: Partial<KeysModel> = {},
   ): Promise<void> {
-    const lists = await listKeys(user);
-    page(ctx, status, keysPage(chrome(ctx, 'keys'), { ...lists, minExpiry: minExpiryDate(Date.now()), ...extra }));
+    const { own, others } = (await listKeys(user)).value;
+    page(ctx, status, keysPage(chrome(ctx, 'keys'), { own, others, minExpiry: minExpiryDate(Date.now()), ...extra }));
   }
 
   const router = new Router<WebState>();
@@ -188,17 +198,21 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
     const user = requireUser(ctx, '/keys');
     if (!user) return;
     const revokedId = Number(ctx.query.revoked);
-    const lists = await listKeys(user);
-    const revoked = Number.isInteger(revokedId)
-      ? [...lists.own, ...(lists.others ?? [])].find((k) => k.id === revokedId)
-      : undefined;
+    const { own, others, named } = (
+      await listKeys(user, {
+        ownPage: pageParam(ctx.query.page, 'page'),
+        othersPage: pageParam(ctx.query.othersPage, 'othersPage'),
+        ...(Number.isSafeInteger(revokedId) ? { keyId: revokedId } : {}),
+      })
+    ).value;
     page(
       ctx,
       200,
       keysPage(chrome(ctx, 'keys'), {
-        ...lists,
+        own,
+        others,
         minExpiry: minExpiryDate(Date.now()),
-        ...(revoked ? { revoked } : {}),
+        ...(named ? { revoked: named } : {}),
       }),
     );
   });
@@ -243,8 +257,7 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
     const id = typeof body.id === 'string' && /^\d{1,15}$/.test(body.id) ? Number(body.id) : NaN;
     if (Number.isNaN(id)) throw new WebError(400, 'Bad request', 'The form did not name a key.');
     if (body.confirmed !== 'yes') {
-      const lists = await listKeys(user);
-      const key = [...lists.own, ...(lists.others ?? [])].find((k) => k.id === id);
+      const key = (await listKeys(user, { keyId: id })).value.named;
       if (!key) throw new WebError(404, 'No such key', 'There is no such API key.');
       page(ctx, 200, confirmRevokePage(chrome(ctx, 'keys'), key));
       return;

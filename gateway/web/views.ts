@@ -1,6 +1,6 @@
 // The web pages. Every value goes through `html`, which escapes it: key names, usernames and
 // form input are user input. No inline script or style anywhere (the CSP forbids both).
-import type { KeyRow, WebUser } from '../../shared/jobs.js';
+import type { KeyListPage, KeyRow, WebUser } from '../../shared/jobs.js';
 import { html, type SafeHtml } from './html.js';
 
 /** What every page's frame needs. */
@@ -170,10 +170,40 @@ function keyTable(chrome: Chrome, keys: KeyRow[], withOwner: boolean, label: str
   </div>`;
 }
 
+/**
+ * "Keys 51–100 of 240" and links to the pages before and after. Each list pages on its own
+ * parameter (`page`, `othersPage`); a link keeps the other list where it is.
+ */
+function pager(list: KeyListPage, param: 'page' | 'othersPage', pages: KeysPages, label: string): SafeHtml {
+  if (list.total <= list.pageSize) return html``;
+  const first = (list.page - 1) * list.pageSize + 1;
+  const last = first + list.rows.length - 1;
+  const lastPage = Math.ceil(list.total / list.pageSize);
+  const href = (page: number) => {
+    const query = new URLSearchParams();
+    const at = { ...pages, [param]: page };
+    if (at.page > 1) query.set('page', String(at.page));
+    if (at.othersPage > 1) query.set('othersPage', String(at.othersPage));
+    const text = query.toString();
+    return text ? `/keys?${text}` : '/keys';
+  };
+  return html`<nav class="pager" aria-label="${label} pages">
+    <span>Keys ${first}–${last} of ${list.total}</span>
+    ${list.page > 1 ? html`<a href="${href(list.page - 1)}" rel="prev">Previous</a>` : ''}
+    ${list.page < lastPage ? html`<a href="${href(list.page + 1)}" rel="next">Next</a>` : ''}
+  </nav>`;
+}
+
+/** The page each list shows. */
+interface KeysPages {
+  page: number;
+  othersPage: number;
+}
+
 export interface KeysModel {
-  own: KeyRow[];
-  /** Everyone else's keys; only for administrators. */
-  others: KeyRow[] | null;
+  own: KeyListPage;
+  /** A page of everyone else's keys; only for administrators. */
+  others: KeyListPage | null;
   /** Right after creation: the plaintext key, shown this once. */
   created?: { key: string; row: KeyRow };
   revoked?: KeyRow;
@@ -184,6 +214,7 @@ export interface KeysModel {
 
 export function keysPage(chrome: Chrome, model: KeysModel): string {
   const form = model.form ?? { name: '', expires: '' };
+  const pages = { page: model.own.page, othersPage: model.others?.page ?? 1 };
   return layout(
     chrome,
     'API Keys',
@@ -228,14 +259,15 @@ export function keysPage(chrome: Chrome, model: KeysModel): string {
       </section>
       <section>
         <h2>Your keys</h2>
-        ${keyTable(chrome, model.own, false, 'Your keys')}
+        ${keyTable(chrome, model.own.rows, false, 'Your keys')} ${pager(model.own, 'page', pages, 'Your keys')}
       </section>
       ${
         model.others
           ? html`<section>
               <h2>Other users’ keys</h2>
               <p class="muted">As an administrator you see and can revoke every user’s keys.</p>
-              ${keyTable(chrome, model.others, true, 'Other users’ keys')}
+              ${keyTable(chrome, model.others.rows, true, 'Other users’ keys')}
+              ${pager(model.others, 'othersPage', pages, 'Other users’ keys')}
             </section>`
           : ''
       }`,
