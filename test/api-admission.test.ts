@@ -65,7 +65,7 @@ test.serial('a keyed request runs one job: the key check travels with the read, 
   t.is(open.status, 200);
   t.is(open.body.subject, 'Quarterly budget review');
   t.is(open.headers['ratelimit-remaining'], String(LIMIT - 1));
-  t.deepEqual(jobs, ['authed:detail']);
+  t.deepEqual(jobs, ['authed:detailJson']);
 
   const routes: Array<[path: string, expected: string[]]> = [
     ['/api/v1/emails?q=budget', ['authed:search']],
@@ -101,7 +101,7 @@ test.serial('revoking a key takes effect on the very next request of the one-job
   t.regex(next.headers['www-authenticate'] ?? '', INVALID_TOKEN_CHALLENGE);
   t.like(next.body, { status: 401, title: 'Unauthorized', detail: 'The API key has been revoked.', instance: email });
   // The refusal came from the job that carried the check, and nothing was read for it.
-  t.deepEqual(jobs, ['authed:detail']);
+  t.deepEqual(jobs, ['authed:detailJson']);
   // Charged to the address's failed-authentication budget, as its headers say.
   t.is(next.headers['ratelimit-limit'], String(AUTH_FAILURES));
   t.is(next.headers['ratelimit-remaining'], String(AUTH_FAILURES - 1));
@@ -117,7 +117,7 @@ test.serial("a flood of made-up keys with a real key's prefix leaves that key's 
   );
   t.deepEqual(new Set(flood.map((r) => r.status)), new Set([401]));
   // The prefix's budget never looked spent, so every guess was checked in the job it carried.
-  t.deepEqual(jobs, Array<string>(20).fill('authed:detail'));
+  t.deepEqual(jobs, Array<string>(20).fill('authed:detailJson'));
   for (let i = 0; i < LIMIT; i++) {
     const res = await api.request.get(email).set(bearer(real)).set('X-Forwarded-For', freshIp());
     t.is(res.status, 200, `the owner's request ${i + 1}`);
@@ -212,7 +212,7 @@ test.serial('a genuine key whose read fails spends its point, and the failure is
   t.like(failed.body, { status: 500, title: 'Internal Server Error', instance: email });
   t.is(failed.headers['ratelimit-limit'], String(LIMIT));
   t.is(failed.headers['ratelimit-remaining'], String(LIMIT - 1), "the key's point was spent");
-  t.deepEqual(jobs, ['authed:detail']);
+  t.deepEqual(jobs, ['authed:detailJson']);
   // A failing key never gets as far as the read.
   const bad = await api.request.get(email).set(bearer(unknownKey())).set('X-Forwarded-For', freshIp());
   t.is(bad.status, 401);
