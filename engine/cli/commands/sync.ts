@@ -31,9 +31,7 @@ export function registerSync(program: Command): void {
       if (!enabled && opts.watch) {
         // Under PM2 (ecosystem.config.cjs) an exit would be restarted over and over: say why
         // nothing is synced once, then wait to be stopped.
-        process.stderr.write(
-          'mail-archive: sync is off for this archive (Sync:Enabled); waiting for SIGTERM without syncing.\n',
-        );
+        // The handlers go in before the line is written: whoever reads it may signal at once.
         await new Promise<void>((resolve) => {
           const keepAlive = setInterval(() => {}, 3_600_000); // a pending promise alone would let Node exit
           const done = () => {
@@ -42,6 +40,9 @@ export function registerSync(program: Command): void {
           };
           process.once('SIGTERM', done);
           process.once('SIGINT', done);
+          process.stderr.write(
+            'mail-archive: sync is off for this archive (Sync:Enabled); waiting for SIGTERM without syncing.\n',
+          );
         });
         return;
       }
