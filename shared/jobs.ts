@@ -22,7 +22,7 @@ export interface Principal {
   keyPrefix: string;
 }
 
-/** The spec's five keys, plus relevance (bm25 rank, ties newest first). */
+/** The spec's five keys, plus relevance (engine/search/relevance.ts; ties newest first). */
 export const SORT_KEYS = ['sentDate', 'receivedDate', 'subject', 'from', 'to', 'relevance'] as const;
 export type SortKey = (typeof SORT_KEYS)[number];
 export type SortOrder = 'asc' | 'desc';

@@ -17,10 +17,10 @@ export class InvalidInput extends Error {
 export const MAX_QUERY_LENGTH = 10_000;
 
 /**
- * How many of the newest matches `sortBy=relevance` ranks by bm25; older matches follow, newest
- * first (docs/search.md). Part of what clients are told (OpenAPI, MCP tool description). FTS5's
- * bm25() costs 10 to 70 microseconds a row at 1,000,000 messages, so ranking every match of a
- * common word takes seconds; this window takes 15 to 70 ms.
+ * How many of the newest matches `sortBy=relevance` ranks (engine/search/relevance.ts); older
+ * matches follow, newest first (docs/search.md). Part of what clients are told (OpenAPI, MCP tool
+ * description). It keeps a ranking's cost bounded however many messages match, and keeps
+ * recent mail ahead of old mail that merely uses the words more.
  */
 export const RELEVANCE_WINDOW = 1_000;
 /** About how long a search item's `snippet` is, in characters (engine/search/snippet.ts). */

@@ -3,7 +3,7 @@
 // Archiver's schema (as Mail Archiver's own rows arrive: no call into this service); the
 // PostgreSQL side-index is then caught up. Thousands of generated queries and filters run on
 // both; totalItems and the first page's ids must be equal. The one explained difference
-// (docs/search.md, "On PostgreSQL"): `relevance` ranks by bm25 on SQLite and by ts_rank on
+// (docs/search.md, "On PostgreSQL"): `relevance` ranks by engine/search/relevance.ts on SQLite and by ts_rank on
 // PostgreSQL, so for relevance the ids are compared as a set when one page holds every match,
 // and only the count otherwise.
 import test from 'ava';

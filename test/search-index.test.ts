@@ -19,7 +19,6 @@ import { bearer, startApi } from './helpers/api.js';
 import { createFixture, email, tempDir } from './helpers/fixture.js';
 
 const limits = { defaultPageSize: 20, maxPageSize: 100 };
-const sorted = (ids: Iterable<number>) => [...ids].sort((a, b) => a - b);
 const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'omega', 'zeta', 'müller', 'report', 'repo', 'reply'];
 const FOLDERS = ['INBOX', 'Sent', 'Archive/2020'];
 const DAY = 86_400_000;
@@ -289,7 +288,7 @@ test('Engine:SearchMemoryMB = 0 turns the index off', async (t) => {
   }
 });
 
-test('relevance ranks the newest RELEVANCE_WINDOW matches by bm25, then the older ones by date', (t) => {
+test('relevance ranks the newest RELEVANCE_WINDOW matches, subject hits first, then the older ones by date', (t) => {
   withArchive((db) => {
     const account = addAccount(db, { name: 'a', emailAddress: 'a@x.com' }).id;
     const writer = new ArchiveWriter(db);
@@ -297,12 +296,12 @@ test('relevance ranks the newest RELEVANCE_WINDOW matches by bm25, then the olde
     const strong = new Set<number>();
     writer.batch(() => {
       for (let i = 0; i < total; i++) {
-        // Every 97th message says "alpha" three times in a short body: bm25 puts those first.
+        // Every 97th message has "alpha" in its subject: those lead the window.
         const id = writer.add(
           email({
             accountId: account,
-            subject: `note ${i}`,
-            textBody: i % 97 === 0 ? 'alpha alpha alpha' : `alpha and a long ${'filler '.repeat(20)}`,
+            subject: i % 97 === 0 ? `alpha note ${i}` : `note ${i}`,
+            textBody: `alpha and a long ${'filler '.repeat(20)}`,
             sentDate: START + i * 60_000,
           }),
         )!;
@@ -327,12 +326,65 @@ test('relevance ranks the newest RELEVANCE_WINDOW matches by bm25, then the olde
     const desc = all('desc', undefined);
     t.is(desc.length, total);
     t.is(new Set(desc).size, total, 'every match once');
-    t.deepEqual(sorted(desc.slice(0, strong.size)), sorted(strong), 'the strongest matches of the window lead');
     const byDate = [...desc].sort((a, b) => b - a); // ids ascend with sent date here
-    t.deepEqual(sorted(desc.slice(0, RELEVANCE_WINDOW)), sorted(byDate.slice(0, RELEVANCE_WINDOW)));
+    t.deepEqual(
+      desc.slice(0, strong.size),
+      [...strong].sort((a, b) => b - a),
+      'subject hits lead, newest first',
+    );
+    t.deepEqual(
+      desc.slice(strong.size, RELEVANCE_WINDOW),
+      byDate.slice(0, RELEVANCE_WINDOW).filter((id) => !strong.has(id)),
+      'then the rest of the window, newest first',
+    );
     t.deepEqual(desc.slice(RELEVANCE_WINDOW), byDate.slice(RELEVANCE_WINDOW), 'older matches follow, newest first');
-    t.deepEqual(all('asc', undefined).slice(0, 500), [...byDate.slice(RELEVANCE_WINDOW)].reverse());
+    t.deepEqual(all('asc', undefined), [...desc].reverse(), 'ascending is the reverse');
     t.deepEqual(all('desc', new Snapshot(buildSnapshot(db, { minDocs: 3 }))), desc, 'the same with the index');
+  });
+});
+
+test('relevance weighs rarer words more, on both paths, and follows an import that changes how rare they are', (t) => {
+  withArchive((db) => {
+    const account = addAccount(db, { name: 'a', emailAddress: 'a@x.com' }).id;
+    const writer = new ArchiveWriter(db);
+    const add = (subject: string, body: string, i: number) =>
+      writer.add(email({ accountId: account, subject, textBody: body, sentDate: START + i * 60_000 }))!;
+    // "kiwi" is in 3 messages, "plum" in 40: kiwi weighs more (ln(100.5/3.5) against ln(63.5/40.5),
+    // so even in a body it outweighs plum in a subject). One message has each in its subject.
+    let n = 0;
+    const kiwi = add('kiwi', 'fruit salad', n++);
+    const plum = add('plum', 'fruit salad', n++);
+    writer.batch(() => {
+      for (let i = 0; i < 2; i++) add('other', 'kiwi and fruit', n++);
+      for (let i = 0; i < 39; i++) add('other', 'plum and fruit', n++);
+      for (let i = 0; i < 60; i++) add('other', 'just fruit', n++);
+    });
+    const admin = { isAdmin: true, userId: 0 };
+    const top = () =>
+      searchEmails(
+        db,
+        admin,
+        parseSearchInput({ q: 'kiwi OR plum', sortBy: 'relevance', pageSize: '100' }, limits),
+      ).items.map((i) => i.id);
+    const both = () => {
+      adoptSnapshot(db, undefined);
+      const sql = top();
+      adoptSnapshot(db, new Snapshot(buildSnapshot(db, { minDocs: 3 })));
+      const indexed = top();
+      adoptSnapshot(db, undefined);
+      t.deepEqual(indexed, sql, 'the index ranks as SQL does');
+      return sql;
+    };
+    const before = both();
+    t.is(before[0], kiwi, 'the rarer word, in the subject, first');
+    t.true(before.indexOf(plum) > 2, 'after the two messages with kiwi in the body');
+    // An import makes kiwi the common one: plum now leads. A cached document count would not see it.
+    writer.batch(() => {
+      for (let i = 0; i < 80; i++) add('other', 'kiwi again', n++);
+    });
+    const after = both();
+    t.is(after[0], plum);
+    t.true(after.indexOf(kiwi) > 39, 'after every message with plum');
   });
 });
 

@@ -143,12 +143,12 @@ test('from: an address matches that address only; from: a name matches name or a
   t.deepEqual(found('from:jurgen'), ['cafe']);
 });
 
-test('sortBy=relevance ranks with bm25, most relevant first; other sorts keep working', (t) => {
+test('sortBy=relevance: a word in the subject first, newest first among equals; other sorts keep working', (t) => {
+  // Three messages say budget: spam and budget in their subjects, phrase in its body only.
   const ranked = search('budget', { sortBy: 'relevance', sortOrder: 'desc' }).items.map((i) => i.id);
-  t.is(ranked[0], ids.spam, 'the message that says budget five times ranks first');
-  t.is(ranked.length, 3);
+  t.deepEqual(ranked, [ids.spam, ids.budget, ids.phrase]);
   const ascending = search('budget', { sortBy: 'relevance', sortOrder: 'asc' }).items.map((i) => i.id);
-  t.is(ascending.at(-1), ids.spam);
+  t.deepEqual(ascending, [ids.phrase, ids.budget, ids.spam]);
   const byDate = search('budget', { sortBy: 'sentDate', sortOrder: 'desc' }).items.map((i) => i.id);
   t.deepEqual(byDate, [ids.spam, ids.phrase, ids.budget]);
   const bySubject = search('budget', { sortBy: 'subject', sortOrder: 'asc' }).items.map((i) => i.subject);

@@ -2,7 +2,7 @@
 //
 // First choice: the shared in-memory index (bitsets/, ADR 13), when it describes the archive as
 // it is: the count is set operations, the page a walk in the requested order; only relevance
-// asks FTS5 for its page (bm25 over the newest RELEVANCE_WINDOW matches). Otherwise, SQL:
+// ranks the newest RELEVANCE_WINDOW matches (relevance.ts), which FTS5 lists. Otherwise, SQL:
 // with a text query the full-text index drives. Its rowids are in sent-date order
 // (fts-key.ts), so `ORDER BY f.rowid DESC LIMIT 20` reads the newest 20 matches and stops,
 // however many messages match; dates become a rowid range and account, folder, direction and
@@ -25,6 +25,11 @@ import { currentSnapshot } from './bitsets/share.js';
 import { pageIds } from './bitsets/page.js';
 import { parseQuery } from '../../shared/query-language.js';
 import { RELEVANCE_WINDOW } from '../../shared/search-input.js';
+import { lowerBound } from './bitsets/build.js';
+import { leafSets, popcount } from './bitsets/count.js';
+import type { Snapshot } from './bitsets/snapshot.js';
+import { ftsExpression } from './compile.js';
+import { rankedLeaves, rankWindow, subjectLeaf, type RelevanceTerm } from './relevance.js';
 
 type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
 
@@ -52,6 +57,81 @@ function cachedCount(db: Db, key: string, count: () => number, options: PlanOpti
 
 /** Re-exported: the planner is where the window is applied (shared/search-input.ts says why). */
 export { RELEVANCE_WINDOW };
+
+/** N of the idf: the messages in the archive (counted once per generation). */
+function archiveSize(db: Db, options: PlanOptions): number {
+  return cachedCount(
+    db,
+    'relevance:N',
+    () => prepared(db, 'SELECT count(*) FROM emails').pluck().get() as number,
+    options,
+  );
+}
+
+type TextLeaf = Parameters<typeof ftsExpression>[0];
+
+/**
+ * The terms of a relevance ranking over `window` (full-text rowids). From the in-memory index
+ * when it is current: each term's set (kept, or FTS5's answer cached for the snapshot), so its
+ * count is a popcount and the window's membership bit tests. Else from FTS5: a count per term
+ * (cached per generation) and the term's rowids over the window's range. Both give the same
+ * numbers, so the two paths rank alike.
+ */
+function relevanceTerms(
+  db: Db,
+  snap: Snapshot | undefined,
+  leaves: TextLeaf[],
+  window: number[],
+  options: PlanOptions,
+): RelevanceTerm[] {
+  if (window.length === 0 || leaves.length === 0) return [];
+  if (snap) {
+    const idOf = new Map<number, number>();
+    for (const key of window) {
+      const at = lowerBound(snap.keys, key);
+      if (snap.keys[at] === key) idOf.set(key, snap.ids[at]!);
+    }
+    const terms: RelevanceTerm[] = [];
+    for (const leaf of leaves) {
+      const sets = idOf.size === window.length ? leafSets(db, snap, leaf, subjectLeaf(leaf)) : undefined;
+      if (!sets) return relevanceTerms(db, undefined, leaves, window, options); // the archive moved on
+      const has = (bits: Uint32Array | null, key: number) => {
+        const id = idOf.get(key)!;
+        return bits !== null && (bits[id >>> 5]! & (1 << (id & 31))) !== 0;
+      };
+      terms.push({
+        docs: popcount(sets.text),
+        inText: (key) => has(sets.text, key),
+        inSubject: (key) => has(sets.subject, key),
+      });
+    }
+    return terms;
+  }
+  const low = Math.min(...window);
+  const high = Math.max(...window);
+  const inRange = (expression: string) =>
+    new Set(
+      prepared(db, 'SELECT rowid FROM email_fts WHERE email_fts MATCH ? AND rowid >= ? AND rowid <= ?')
+        .pluck()
+        .all(expression, low, high) as number[],
+    );
+  return leaves.map((leaf) => {
+    const expression = ftsExpression(leaf);
+    const subject = subjectLeaf(leaf);
+    const text = inRange(expression);
+    const inSubject = subject === null ? new Set<number>() : subject === leaf ? text : inRange(ftsExpression(subject));
+    return {
+      docs: cachedCount(
+        db,
+        JSON.stringify(['relevance:n', expression]),
+        () => prepared(db, 'SELECT count(*) FROM email_fts WHERE email_fts MATCH ?').pluck().get(expression) as number,
+        options,
+      ),
+      inText: (key) => text.has(key),
+      inSubject: (key) => inSubject.has(key),
+    };
+  });
+}
 
 /** Summaries of these messages (by id or by full-text rowid), in this order. */
 function summariesOf(db: Db, ids: number[], by: 'id' | 'fts_key' = 'id'): EmailSummaryDto[] {
@@ -175,19 +255,21 @@ export function searchEmails(
   if (offset >= total) return page([], total);
 
   if (query.sortBy === 'relevance') {
-    // bm25 ranks the newest RELEVANCE_WINDOW matches; older ones follow, newest first (asc is
-    // the reverse). The window is read newest first, which FTS5 does fast, scored with bm25()
-    // and sorted here; `ORDER BY rank` would score every match (docs/search.md).
-    const rank = desc ? 1 : -1; // bm25: lower is better
+    // The newest RELEVANCE_WINDOW matches are ranked (relevance.ts); older ones follow, newest
+    // first (asc is the reverse). FTS5 reads the newest matches first and stops.
     const from = extra.length ? joined : 'FROM email_fts f';
-    const windowRows = (
-      prepared(
-        db,
-        `SELECT f.rowid, bm25(email_fts) ${from} WHERE ${where(all)} ORDER BY f.rowid DESC LIMIT ${RELEVANCE_WINDOW}`,
-      )
-        .raw()
-        .all(...params(all)) as Array<[number, number]>
-    ).sort((a, b) => rank * (a[1] - b[1]) || b[0] - a[0]);
+    const newest = prepared(
+      db,
+      `SELECT f.rowid ${from} WHERE ${where(all)} ORDER BY f.rowid DESC LIMIT ${RELEVANCE_WINDOW}`,
+    )
+      .pluck()
+      .all(...params(all)) as number[];
+    const windowRows = rankWindow(
+      newest,
+      relevanceTerms(db, snap, rankedLeaves(root), newest, options),
+      snap ? snap.rows : archiveSize(db, options),
+      desc,
+    ).map((key) => [key] as const);
     const inWindow = windowRows.length;
     const older = total - inWindow;
     const keys: number[] = [];

@@ -73,6 +73,26 @@ export function matchSet(
   }
 }
 
+/**
+ * A text leaf's matches over the whole archive, and those in the subject (null when the leaf
+ * looks elsewhere), for ranking by relevance (engine/search/relevance.ts); undefined if stale.
+ */
+export function leafSets(
+  db: Db,
+  snap: Snapshot,
+  leaf: Extract<Node, { type: 'text' }>,
+  subject: Extract<Node, { type: 'text' }> | null,
+): { text: Bits; subject: Bits | null } | undefined {
+  try {
+    const ev = new Evaluator(db, snap);
+    const text = ev.node(leaf);
+    return { text, subject: subject === null ? null : subject === leaf ? text : ev.node(subject) };
+  } catch (err) {
+    if (err instanceof Stale) return undefined;
+    throw err;
+  }
+}
+
 class Evaluator {
   constructor(
     readonly db: Db,
