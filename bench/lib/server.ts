@@ -16,9 +16,13 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-/** Starts dist/gateway/server.js (or another script) with these env vars on a free port. */
-export async function startServer(env: Record<string, string>, script = SERVER): Promise<RunningServer> {
-  const child = spawn(process.execPath, [script], {
+/** Starts dist/gateway/server.js (or another script) with these env vars (and Node options) on a free port. */
+export async function startServer(
+  env: Record<string, string>,
+  script = SERVER,
+  nodeOptions: string[] = [],
+): Promise<RunningServer> {
+  const child = spawn(process.execPath, [...nodeOptions, script], {
     env: { ...process.env, Server__Port: '0', Server__Host: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

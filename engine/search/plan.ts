@@ -1,8 +1,8 @@
 // The search planner: one page of results and its exact count.
 //
 // First choice: the shared in-memory index (bitsets/, ADR 13), when it describes the archive as
-// it is: the count is set operations, the page a walk in the requested order; only relevance
-// ranks the newest RELEVANCE_WINDOW matches (relevance.ts), which FTS5 lists. Otherwise, SQL:
+// it is: the count is set operations, the page a walk in the requested order (for relevance, the
+// newest RELEVANCE_WINDOW matches ranked by relevance.ts, then the older ones). Otherwise, SQL:
 // with a text query the full-text index drives. Its rowids are in sent-date order
 // (fts-key.ts), so `ORDER BY f.rowid DESC LIMIT 20` reads the newest 20 matches and stops,
 // however many messages match; dates become a rowid range and account, folder, direction and
@@ -22,7 +22,7 @@ import { compileSearch, type SqlCondition } from './compile.js';
 import { SORT_COLUMNS } from './sort.js';
 import { countMatches } from './bitsets/count.js';
 import { currentSnapshot } from './bitsets/share.js';
-import { pageIds } from './bitsets/page.js';
+import { pageIds, relevancePageIds } from './bitsets/page.js';
 import { parseQuery } from '../../shared/query-language.js';
 import { RELEVANCE_WINDOW } from '../../shared/search-input.js';
 import { lowerBound } from './bitsets/build.js';
@@ -181,8 +181,12 @@ export function searchEmails(
   const indexed = matched?.total;
   if (snap && matched) {
     if (offset >= matched.total) return page([], matched.total);
-    const ids = pageIds(snap, matched.bits, query, root !== null);
-    if (ids) return page(summariesOf(db, ids), matched.total);
+    const ids =
+      pageIds(snap, matched.bits, query, root !== null) ??
+      relevancePageIds(snap, matched.bits, query, matched.total, RELEVANCE_WINDOW, (window) =>
+        rankWindow(window, relevanceTerms(db, snap, rankedLeaves(root), window, options), snap.rows, desc),
+      );
+    return page(summariesOf(db, ids), matched.total);
   }
 
   if (match === null) {
