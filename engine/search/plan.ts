@@ -29,6 +29,7 @@ import { lowerBound } from './bitsets/build.js';
 import { leafSets, popcount } from './bitsets/count.js';
 import type { Snapshot } from './bitsets/snapshot.js';
 import { ftsExpression } from './compile.js';
+import { tokenize } from './unicode61.js';
 import { rankedLeaves, rankWindow, subjectLeaf, type RelevanceTerm } from './relevance.js';
 
 type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
@@ -92,18 +93,20 @@ function relevanceTerms(
       if (snap.keys[at] === key) idOf.set(key, snap.ids[at]!);
     }
     const terms: RelevanceTerm[] = [];
+    let subjects: Map<number, string[]> | undefined;
     for (const leaf of leaves) {
-      const sets = idOf.size === window.length ? leafSets(db, snap, leaf, subjectLeaf(leaf)) : undefined;
+      const subject = subjectLeaf(leaf);
+      const sets = idOf.size === window.length ? leafSets(db, snap, leaf, subject) : undefined;
       if (!sets) return relevanceTerms(db, undefined, leaves, window, options); // the archive moved on
       const has = (bits: Uint32Array | null, key: number) => {
         const id = idOf.get(key)!;
         return bits !== null && (bits[id >>> 5]! & (1 << (id & 31))) !== 0;
       };
-      terms.push({
-        docs: popcount(sets.text),
-        inText: (key) => has(sets.text, key),
-        inSubject: (key) => has(sets.subject, key),
-      });
+      const inSubject =
+        sets.subject === 'unkept'
+          ? subjectMatcher(subject!, (subjects ??= windowSubjects(db, window)))
+          : (key: number) => has(sets.subject as Uint32Array | null, key);
+      terms.push({ docs: popcount(sets.text), inText: (key) => has(sets.text, key), inSubject });
     }
     return terms;
   }
@@ -131,6 +134,32 @@ function relevanceTerms(
       inSubject: (key) => inSubject.has(key),
     };
   });
+}
+
+/** The window's subjects as FTS5 stores them: their tokens (unicode61.ts), by full-text rowid. */
+function windowSubjects(db: Db, window: number[]): Map<number, string[]> {
+  const rows = prepared(
+    db,
+    `SELECT fts_key AS k, subject FROM emails WHERE fts_key IN (SELECT value FROM json_each(?))`,
+  ).all(JSON.stringify(window)) as Array<{ k: number; subject: string | null }>;
+  return new Map(rows.map((r) => [r.k, tokenize(r.subject ?? '')]));
+}
+
+/**
+ * Whether a message's subject holds the leaf, as FTS5 would answer `{subject} : "w1 w2" *`: its
+ * tokens in a row, the last one a prefix when the leaf is.
+ */
+function subjectMatcher(leaf: TextLeaf, subjects: Map<number, string[]>): (key: number) => boolean {
+  const words = leaf.words.flatMap((w) => tokenize(w));
+  const last = words.length - 1;
+  const at = (tokens: string[], i: number) =>
+    words.every((w, j) => (j === last && leaf.prefix ? tokens[i + j]!.startsWith(w) : tokens[i + j] === w));
+  return (key) => {
+    const tokens = subjects.get(key);
+    if (!tokens || words.length === 0) return false;
+    for (let i = 0; i + words.length <= tokens.length; i++) if (at(tokens, i)) return true;
+    return false;
+  };
 }
 
 /** Summaries of these messages (by id or by full-text rowid), in this order. */
