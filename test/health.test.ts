@@ -25,7 +25,9 @@ async function poolUp(api: ApiHarness): Promise<void> {
   });
 }
 
+/** Readiness once the pool's threads are up (poolUp): 200, ok, every check in its place. */
 async function readyOk(t: import('ava').ExecutionContext, api: ApiHarness, redis: string) {
+  await poolUp(api);
   const res = await api.request.get('/readyz');
   t.is(res.status, 200);
   assertHealthHeaders(t, res);
