@@ -82,8 +82,12 @@ test('too many words over all terms is a 400', async (t) => {
 test('a job past its budget is a 503 problem with Retry-After, and the lane keeps serving', async (t) => {
   // Long enough for a first PostgreSQL connection; short enough to wait for.
   const { request, fixture, gateway } = await start(t, { JobTimeoutSeconds: 5 });
-  const warm = await request.get('/api/v1/emails').query({ q: 'budget' }).set(bearer(fixture.keys.alice));
-  t.is(warm.status, 200);
+  // The first search also starts the threads and their connections, which on a busy machine can
+  // outlast the budget itself (a 503, rightly): warm until one is answered within it.
+  let warm = 0;
+  for (let attempt = 0; attempt < 6 && warm !== 200; attempt++)
+    warm = (await request.get('/api/v1/emails').query({ q: 'budget' }).set(bearer(fixture.keys.alice))).status;
+  t.is(warm, 200);
   // The query lane's thread is busy (with no budget of its own): the search waits past its 5 s.
   const held = hold(gateway.engine, 'query');
   const started = Date.now();
