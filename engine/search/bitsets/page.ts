@@ -8,7 +8,7 @@ import { keyRange } from '../fts-key.js';
 import { lowerBound } from './build.js';
 import type { Snapshot } from './snapshot.js';
 
-/** The ids of the requested page, in order; undefined for relevance, which only FTS5 can rank. */
+/** The ids of the requested page, in order; undefined for relevance over text (relevancePageIds ranks it). */
 export function pageIds(snap: Snapshot, bits: Uint32Array, query: SearchQuery, hasText: boolean): number[] | undefined {
   if (query.sortBy === 'relevance' && hasText) return undefined;
   const skip = (query.page - 1) * query.pageSize;
