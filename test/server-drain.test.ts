@@ -48,9 +48,9 @@ interface Outcome {
 }
 
 /** A keep-alive client sending its next request as soon as the last one is answered. */
-async function busyClient(url: string, headers: Record<string, string>): Promise<Outcome[]> {
+/** Requests back to back on one connection until refused; `outcomes` fills as answers come. */
+async function busyClient(url: string, headers: Record<string, string>, outcomes: Outcome[] = []): Promise<Outcome[]> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const outcomes: Outcome[] = [];
   try {
     for (;;) {
       try {
@@ -147,13 +147,20 @@ test('SIGTERM under keep-alive load: requests on open connections are answered w
     between: afterDrain(300),
   }).catch((err: Error) => err); // reported below, once the other clients have been looked at
 
-  const busy = Array.from({ length: 6 }, () => busyClient(search, auth));
+  const seen = Array.from({ length: 6 }, (): Outcome[] => []);
+  const busy = seen.map((outcomes) => busyClient(search, auth, outcomes));
   const impolite = impoliteClient(
     server.port,
     `GET /api/v1/emails?q=budget HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${f.keys.admin}\r\n\r\n`,
   );
 
-  await new Promise((r) => setTimeout(r, 500));
+  // Under way before the signal: answers are coming on every busy connection (half a second on a
+  // quiet machine; it may take several on a busy one).
+  await waitFor(
+    'the busy clients to be answered',
+    () => seen.flat().length > 20 && seen.every((o) => o.length > 0),
+    30_000,
+  );
   const stopAt = Date.now();
   server.child.kill('SIGTERM');
   await waitFor('the server to start shutting down', () => server.lines.some((l) => l.msg === 'shutting down'), 5000);
