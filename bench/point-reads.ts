@@ -12,7 +12,7 @@ import { openArchive } from '../engine/db/open.js';
 import { arg } from './lib/args.js';
 import { createCaller } from './lib/callers.js';
 import { load, loadStream, ratio, wholeMs, type LoadResult } from './lib/load.js';
-import { FLOOR_SERVER, startServer } from './lib/server.js';
+import { FLOOR_SERVER, startArchiveServer, startServer } from './lib/server.js';
 import { ensureCorpus } from './corpus.js';
 
 const messages = arg('--messages', 100_000);
@@ -26,18 +26,9 @@ const admin = createCaller(db, 'admin');
 db.close();
 
 const profile = process.env.PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`] : [];
-const server = await startServer(
-  {
-    Api__Enabled: 'true',
-    Database__Path: dbPath,
-    Engine__Threads: '2',
-    Engine__SearchMemoryMB: '0', // no search here: do not spend a core building the index
-    Api__RateLimitPerMinute: '1000000000',
-  },
-  undefined,
-  profile,
-);
-// 7919 is prime and does not divide the archive's size: no id twice in a run.
+const server = await startArchiveServer(dbPath, { searchIndex: false, nodeOptions: profile });
+// 7919 is prime and does not divide the archive's size: any `messages` ids in a row are distinct,
+// far more than a run takes (loadStream reports repeats).
 let next = 0;
 const ids = (n: number) => Array.from({ length: n }, () => ((next++ * 7919) % messages) + 1);
 const body = await (await fetch(`${server.url}/api/v1/emails/1`, { headers: admin.headers })).text();

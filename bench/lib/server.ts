@@ -52,15 +52,25 @@ export async function startServer(
 /**
  * The real server on a benchmark archive: REST on, two query threads, no rate limit in the way;
  * returned once its shared search index (SQLite) is built, so that no run measures the SQL
- * fallback by accident.
+ * fallback by accident (unless `searchIndex: false`: no index at all).
  */
-export async function startArchiveServer(dbPath: string): Promise<RunningServer> {
-  const server = await startServer({
-    Api__Enabled: 'true',
-    Database__Path: dbPath,
-    Engine__Threads: '2',
-    Api__RateLimitPerMinute: '1000000000',
-  });
+export async function startArchiveServer(
+  dbPath: string,
+  options: { searchIndex?: boolean; nodeOptions?: string[] } = {},
+): Promise<RunningServer> {
+  const server = await startServer(
+    {
+      Api__Enabled: 'true',
+      Database__Path: dbPath,
+      Engine__Threads: '2',
+      Api__RateLimitPerMinute: '1000000000',
+      // Benchmarks that do not search need not spend a core building the index.
+      ...(options.searchIndex === false ? { Engine__SearchMemoryMB: '0' } : {}),
+    },
+    SERVER,
+    options.nodeOptions,
+  );
+  if (options.searchIndex === false) return server;
   const started = performance.now();
   const index = await searchIndexOf(server, (i) => i === undefined || i.status === 'current');
   if (index)
