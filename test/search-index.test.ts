@@ -179,6 +179,40 @@ for (const [name, minDocs, tailMinCostUs] of [
   });
 }
 
+test('a prefix counts every message of its words kept as lists of ids, and of its tail', (t) => {
+  withArchive((db) => {
+    const { accounts } = buildArchive(db, 600);
+    // Under `qu`: quill and quince are kept (3 messages or more) as lists of ids (far fewer than
+    // the 19 words of bits a bitset of 600 messages takes); quoit (2 messages) is in the tail.
+    // The first message of each word has no other word of the prefix, so a word read from its
+    // second id on, or a tail left out, changes the count.
+    const writer = new ArchiveWriter(db);
+    writer.batch(() => {
+      for (const [word, n] of [
+        ['quill', 4],
+        ['quince', 3],
+        ['quoit', 2],
+      ] as const)
+        for (let i = 0; i < n; i++)
+          writer.add(email({ accountId: accounts[i % 3]!, subject: `about ${word}`, textBody: `${word} ${i}` }));
+    });
+    const snap = new Snapshot(buildSnapshot(db, { minDocs: 3, tailMinCostUs: 0 }));
+    for (const word of ['quill', 'quince']) {
+      const set = snap.term(`d:${word}`);
+      t.is(set?.kind, 'ids', `${word} is kept as a list of ids`);
+    }
+    t.is(snap.term('d:quoit'), undefined);
+    t.truthy(snap.term('p:qu'), 'quoit is in the tail of qu*');
+    const admin = { isAdmin: true, userId: 0 };
+    for (const q of ['qu*', 'qui*', 'quo*', 'quill OR quoit']) {
+      const query = parseSearchInput({ q }, limits);
+      t.true(sameAsSql(db, snap, admin, query), q);
+    }
+    adoptSnapshot(db, snap);
+    t.is(searchEmails(db, admin, parseSearchInput({ q: 'qu*' }, limits)).totalItems, 9);
+  });
+});
+
 test('new mail is counted at once: the index steps aside until it has caught up', (t) => {
   withArchive((db) => {
     const { accounts } = buildArchive(db, 200);

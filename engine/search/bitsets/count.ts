@@ -183,18 +183,26 @@ class Evaluator {
     const out = new Uint32Array(this.snap.words);
     const rare: string[] = [];
     for (let i = lowerBound(vocab, token); i < vocab.length && vocab[i]!.startsWith(token); i++) {
-      const kept = this.kept(termKey('d', vocab[i]!));
-      if (kept) this.orInto(out, kept);
-      else rare.push(vocab[i]!);
+      if (!this.keptInto(out, termKey('d', vocab[i]!))) rare.push(vocab[i]!);
     }
     // The words not kept, as one set when the builder made one for this prefix.
-    const tail = rare.length ? this.kept(termKey('p', token)) : undefined;
-    if (tail) {
-      this.orInto(out, tail);
-      return out;
-    }
+    if (rare.length && this.keptInto(out, termKey('p', token))) return out;
     for (const word of rare) this.ftsInto(out, `${DEFAULT_COLUMNS} : "${word.replaceAll('"', '""')}"`);
     return out;
+  }
+
+  /**
+   * Adds a kept term's messages to `out`; false when the term is not kept. A prefix such as
+   * `ster*` has hundreds of kept words, most of them lists of ids: setting their bits in place
+   * costs their ids, where a bitset each (kept()) would cost the archive's size each (measured
+   * at 1,000,000 messages: 36 ms for `ster*` that way).
+   */
+  keptInto(out: Bits, key: string): boolean {
+    const set = this.snap.term(key);
+    if (!set) return false;
+    if (set.kind === 'bits') this.orInto(out, set.bits);
+    else for (const id of set.ids) out[id >>> 5]! |= 1 << (id & 31);
+    return true;
   }
 
   kept(key: string): Bits | undefined {
