@@ -219,6 +219,32 @@ test.serial(
   },
 );
 
+test.serial('a JSON answer is serialised once on the gateway thread, compressed or not', async (t) => {
+  const c = t.context;
+  const search = '/api/v1/emails?pageSize=100';
+  // Counts serialisations of the search page (the only value with `items` and `totalItems`).
+  // Serial: nothing else runs on this thread meanwhile. The workers have JSON objects of their own.
+  const stringify = JSON.stringify;
+  let pages = 0;
+  JSON.stringify = ((value: unknown, ...rest: unknown[]) => {
+    if (value !== null && typeof value === 'object' && 'items' in value && 'totalItems' in value) pages++;
+    return (stringify as (...args: unknown[]) => string)(value, ...rest);
+  }) as typeof JSON.stringify;
+  try {
+    for (const coding of ['identity', 'gzip', 'br']) {
+      pages = 0;
+      const res = await wireGet(`${c.server.url}${search}`, { ...bearer(c.f.keys.admin), 'Accept-Encoding': coding });
+      t.regex(res.headers['content-type'] ?? '', /^application\/json; charset=utf-8$/);
+      if (coding === 'identity')
+        t.true((JSON.parse(res.body.toString('utf8')) as { items: unknown[] }).items.length > 0);
+      else t.is(res.headers['content-encoding'], coding);
+      t.is(pages, 1, `${coding}: the page is serialised ${pages} times`);
+    }
+  } finally {
+    JSON.stringify = stringify;
+  }
+});
+
 test.serial('gzip and br for JSON above 1 KB; identity unchanged; never for attachment bytes', async (t) => {
   const c = t.context;
   const { f } = c;
