@@ -135,6 +135,12 @@ function mayShed(job: Job): boolean {
   return true;
 }
 
+/**
+ * How long a running job whose client went away may go on before its thread is stopped: about
+ * what a replacement thread costs its lane (#submit).
+ */
+export const ABANDONED_GRACE_MS = 250;
+
 /** Waiting jobs per thread that are always accepted, however long the longest has waited. */
 export const SHORT_QUEUE_PER_THREAD = 8;
 
@@ -286,7 +292,17 @@ export class EnginePool {
     const cancel = new AbortController();
     const timer = Number.isFinite(budgetMs) ? setTimeout(() => cancel.abort(TIMEOUT_REASON), budgetMs) : undefined;
     timer?.unref();
-    const gone = () => cancel.abort(new JobAbandoned());
+    // A job still waiting leaves its queue at once. A running one is let finish for a while
+    // first: stopping it costs its lane a thread until Piscina has started another (about 200 ms
+    // on a 2-vCPU VM, measured), and most jobs, and every interactive one, end long before that.
+    // Stopping them at once let any client that hung up early, with any token, keep the
+    // interactive lane's one thread restarting, and everyone's key checks waiting on it.
+    let grace: NodeJS.Timeout | undefined;
+    const gone = () => {
+      if (!this.#running(lane, id)) return cancel.abort(new JobAbandoned());
+      grace = setTimeout(() => cancel.abort(new JobAbandoned()), ABANDONED_GRACE_MS);
+      grace.unref();
+    };
     client?.addEventListener('abort', gone, { once: true });
     return (this.#lanes[lane].run(job, { signal: cancel.signal }) as Promise<unknown>)
       .catch((err: unknown) => {
@@ -299,9 +315,30 @@ export class EnginePool {
       })
       .finally(() => {
         clearTimeout(timer);
+        clearTimeout(grace);
         client?.removeEventListener('abort', gone);
         inFlight.delete(id);
       });
+  }
+
+  /**
+   * Whether a job has a thread: Piscina hands jobs to a lane's threads first come, first served,
+   * so the running ones are the lane's oldest unsettled jobs, as many as it has threads. (While a
+   * stopped thread is being replaced the lane has one fewer: a waiting job then counts as running
+   * and leaves its queue after the grace instead of at once.)
+   */
+  #running(lane: Lane, id: number): boolean {
+    let ahead = 0;
+    for (const job of this.#inFlight[lane].keys()) {
+      if (job === id) return true;
+      if (++ahead >= this.#threads[lane]) return false;
+    }
+    return false;
+  }
+
+  /** Thread ids of a lane's workers now (a stopped thread's replacement has a new one). */
+  threadIds(lane: Lane): number[] {
+    return this.#lanes[lane].threads.map((t) => t.threadId);
   }
 
   /** Jobs cancelled on a lane since the pool started: past their budget, or left by their client. */

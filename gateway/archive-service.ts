@@ -3,6 +3,7 @@
 // reads as someone goes through the caller's KeyCheck (auth.ts), which checks the key in the
 // same job the first time.
 import type { EnginePool } from '../engine/pool.js';
+import { currentRequestSignal } from '../engine/job-budget.js';
 import {
   ATTACHMENT_CHUNK_BYTES,
   type AttachmentHandle,
@@ -177,7 +178,10 @@ export class ArchiveService {
     type: 'Search' | 'Open' | 'Download',
     extra: { emailId?: number; accountId?: number; searchParams?: Record<string, unknown> },
   ): void {
-    // Logged only after a job succeeded, so its key was found genuine.
+    // Logged only after a job succeeded, so its key was found genuine. Not when the client had
+    // gone before the job ended (a running job may finish after that, engine/pool.ts): nothing
+    // was shown to anyone, as when the job is stopped.
+    if (currentRequestSignal()?.aborted) return;
     const principal = caller.key.principal;
     if (!principal) throw new Error(`${type} logged before the caller's key was checked`);
     this.accessLog.record({

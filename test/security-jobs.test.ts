@@ -5,7 +5,7 @@
 // without slow queries. Runs on both stores (TEST_STORE=postgres).
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { request as httpRequest } from 'node:http';
-import type { EnginePool, Lane } from '../engine/pool.js';
+import { ABANDONED_GRACE_MS, type EnginePool, type Lane } from '../engine/pool.js';
 import { EngineTimedOut, JobAbandoned } from '../engine/job-budget.js';
 import { bearer, listen, startApi, type ApiHarness } from './helpers/api.js';
 
@@ -142,18 +142,43 @@ test('a client that goes away takes its waiting job off the queue', async (t) =>
   t.is(engine.inFlight('query'), 0);
 });
 
-test('a running job whose client went away is stopped at once', async (t) => {
+test('a running job whose client went away is stopped once its grace is over', async (t) => {
   const { gateway } = await start(t, { JobTimeoutSeconds: 600 });
   const engine = gateway.engine;
   const client = new AbortController();
   const job = engine.run({ kind: 'fault', mode: 'hold', lane: 'query', ms: 60_000 }, { signal: client.signal });
   await until(t, 'the hold to run', () => engine.stats('query').busyThreads === 1);
+  const [thread] = engine.threadIds('query');
   const started = Date.now();
   client.abort();
   const err = await t.throwsAsync(job);
   t.true(err instanceof JobAbandoned);
-  t.true(Date.now() - started < 15_000);
+  const waited = Date.now() - started;
+  t.true(waited >= ABANDONED_GRACE_MS - 20, `stopped after ${waited} ms`);
+  t.true(waited < 15_000);
+  t.is(engine.cancelled('query').abandoned, 1);
   await until(t, 'the replacement thread', () => engine.stats('query').threads === 1);
+  t.notDeepEqual(engine.threadIds('query'), [thread], 'the thread was replaced');
   const ping = await engine.ping('query');
   t.truthy(ping);
+});
+
+test('a short job whose client went away finishes on its thread, which is kept', async (t) => {
+  // Stopping it would cost the lane its thread until a new one starts: a client that hangs up
+  // early, request after request, kept the interactive lane restarting and every key check waiting.
+  const { request, fixture, gateway } = await start(t, { JobTimeoutSeconds: 600 });
+  const engine = gateway.engine;
+  await engine.ping('interactive');
+  const threads = engine.threadIds('interactive');
+  for (let i = 0; i < 3; i++) {
+    const client = new AbortController();
+    const job = engine.run({ kind: 'fault', mode: 'hold', lane: 'interactive', ms: 60 }, { signal: client.signal });
+    await until(t, 'the job to run', () => engine.stats('interactive').busyThreads === 1);
+    client.abort();
+    t.is(await job, null, 'the job ran to its end');
+  }
+  t.is(engine.cancelled('interactive').abandoned, 0);
+  t.deepEqual(engine.threadIds('interactive'), threads, 'no thread was stopped');
+  const accounts = await request.get('/api/v1/accounts').set(bearer(fixture.keys.alice));
+  t.is(accounts.status, 200);
 });
