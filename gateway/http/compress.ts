@@ -22,8 +22,8 @@ const compressor = compress({
 /**
  * The compressor, with a route's JSON object serialised once before it looks. koa-compress reads
  * `ctx.response.length`, which for an object body is Koa's `JSON.stringify` just to measure it;
- * Koa then serialises it again to send it (and the compressor a third time to encode it). A
- * search page of 50 messages is tens of kilobytes of JSON, on the gateway thread.
+ * Koa (to send it) or the compressor (to encode it) then serialised it again. A search page of 50
+ * messages is tens of kilobytes of JSON, on the gateway thread.
  */
 export const compressJson: Middleware = (ctx, next) =>
   compressor(ctx, async () => {
@@ -31,6 +31,6 @@ export const compressJson: Middleware = (ctx, next) =>
     const { body } = ctx;
     // Plain objects and arrays only: buffers, streams and the rest go to Koa as they are. The
     // type stays what Koa set for the object (application/json), or what the route set.
-    if (Array.isArray(body) || (body !== null && Object.getPrototypeOf(body) === Object.prototype))
+    if (Array.isArray(body) || (body != null && Object.getPrototypeOf(body) === Object.prototype))
       ctx.body = JSON.stringify(body);
   });

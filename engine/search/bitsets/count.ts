@@ -194,8 +194,8 @@ class Evaluator {
   /**
    * Adds a kept term's messages to `out`; false when the term is not kept. A prefix such as
    * `ster*` has hundreds of kept words, most of them lists of ids: setting their bits in place
-   * costs their ids, where a bitset each (kept()) would cost the archive's size each (measured
-   * at 1,000,000 messages: 36 ms for `ster*` that way).
+   * costs their ids, where a bitset each (kept()) would cost the archive's size each (`ster*`
+   * at 1,000,000 messages, 408 lists: 50 to 62 ms that way, 11 to 25 ms this way).
    */
   keptInto(out: Bits, key: string): boolean {
     const set = this.snap.term(key);
