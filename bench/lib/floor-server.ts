@@ -13,6 +13,8 @@ import { Piscina } from 'piscina';
 
 const body = Buffer.from(process.env.FLOOR_BODY ?? '{"items":[]}');
 const mode = process.env.FLOOR_MODE ?? 'bare';
+if (!['bare', 'koa', 'crossing'].includes(mode))
+  throw new Error(`FLOOR_MODE must be bare, koa or crossing, not ${mode}`);
 
 function koaListener(crossing: Piscina | undefined): RequestListener {
   const app = new Koa();
@@ -39,11 +41,7 @@ const listener: RequestListener =
         res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': body.length });
         res.end(body);
       }
-    : mode === 'koa' || mode === 'crossing'
-      ? koaListener(pool)
-      : (() => {
-          throw new Error(`FLOOR_MODE must be bare, koa or crossing, not ${mode}`);
-        })();
+    : koaListener(pool);
 
 const server = createServer(listener);
 server.listen(0, '127.0.0.1', () => {
@@ -52,6 +50,4 @@ server.listen(0, '127.0.0.1', () => {
     `${JSON.stringify({ msg: 'listening', port: typeof address === 'object' && address ? address.port : 0 })}\n`,
   );
 });
-process.on('SIGTERM', () =>
-  server.close(() => void (pool?.destroy() ?? Promise.resolve()).then(() => process.exit(0))),
-);
+process.on('SIGTERM', () => server.close(() => void Promise.resolve(pool?.destroy()).then(() => process.exit(0))));
