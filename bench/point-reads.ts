@@ -9,13 +9,13 @@
 // moves all of them. Besides the bare floor, two floors show what the design's shape costs by
 // itself (bench/lib/floor-server.ts): Koa alone, and Koa with one round trip to a worker thread
 // that does nothing. The second is the ceiling for any request that reads the archive off the
-// gateway thread, however cheap the read. With PROFILE_DIR set, the server runs with --cpu-prof into that directory (each
-// thread writes its own .cpuprofile).
+// gateway thread, however cheap the read. With PROFILE_DIR set, the server runs with --cpu-prof
+// into that directory (each thread writes its own .cpuprofile).
 import { openArchive } from '../engine/db/open.js';
 import { arg } from './lib/args.js';
 import { createCaller } from './lib/callers.js';
 import { load, loadStream, ratio, wholeMs, type LoadResult } from './lib/load.js';
-import { FLOOR_SERVER, startArchiveServer, startServer, type RunningServer } from './lib/server.js';
+import { FLOOR_SERVER, startArchiveServer, startServer } from './lib/server.js';
 import { ensureCorpus } from './corpus.js';
 
 const messages = arg('--messages', 100_000);
@@ -35,12 +35,14 @@ const server = await startArchiveServer(dbPath, { searchIndex: false, nodeOption
 let next = 0;
 const ids = (n: number) => Array.from({ length: n }, () => ((next++ * 7919) % messages) + 1);
 const body = await (await fetch(`${server.url}/api/v1/emails/1`, { headers: admin.headers })).text();
-const floors = {
-  bare: await startServer({ FLOOR_BODY: body }, FLOOR_SERVER),
-  koa: await startServer({ FLOOR_BODY: body, FLOOR_MODE: 'koa' }, FLOOR_SERVER),
-  crossing: await startServer({ FLOOR_BODY: body, FLOOR_MODE: 'crossing' }, FLOOR_SERVER),
-};
-const FLOOR_NAMES = { bare: 'floor: node:http', koa: 'floor: Koa', crossing: 'floor: Koa + one worker round trip' };
+// bench/lib/floor-server.ts's modes; the first is the floor of the target's ratio, the last the ceiling.
+const floors = await Promise.all(
+  [
+    { mode: 'bare', name: 'floor: node:http' },
+    { mode: 'koa', name: 'floor: Koa' },
+    { mode: 'crossing', name: 'floor: Koa + one worker round trip' },
+  ].map(async (f) => ({ ...f, server: await startServer({ FLOOR_BODY: body, FLOOR_MODE: f.mode }, FLOOR_SERVER) })),
+);
 
 const line = (name: string, r: LoadResult) =>
   `| ${name} | ${r.requests.toLocaleString('en')} | ${Math.round(r.rps).toLocaleString('en')} | ${wholeMs(r.p50)} | ${wholeMs(r.p99)} | ${r.non2xx + r.errors} |`;
@@ -52,7 +54,7 @@ const ratios: number[] = [];
 const ceilings: number[] = [];
 try {
   // Warm all (JIT, SQLite's page cache for a part of the archive), unmeasured.
-  for (const floor of Object.values(floors)) await load({ url: floor.url, connections, duration: 2, paths: ['/'] });
+  for (const { server: floor } of floors) await load({ url: floor.url, connections, duration: 2, paths: ['/'] });
   await loadStream({
     url: server.url,
     connections,
@@ -60,24 +62,23 @@ try {
     requests: ids(50_000).map((id) => ({ path: `/api/v1/emails/${id}`, headers: admin.headers })),
   });
   for (let round = 1; round <= rounds; round++) {
-    const measured = {} as Record<keyof typeof floors, LoadResult>;
-    for (const [name, floor] of Object.entries(floors) as Array<[keyof typeof floors, RunningServer]>)
-      measured[name] = await load({ url: floor.url, connections, duration, paths: ['/'] });
+    const measured: LoadResult[] = [];
+    for (const { server: floor } of floors)
+      measured.push(await load({ url: floor.url, connections, duration, paths: ['/'] }));
     const api = await loadStream({
       url: server.url,
       connections,
       duration,
       requests: ids(300_000).map((id) => ({ path: `/api/v1/emails/${id}`, headers: admin.headers })),
     });
-    for (const name of Object.keys(floors) as Array<keyof typeof floors>)
-      console.log(line(`${FLOOR_NAMES[name]}, round ${round}`, measured[name]));
+    floors.forEach((f, i) => console.log(line(`${f.name}, round ${round}`, measured[i]!)));
     console.log(line(`GET /api/v1/emails/{id}, round ${round}`, api));
     if (api.repeats > 0) console.log(`  (${api.repeats} ids came round a second time)`);
-    ratios.push(api.rps / measured.bare.rps);
-    ceilings.push(measured.crossing.rps / measured.bare.rps);
+    ratios.push(api.rps / measured[0]!.rps);
+    ceilings.push(measured.at(-1)!.rps / measured[0]!.rps);
   }
 } finally {
-  for (const floor of Object.values(floors)) await floor.stop();
+  for (const { server: floor } of floors) await floor.stop();
   await server.stop();
 }
 const best = Math.max(...ratios);

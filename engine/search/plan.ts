@@ -26,7 +26,7 @@ import { pageIds, relevancePageIds } from './bitsets/page.js';
 import { parseQuery } from '../../shared/query-language.js';
 import { RELEVANCE_WINDOW } from '../../shared/search-input.js';
 import { lowerBound } from './bitsets/build.js';
-import { leafSets, popcount } from './bitsets/count.js';
+import { leafSets } from './bitsets/count.js';
 import type { Snapshot } from './bitsets/snapshot.js';
 import { ftsExpression } from './compile.js';
 import { tokenize } from './unicode61.js';
@@ -106,7 +106,7 @@ function relevanceTerms(
         sets.subject === 'unkept'
           ? subjectMatcher(subject!, (subjects ??= windowSubjects(db, window)))
           : (key: number) => has(sets.subject as Uint32Array | null, key);
-      terms.push({ docs: popcount(sets.text), inText: (key) => has(sets.text, key), inSubject });
+      terms.push({ docs: sets.docs, inText: (key) => has(sets.text, key), inSubject });
     }
     return terms;
   }

@@ -30,6 +30,12 @@ const LEAF_CACHE_MIN_MS = 2;
  */
 const SUBJECT_FTS_MAX_DOCS = 40_000;
 
+/** Sets the bits of these message ids in `out`, and returns it. */
+function addIds(out: Bits, ids: Iterable<number>): Bits {
+  for (const id of ids) out[id >>> 5]! |= 1 << (id & 31);
+  return out;
+}
+
 /** Signals that FTS5 returned a rowid the snapshot does not know: the archive moved on. */
 class Stale extends Error {}
 
@@ -80,34 +86,36 @@ export function matchSet(
 }
 
 /**
- * A text leaf's matches over the whole archive, and those in the subject, for ranking by
- * relevance (engine/search/relevance.ts); undefined if stale. `subject` is null when the leaf
- * looks elsewhere, or 'unkept' when only FTS5 could list the leaf's subject matches and that
- * would cost more than the window (a prefix, a phrase, a common word the index does not keep in
- * subjects): over the whole archive that costs what the leaf's doclists cost (`subject : a*`,
- * 260 ms at 1,000,000 messages), for the 1,000 messages the ranking asks about; the caller
- * matches their subjects itself instead (plan.ts). A rare word's subject hits are FTS5's.
+ * A text leaf's matches over the whole archive, how many there are, and those in the subject,
+ * for ranking by relevance (engine/search/relevance.ts); undefined if stale. `subject` is null
+ * when the leaf looks elsewhere, or 'unkept' when only FTS5 could list the leaf's subject
+ * matches and that would cost more than the window (a prefix, a phrase, a common word the index
+ * does not keep in subjects): over the whole archive that costs what the leaf's doclists cost
+ * (`subject : a*`, 260 ms at 1,000,000 messages), for the 1,000 messages the ranking asks
+ * about; the caller matches their subjects itself instead (plan.ts). A rare word's subject hits
+ * are FTS5's.
  */
 export function leafSets(
   db: Db,
   snap: Snapshot,
   leaf: Extract<Node, { type: 'text' }>,
   subject: Extract<Node, { type: 'text' }> | null,
-): { text: Bits; subject: Bits | null | 'unkept' } | undefined {
+): { text: Bits; docs: number; subject: Bits | null | 'unkept' } | undefined {
   try {
     const ev = new Evaluator(db, snap);
     const text = ev.node(leaf);
-    if (subject === null || subject === leaf) return { text, subject: subject && text };
+    const docs = popcount(text);
+    if (subject === null || subject === leaf) return { text, docs, subject: subject && text };
     const tokens = subject.words.flatMap((w) => tokenize(w));
     if (tokens.length === 1 && !subject.prefix) {
       const kept = ev.kept(termKey('s', tokens[0]!));
-      if (kept) return { text, subject: kept };
+      if (kept) return { text, docs, subject: kept };
       // FTS5 reads the word's whole doclist, whatever the column (about 0.05 µs a message at
       // 1,000,000: 0.2 ms for a word in 4,783 messages, 13 ms in 255,712); reading and
       // tokenizing the window's 1,000 subjects costs 2 to 5 ms.
-      if (popcount(text) <= SUBJECT_FTS_MAX_DOCS) return { text, subject: ev.fts(ftsExpression(subject)) };
+      if (docs <= SUBJECT_FTS_MAX_DOCS) return { text, docs, subject: ev.fts(ftsExpression(subject)) };
     }
-    return { text, subject: 'unkept' };
+    return { text, docs, subject: 'unkept' };
   } catch (err) {
     if (err instanceof Stale) return undefined;
     throw err;
@@ -215,17 +223,14 @@ class Evaluator {
     const set = this.snap.term(key);
     if (!set) return false;
     if (set.kind === 'bits') this.orInto(out, set.bits);
-    else for (const id of set.ids) out[id >>> 5]! |= 1 << (id & 31);
+    else addIds(out, set.ids);
     return true;
   }
 
   kept(key: string): Bits | undefined {
     const set = this.snap.term(key);
     if (!set) return undefined;
-    if (set.kind === 'bits') return set.bits;
-    const out = new Uint32Array(this.snap.words);
-    for (const id of set.ids) out[id >>> 5]! |= 1 << (id & 31);
-    return out;
+    return set.kind === 'bits' ? set.bits : addIds(new Uint32Array(this.snap.words), set.ids);
   }
 
   /**
