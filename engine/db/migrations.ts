@@ -3,7 +3,7 @@
 // Append new migrations; never edit one that has shipped.
 
 import type BetterSqlite3 from 'better-sqlite3';
-import { backfillThreads } from '../store/threads.js';
+import { backfillThreads } from './backfill-threads.js';
 
 export interface Migration {
   version: number;

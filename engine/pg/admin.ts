@@ -17,7 +17,7 @@ import type {
   MailWriter,
   NewImapAccount,
   UserRow,
-} from '../admin.js';
+} from '../admin-contract.js';
 import { loadSecretKey, SecretBox } from '../secrets.js';
 import type { SyncState } from '../sync/types.js';
 import { pgAddImapAccount, pgListAccountStatus, pgRotateSecret, pgSetAccount, PgSyncState } from './sync.js';
@@ -31,7 +31,8 @@ import { iso } from '../time.js';
 import { T, utcMs, utcTimestamp } from './columns.js';
 import { ACCESS_TYPE_CODES, accessTypeOf, ACCOUNT_COLUMNS, insertKey, KEY_COLUMNS, toAccountDto } from './handlers.js';
 import { sql, type Sql } from './sql.js';
-import { PgStore, type PgContext, type Query } from './store.js';
+import type { PgContext, Query } from './context.js';
+import { PgStore } from './store.js';
 import { catchUpSearchIndex, pruneSearchIndex } from './search-index.js';
 import { PgArchiveWriter } from './writer.js';
 import { catchUpThreads } from './threads.js';

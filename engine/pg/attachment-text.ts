@@ -13,7 +13,7 @@ import {
 import { T, visibleAccounts } from './columns.js';
 import { reindexDocuments } from './search-index.js';
 import { raw, sql } from './sql.js';
-import type { PgContext } from './store.js';
+import type { PgContext } from './context.js';
 
 const TEXTS = raw('mail_archive_gateway.attachment_texts');
 /** An attachment's content key, as the attachment handle has it (positive: AttachmentContents). */

@@ -3,7 +3,7 @@
 // without telling us: the next messages after a watermark, and which of them the side table lacks.
 import { T } from './columns.js';
 import { sql, type Sql } from './sql.js';
-import type { Query } from './store.js';
+import type { Query } from './context.js';
 
 /**
  * Up to `limit` message ids after `after` in id order, and those of them without a row in

@@ -39,7 +39,7 @@ import { summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './colum
 import { searchPage } from './search.js';
 import { getThread } from './threads.js';
 import { sql } from './sql.js';
-import type { PgContext } from './store.js';
+import type { PgContext } from './context.js';
 import { SEARCH_PARAMS } from '../../shared/search-input.js';
 import { encodeDetail } from '../encoded-detail.js';
 import { movedToQueryLane } from '../large-detail.js';

@@ -22,7 +22,7 @@ import { tokenize } from '../search/unicode61.js';
 import { nextBatch } from './catch-up.js';
 import { T } from './columns.js';
 import { join, raw, sql, type Sql } from './sql.js';
-import type { PgContext, Query } from './store.js';
+import type { PgContext, Query } from './context.js';
 
 export const DOCS = raw('mail_archive_gateway.search_docs');
 const STATE = raw('mail_archive_gateway.search_state');

@@ -11,7 +11,7 @@ import { summaryColumns, T, visibleAccounts, zonedTimestamp } from './columns.js
 import { compileMatch, compileTsQuery, DOCS, ensureSearchIndex } from './search-index.js';
 import { ensureThreads, threadCondition, threadIdsOf } from './threads.js';
 import { join, planned, raw, sql, type Sql } from './sql.js';
-import type { PgContext } from './store.js';
+import type { PgContext } from './context.js';
 
 type Viewer = { isAdmin: boolean; userId: number };
 

@@ -9,6 +9,7 @@ import { ArchiveUnavailable } from '../unavailable.js';
 import { createPgPool, isUnavailable, serverOf } from './connect.js';
 import { pgHandlers } from './handlers.js';
 import type { Sql } from './sql.js';
+import type { PgContext, Query, Row } from './context.js';
 
 export interface PgStoreOptions {
   url: string;
@@ -20,19 +21,7 @@ export interface PgStoreOptions {
   statementTimeoutMs?: number;
 }
 
-export type Row = object;
-export type Query = <R extends Row = Record<string, unknown>>(q: Sql) => Promise<R[]>;
-
-export interface PgContext {
-  /** Mail Archiver's display zone: SentDate is wall-clock time there. */
-  readonly zone: string;
-  readonly read: Query;
-  readonly primary: Query;
-  /** Runs `work` in one transaction on the primary. */
-  transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
-  /** The primary's and the replicas' state, for readiness; never throws. */
-  health(): Promise<PostgresHealth>;
-}
+export type { PgContext, Query, Row } from './context.js';
 
 /** A replica that failed is skipped; it is probed again this often, and back in rotation once it answers. */
 export const REPLICA_RETRY_MS = 5_000;

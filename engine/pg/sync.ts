@@ -22,7 +22,7 @@ import type { FolderState, ImapSecurity, SyncAccount, SyncOutcome, SyncState } f
 import { T, utcTimestamp } from './columns.js';
 import { ACCOUNT_COLUMNS, toAccountDto } from './handlers.js';
 import { sql, type Sql } from './sql.js';
-import type { PgContext, Query } from './store.js';
+import type { PgContext, Query } from './context.js';
 
 type RawAccount = Parameters<typeof toAccountDto>[0];
 

@@ -23,7 +23,7 @@ import {
 import { nextBatch } from './catch-up.js';
 import { summaryColumns, T, visibleAccounts, zonedMs } from './columns.js';
 import { raw, sql, type Sql } from './sql.js';
-import type { PgContext, Query } from './store.js';
+import type { PgContext, Query } from './context.js';
 
 export const THREADS = raw('mail_archive_gateway.threads');
 const REFS = raw('mail_archive_gateway.thread_refs');

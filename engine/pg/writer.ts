@@ -22,7 +22,7 @@ import { normalizeFolder, type NewEmail } from '../store/writer.js';
 import { T } from './columns.js';
 import { relinkFromHeaders } from './threads.js';
 import { sql } from './sql.js';
-import type { PgContext, Query } from './store.js';
+import type { PgContext, Query } from './context.js';
 
 /** ArchivedEmails' identity sequence: ids for new messages come from where Mail Archiver takes its own. */
 const EMAIL_ID_SEQUENCE = sql`pg_get_serial_sequence('mail_archiver."ArchivedEmails"', 'Id')`;
