@@ -2,7 +2,7 @@
 // A failed write keeps its entries for the next attempt; close() drains everything, so a clean
 // shutdown loses nothing.
 import type { Logger } from 'pino';
-import type { EnginePool } from '../engine/pool.js';
+import type { EnginePool } from '../engine/index.js';
 import type { AccessLogEntry } from '../shared/jobs.js';
 
 export interface AccessLogOptions {

@@ -29,7 +29,7 @@
 // may each run their job: a budget can be overrun by at most that many jobs, whose answers are
 // still the 429.
 import type { Middleware } from 'koa';
-import type { EnginePool } from '../engine/pool.js';
+import type { EnginePool } from '../engine/index.js';
 import {
   bearerToken,
   KeyCheck,

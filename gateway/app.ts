@@ -8,7 +8,7 @@
 import Koa from 'koa';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { EnginePool } from '../engine/pool.js';
+import { EnginePool } from '../engine/index.js';
 import { engineQueues, type Settings } from '../shared/config.js';
 import { AccessLogWriter, type AccessLogOptions } from './access-log.js';
 import { admission } from './admission.js';

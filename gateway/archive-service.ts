@@ -2,8 +2,7 @@
 // access. A REST route and an MCP tool are thin adapters over these methods. Every job that
 // reads as someone goes through the caller's KeyCheck (auth.ts), which checks the key in the
 // same job the first time.
-import type { EnginePool } from '../engine/pool.js';
-import { currentRequestSignal } from '../engine/job-budget.js';
+import { currentRequestSignal, type EnginePool } from '../engine/index.js';
 import {
   ATTACHMENT_CHUNK_BYTES,
   type AttachmentHandle,

@@ -4,8 +4,7 @@
 // key up with the first of them; admission (admission.ts) decides what the outcome costs.
 import type { Middleware } from 'koa';
 import { createHash } from 'node:crypto';
-import { EngineOverloaded } from '../engine/overloaded.js';
-import type { EnginePool } from '../engine/pool.js';
+import { EngineOverloaded, type EnginePool } from '../engine/index.js';
 import type { AuthFailure, AuthResult, Job, JobResult, OwnedKind, Principal, UnownedJob } from '../shared/jobs.js';
 import { Problem } from './problem.js';
 

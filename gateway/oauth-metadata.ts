@@ -17,7 +17,7 @@
 // The key check here is the one admission makes (a failed key costs its IP one point of
 // Server:AuthFailuresPerIpPerMinute), so these paths are no cheaper an oracle than /mcp itself.
 import type { Context, Middleware } from 'koa';
-import type { EnginePool } from '../engine/pool.js';
+import type { EnginePool } from '../engine/index.js';
 import { bearerToken, keyHashOf, malformedKey, refusedKey, Unauthorized } from './auth.js';
 import { Problem } from './problem.js';
 import type { RateLimiter } from './rate-limit.js';

@@ -1,9 +1,7 @@
 // RFC 9457 problem details: the one error shape of every HTTP answer this service gives.
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { EngineOverloaded } from '../engine/overloaded.js';
-import { EngineTimedOut, JobAbandoned } from '../engine/job-budget.js';
-import { isArchiveUnavailable } from '../engine/unavailable.js';
+import { EngineOverloaded, EngineTimedOut, isArchiveUnavailable, JobAbandoned } from '../engine/index.js';
 import { InvalidInput } from '../shared/search-input.js';
 
 // Title and the `type` URI for each status: the RFC section that defines it, as ASP.NET does.

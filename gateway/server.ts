@@ -2,8 +2,7 @@
 // Under PM2 cluster mode every worker process runs this file and shares the port.
 import { createServer } from 'node:http';
 import { ConfigError, loadSettings, type Settings } from '../shared/config.js';
-import { prepareArchive, sharedSessionSecret } from '../engine/archive.js';
-import { ArchiveOpenError } from '../engine/db/open.js';
+import { ArchiveOpenError, prepareArchive, sharedSessionSecret } from '../engine/index.js';
 import { createGateway } from './app.js';
 import { ConnectionDrain } from './drain.js';
 import { applyServerLimits, serverOptions } from './http/server-limits.js';

@@ -1,7 +1,7 @@
 // REST API v1 (SPEC.md section 4): six GET routes, each a thin adapter over ArchiveService.
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import type { EnginePool } from '../../engine/pool.js';
+import type { EnginePool } from '../../engine/index.js';
 import { Readable } from 'node:stream';
 import type { Settings } from '../../shared/config.js';
 import { parseInt32, parseSearchInput } from '../../shared/search-input.js';

@@ -3,7 +3,7 @@
 // answer was complete. A waiting job leaves its lane's queue, a running one is stopped; a search
 // abandoned by its client no longer holds a thread that others are waiting for.
 import type { Middleware } from 'koa';
-import { withRequestSignal } from '../../engine/job-budget.js';
+import { withRequestSignal } from '../../engine/index.js';
 
 export const cancelWhenClientLeaves: Middleware = (ctx, next) => {
   const controller = new AbortController();

@@ -18,10 +18,8 @@ import {
 } from '../../shared/dto.js';
 import { MAX_THREAD_LENGTH, SORT_KEYS, TEXT_PAGE_DEFAULT, TEXT_PAGE_MAX, type JobKind } from '../../shared/jobs.js';
 import { TEXT_FIELDS } from '../../shared/query-language.js';
-import { EngineOverloaded } from '../../engine/overloaded.js';
-import { EngineTimedOut } from '../../engine/job-budget.js';
+import { EngineOverloaded, EngineTimedOut, isArchiveUnavailable } from '../../engine/index.js';
 import { ByteBudget, ByteBudgetBusy } from '../byte-budget.js';
-import { isArchiveUnavailable } from '../../engine/unavailable.js';
 import {
   INCLUDE_FIELDS,
   InvalidInput,

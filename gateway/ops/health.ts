@@ -7,7 +7,7 @@
 // it for the key check), a replica down only degraded (reads fall back to the primary).
 import type { Redis } from 'ioredis';
 import { performance } from 'node:perf_hooks';
-import { LANE_NAMES, type EnginePool, type Lane } from '../../engine/pool.js';
+import { type EnginePool, type Lane, LANE_NAMES } from '../../engine/index.js';
 import type { JobResult, PostgresHealth, SearchIndexInfo } from '../../shared/jobs.js';
 
 /** A lane that has not answered a ping in this time is reported as wedged. */

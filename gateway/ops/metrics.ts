@@ -10,7 +10,7 @@
 // query or a raw path.
 import type { Redis } from 'ioredis';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { LANE_NAMES, type EnginePool } from '../../engine/pool.js';
+import { type EnginePool, LANE_NAMES } from '../../engine/index.js';
 import type { AccessLogWriter } from '../access-log.js';
 import { AUTH_FAILURE_REASONS, type AuthFailureReason } from '../auth.js';
 import type { RateLimiter } from '../rate-limit.js';

@@ -4,7 +4,7 @@
 import type { Redis } from 'ioredis';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
-import type { EnginePool } from '../../engine/pool.js';
+import type { EnginePool } from '../../engine/index.js';
 import { isPostgresUrl, type Settings } from '../../shared/config.js';
 import { Problem } from '../problem.js';
 import { allowList, isAllowed } from './allow-from.js';

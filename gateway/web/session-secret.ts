@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { readOrCreateSecretFile } from '../../engine/secret-file.js';
+import { readOrCreateSecretFile } from '../../engine/index.js';
 import { isPostgresUrl, type Settings } from '../../shared/config.js';
 
 export const SECRET_FILE_NAME = 'session-secret';

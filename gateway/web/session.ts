@@ -5,7 +5,7 @@
 import type Koa from 'koa';
 import type { Context, Middleware } from 'koa';
 import createSession from 'koa-session';
-import type { EnginePool } from '../../engine/pool.js';
+import type { EnginePool } from '../../engine/index.js';
 import type { Settings } from '../../shared/config.js';
 import type { WebUser } from '../../shared/jobs.js';
 import { newCsrfToken } from './csrf.js';
