@@ -1,0 +1,166 @@
+// The boundaries between the project's parts, read from the TypeScript sources (no build output, no
+// services): which folder may import which, and no import circles. docs/architecture.md,
+// "Boundaries", says why each rule exists; a rule that bends fails here, not in review.
+import test from 'ava';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, normalize } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** Every relative import of each .ts file under gateway/, engine/ and shared/ (type-only ones too). */
+function importGraph(): Map<string, string[]> {
+  const files: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(join(root, dir), { withFileTypes: true })) {
+      const path = `${dir}/${e.name}`;
+      if (e.isDirectory()) walk(path);
+      else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) files.push(path);
+    }
+  };
+  for (const dir of ['gateway', 'engine', 'shared']) walk(dir);
+  const known = new Set(files);
+  // `import … from`, `export … from`, `import 'x'` and `import('x')` (dynamic, or in a type).
+  const specifier =
+    /(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|import\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g;
+  const graph = new Map<string, string[]>();
+  for (const file of files) {
+    const targets = new Set<string>();
+    for (const m of readFileSync(join(root, file), 'utf8').matchAll(specifier)) {
+      const target = normalize(join(dirname(file), m[1] ?? m[2]!))
+        .replaceAll('\\', '/')
+        .replace(/\.js$/, '.ts');
+      const resolved = known.has(target) ? target : known.has(`${target}/index.ts`) ? `${target}/index.ts` : null;
+      if (!resolved) throw new Error(`${file} imports ${m[1] ?? m[2]}, which is not a source file`);
+      targets.add(resolved);
+    }
+    graph.set(file, [...targets].sort());
+  }
+  return graph;
+}
+
+const graph = importGraph();
+const under = (folder: string) => (file: string) => file.startsWith(`${folder}/`);
+/** Every `from -> to` arrow where `from` passes `source` and `to` passes `target`. */
+const arrows = (source: (f: string) => boolean, target: (f: string) => boolean): string[] =>
+  [...graph].flatMap(([from, tos]) => (source(from) ? tos.filter(target).map((to) => `${from} -> ${to}`) : []));
+
+/** Strongly connected components of more than one file (Tarjan). */
+function circles(): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v)!) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1) found.push(component.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+test('the reader sees every source file and its imports', (t) => {
+  // A parser that saw nothing would pass every rule below.
+  t.true(graph.size > 100);
+  t.true(graph.get('engine/admin.ts')!.includes('engine/admin-contract.ts'));
+  t.true(graph.get('engine/admin.ts')!.includes('engine/pg/admin.ts'), 'the dynamic import is seen');
+  t.true(graph.get('gateway/app.ts')!.includes('engine/index.ts'));
+});
+
+test('no import circles in gateway/, engine/ or shared/', (t) => {
+  t.deepEqual(circles(), []);
+});
+
+test('the gateway reaches the engine only through engine/index.ts', (t) => {
+  t.deepEqual(
+    arrows(under('gateway'), (to) => under('engine')(to) && to !== 'engine/index.ts'),
+    [],
+  );
+  t.true(existsSync(join(root, 'engine/index.ts')));
+});
+
+test('nothing imports upward: shared/ imports neither engine/ nor gateway/, the engine not the gateway', (t) => {
+  t.deepEqual(
+    arrows(under('shared'), (to) => under('engine')(to) || under('gateway')(to)),
+    [],
+  );
+  t.deepEqual(arrows(under('engine'), under('gateway')), []);
+});
+
+test('only the CLI imports the CLI and the demo builder', (t) => {
+  const cli = under('engine/cli');
+  const demo = under('engine/demo');
+  t.deepEqual(
+    arrows((f) => !cli(f), cli),
+    [],
+  );
+  t.deepEqual(
+    arrows((f) => !cli(f) && !demo(f), demo),
+    [],
+  );
+});
+
+test('the SQLite store imports nothing of the PostgreSQL store', (t) => {
+  const sqlite = (f: string) => under('engine/store')(f) || under('engine/db')(f) || f === 'engine/handlers.ts';
+  t.deepEqual(arrows(sqlite, under('engine/pg')), []);
+});
+
+/**
+ * The PostgreSQL store still takes rules both stores share from the SQLite folders (key hashing,
+ * user checks, summaries, folder trees, NewEmail, StoreError, ArchiveOpenError): these arrows, and
+ * no new ones. The list only shrinks: when a shared rule moves to a store-neutral home
+ * (docs/architecture.md, "Boundaries"), delete its line here; the test fails until you do.
+ */
+const PG_INTO_SQLITE_KNOWN = [
+  'engine/pg/admin.ts -> engine/store/accounts.ts',
+  'engine/pg/admin.ts -> engine/store/errors.ts',
+  'engine/pg/admin.ts -> engine/store/keys.ts',
+  'engine/pg/admin.ts -> engine/store/users.ts',
+  'engine/pg/handlers.ts -> engine/store/emails.ts',
+  'engine/pg/handlers.ts -> engine/store/errors.ts',
+  'engine/pg/handlers.ts -> engine/store/folders.ts',
+  'engine/pg/handlers.ts -> engine/store/keys.ts',
+  'engine/pg/handlers.ts -> engine/store/users.ts',
+  'engine/pg/handlers.ts -> engine/store/web.ts',
+  'engine/pg/handlers.ts -> engine/store/writer.ts',
+  'engine/pg/schema.ts -> engine/db/open.ts',
+  'engine/pg/search.ts -> engine/store/summary.ts',
+  'engine/pg/sync.ts -> engine/store/accounts.ts',
+  'engine/pg/sync.ts -> engine/store/errors.ts',
+  'engine/pg/threads.ts -> engine/store/summary.ts',
+  'engine/pg/writer.ts -> engine/store/writer.ts',
+];
+
+test('the PostgreSQL store imports the SQLite folders only where it is known to (a list to shrink)', (t) => {
+  const actual = arrows(under('engine/pg'), (to) => under('engine/store')(to) || under('engine/db')(to)).sort();
+  t.deepEqual(
+    actual.filter((a) => !PG_INTO_SQLITE_KNOWN.includes(a)),
+    [],
+    'a new arrow from engine/pg into engine/store or engine/db: put the shared rule in a store-neutral file instead',
+  );
+  t.deepEqual(
+    PG_INTO_SQLITE_KNOWN.filter((a) => !actual.includes(a)),
+    [],
+    'an arrow on the known list is gone: take it off the list',
+  );
+});
