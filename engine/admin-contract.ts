@@ -42,6 +42,8 @@ export interface ArchiveAdmin {
   listUsers(): Promise<UserRow[]>;
   requireUser(username: string): Promise<UserRow>;
   setUserActive(username: string, active: boolean): Promise<UserRow>;
+  /** Replaces the web sign-in password (a hash from hashPassword); the user's web sessions end with it. */
+  setUserPassword(username: string, passwordHash: string): Promise<UserRow>;
   assignAccount(username: string, accountId: number): Promise<boolean>;
   unassignAccount(username: string, accountId: number): Promise<boolean>;
 

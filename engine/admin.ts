@@ -18,6 +18,7 @@ import {
   hashPassword,
   listUsers,
   requireUser,
+  setPasswordHash,
   setUserActive,
   unassignAccount,
 } from './store/users.js';
@@ -59,6 +60,10 @@ export class SqliteAdmin implements ArchiveAdmin {
   listUsers = async () => listUsers(this.db);
   requireUser = async (username: string) => requireUser(this.db, username);
   setUserActive = async (username: string, active: boolean) => setUserActive(this.db, username, active);
+  setUserPassword = async (username: string, passwordHash: string) => {
+    setPasswordHash(this.db, username, passwordHash);
+    return requireUser(this.db, username);
+  };
   assignAccount = async (username: string, accountId: number) => assignAccount(this.db, username, accountId);
   unassignAccount = async (username: string, accountId: number) => unassignAccount(this.db, username, accountId);
   addAccount = async (input: Parameters<ArchiveAdmin['addAccount']>[0]) => addAccount(this.db, input);

@@ -7,9 +7,11 @@ import test, { type ExecutionContext } from 'ava';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteAdmin } from '../engine/admin.js';
+import { openStore } from '../engine/archive.js';
 import { openArchive, type Db } from '../engine/db/open.js';
 import { hashKey, KEY_PATTERN } from '../engine/store/keys.js';
 import { passwordHashOf, verifyPassword } from '../engine/store/users.js';
+import type { WebUser } from '../shared/jobs.js';
 import { cliArchive, fails, json, ok, STORE_FACTS, STORE_KINDS, type CliArchive } from './helpers/cli-archive.js';
 
 /** Runs the same test body against a SQLite file and against a fresh PostgreSQL database. */
@@ -96,6 +98,53 @@ eachStore('usernames are case-insensitive beyond ASCII', async (t, a) => {
   fails(t, await a.cli(['users', 'add', 'ju\u0308rgen']), 'already exists');
   t.is(ok(t, await a.cli(['users', 'set-active', 'JÜRGEN', 'false'])), 'jürgen is now inactive.\n');
   t.deepEqual(await a.usernames(), ['jürgen']);
+});
+
+/** Signs in the way the web pages do (the `login` job), then checks a session stamp still holds. */
+async function webSignIn(a: CliArchive, username: string, password: string): Promise<WebUser | null> {
+  const store = await openStore({ path: a.db });
+  try {
+    return await store.run({ kind: 'login', username, password });
+  } finally {
+    await store.close();
+  }
+}
+async function sessionHolds(a: CliArchive, user: WebUser): Promise<boolean> {
+  const store = await openStore({ path: a.db });
+  try {
+    return (
+      (await store.run({ kind: 'sessionUser', userId: user.id, stamp: user.stamp, issuedAt: Date.now() })) !== null
+    );
+  } finally {
+    await store.close();
+  }
+}
+
+eachStore('users set-password replaces the web password from stdin and ends the web sessions', async (t, a) => {
+  const old = 'the old password';
+  const next = 'a brand new password';
+  ok(t, await a.cli(['users', 'add', 'alice', '--password-stdin'], { input: `${old}\n` }));
+  const before = await webSignIn(a, 'alice', old);
+  t.truthy(before);
+  t.true(await sessionHolds(a, before!));
+
+  const run = await a.cli(['users', 'set-password', 'ALICE'], { input: `${next}\n` });
+  t.is(ok(t, run), 'Set a new web password for alice; their web sessions have ended.\n');
+  t.false(run.stdout.includes(next) || run.stderr.includes(next), 'the password is never printed');
+  t.is(await webSignIn(a, 'alice', old), null, 'the old password no longer signs in');
+  t.false(await sessionHolds(a, before!), 'a session begun with the old password has ended');
+  t.like(await webSignIn(a, 'alice', next), { username: 'alice' });
+  t.is(await webSignIn(a, 'alice', `${next}\n`), null, 'the trailing newline is not part of the password');
+
+  t.like(json(t, await a.cli(['users', 'set-password', 'alice', '--json'], { input: 'yet another one\n' })), {
+    username: 'alice',
+    isActive: true,
+  });
+  t.like(await webSignIn(a, 'alice', 'yet another one'), { username: 'alice' });
+  fails(t, await a.cli(['users', 'set-password', 'alice'], { input: 'short\n' }), '8 characters');
+  fails(t, await a.cli(['users', 'set-password', 'alice'], { input: '' }), '8 characters');
+  t.like(await webSignIn(a, 'alice', 'yet another one'), { username: 'alice' }, 'a refused password changes nothing');
+  fails(t, await a.cli(['users', 'set-password', 'nobody'], { input: `${next}\n` }), 'nobody');
 });
 
 eachStore('users set-active switches a user and refuses anything but true or false', async (t, a) => {

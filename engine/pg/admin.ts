@@ -198,6 +198,12 @@ export class PgAdmin implements ArchiveAdmin {
     return (await this.#getUser(user.id))!;
   }
 
+  async setUserPassword(username: string, passwordHash: string): Promise<UserRow> {
+    const user = await this.requireUser(username);
+    await this.q(sql`UPDATE ${T.users} SET "PasswordHash" = ${passwordHash} WHERE "Id" = ${user.id}`);
+    return (await this.#getUser(user.id))!;
+  }
+
   async assignAccount(username: string, accountId: number): Promise<boolean> {
     const user = await this.requireUser(username);
     await this.requireAccount(accountId);

@@ -1,6 +1,13 @@
 import type { Command } from 'commander';
 import { parseId, printJson, printTable, readStdin, UsageError, withArchive } from '../context.js';
 
+/** A web password from standard input, without the newline that ends it: at least 8 characters. */
+async function readPassword(): Promise<string> {
+  const password = (await readStdin()).replace(/\r?\n$/, '');
+  if (password.length < 8) throw new UsageError('The password must be at least 8 characters.');
+  return password;
+}
+
 export function registerUsers(program: Command): void {
   const users = program.command('users').description('manage the people who may read the archive');
 
@@ -17,11 +24,7 @@ export function registerUsers(program: Command): void {
         opts: { admin?: boolean; email?: string; passwordStdin?: boolean; json?: boolean },
         cmd: Command,
       ) => {
-        let password: string | null = null;
-        if (opts.passwordStdin) {
-          password = (await readStdin()).replace(/\r?\n$/, '');
-          if (password.length < 8) throw new UsageError('The password must be at least 8 characters.');
-        }
+        const password = opts.passwordStdin ? await readPassword() : null;
         const user = await withArchive(
           cmd,
           async (archive) =>
@@ -41,6 +44,19 @@ export function registerUsers(program: Command): void {
           );
       },
     );
+
+  users
+    .command('set-password <username>')
+    .description("replace a user's web sign-in password, read from standard input; their web sessions end")
+    .option('--json', 'print the user as JSON')
+    .action(async (username: string, opts: { json?: boolean }, cmd: Command) => {
+      const password = await readPassword();
+      const user = await withArchive(cmd, async (archive) =>
+        archive.setUserPassword(username, await archive.hashPassword(password)),
+      );
+      if (opts.json) printJson(user);
+      else process.stdout.write(`Set a new web password for ${user.username}; their web sessions have ended.\n`);
+    });
 
   users
     .command('list')
