@@ -77,6 +77,14 @@ server.listen(settings.Server.Port, settings.Server.Host, () => {
     },
     `listening on http://${settings.Server.Host}:${port}`,
   );
+  if (!settings.Api.Enabled && !settings.Mcp.Enabled) {
+    // The defaults: say so once, or an operator sees nothing but 404s without a word.
+    const served = settings.Metrics.Enabled ? '/healthz, /readyz and /metrics' : '/healthz and /readyz';
+    logger.warn(
+      `the REST API and the MCP server are both off, so nothing but ${served} is served; ` +
+        'turn them on with Api:Enabled and Mcp:Enabled (environment: Api__Enabled=true, Mcp__Enabled=true)',
+    );
+  }
   process.send?.('ready'); // PM2 wait_ready
 });
 

@@ -19,20 +19,24 @@ import { StoreError } from '../store/errors.js';
 const KEY_NAME = 'demo-start';
 const SERVER = fileURLToPath(new URL('../../gateway/server.js', import.meta.url));
 
-async function prepareArchive(path: string, timeZone: string): Promise<{ report: string; keys: DemoKeys }> {
+async function prepareArchive(
+  path: string,
+  timeZone: string,
+): Promise<{ report: string; keys: DemoKeys; built: boolean }> {
   // A SQLite file or a Mail Archiver PostgreSQL database (engine/admin.ts); either may be created.
   const db = await openAdmin(path, { create: true, timeZone });
   const where = storeKind(path) === 'postgres' ? describeWhere(path) : path;
   try {
     const held = await db.contents();
     let report: string;
-    if (held.messages === 0) {
+    const built = held.messages === 0;
+    if (built) {
       const demo = await buildDemoArchive(db, { onWarning: (m) => process.stderr.write(`demo: warning: ${m}\n`) });
       report = formatDemoArchive(where, demo);
     } else {
       report = `Using the archive ${where}: ${held.messages} messages in ${held.accounts} accounts.\n`;
     }
-    return { report, keys: await issueDemoKeys(db, KEY_NAME) };
+    return { report, keys: await issueDemoKeys(db, KEY_NAME), built };
   } finally {
     await db.close();
   }
@@ -44,9 +48,17 @@ function baseUrl(server: Settings['Server']): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${server.Port}`;
 }
 
-function examples(url: string, keys: DemoKeys): string {
+function examples(url: string, keys: DemoKeys, built: boolean): string {
   const userKey = keys.restricted ? '$USER_KEY' : '$ADMIN_KEY';
+  const signIn = built
+    ? [`Sign in to the web pages (API keys, API docs) at ${url}/login with a user and password above.`]
+    : [
+        `Sign in to the web pages (API keys, API docs) at ${url}/login with the passwords printed when this`,
+        "archive was built; to set a new one: printf '%s\\n' 'a new password' | npm run -s cli -- users set-password admin",
+      ];
   return [
+    ...signIn,
+    '',
     'Try it from another shell (paste the KEY lines above first):',
     `  curl -H "Authorization: Bearer $ADMIN_KEY" ${url}/api/v1/accounts`,
     `  curl -H "Authorization: Bearer ${userKey}" '${url}/api/v1/emails?q=budget&pageSize=5'`,
@@ -80,9 +92,9 @@ try {
   const settings = loadSettings();
   const path =
     storeKind(settings.Database.Path) === 'postgres' ? settings.Database.Path : resolve(settings.Database.Path);
-  const { report, keys } = await prepareArchive(path, settings.Database.TimeZone);
+  const { report, keys, built } = await prepareArchive(path, settings.Database.TimeZone);
   const url = baseUrl(settings.Server);
-  process.stdout.write(`${report}\n${formatKeys(keys)}\n${examples(url, keys)}\n`);
+  process.stdout.write(`${report}\n${formatKeys(keys)}\n${examples(url, keys, built)}\n`);
   runGateway(url);
 } catch (err) {
   if (err instanceof ConfigError || err instanceof StoreError || err instanceof ArchiveOpenError) {
