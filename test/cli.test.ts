@@ -181,6 +181,32 @@ eachStore('users assign and unassign, with unknown users, unknown accounts and b
   fails(t, await a.cli(['users', 'unassign', 'alice', '0']), '"0"');
 });
 
+eachStore(
+  'sync skips an import-only account (provider IMAP, no server) because it has no IMAP settings',
+  async (t, a) => {
+    const { id } = json<{ id: number }>(
+      t,
+      await a.cli([
+        'accounts',
+        'add',
+        '--name',
+        'Imported',
+        '--email',
+        'i@example.test',
+        '--provider',
+        'IMAP',
+        '--json',
+      ]),
+    );
+    // On PostgreSQL Mail Archiver syncs its own accounts unless this service is told to.
+    const run = await a.cli(['sync', String(id)], { env: { Sync__Enabled: 'true' } });
+    t.is(
+      ok(t, run),
+      `Imported (id ${id}): skipped, it has no IMAP settings (import-only; add them with accounts set ${id} --imap-host HOST --password-stdin)\n`,
+    );
+  },
+);
+
 eachStore('accounts add prints the id (or {"id":N}) and accounts list shows the accounts', async (t, a) => {
   t.is(ok(t, await a.cli(['accounts', 'add', '--name', 'Work', '--email', 'work@example.com'])), '1\n');
   t.deepEqual(

@@ -84,7 +84,17 @@ async function syncAccount(
     await state.recordOutcome(account.id, { ok: false, at: now(), error: entry.imapError }).catch(() => {});
     return done('failed', entry.imapError);
   }
-  if (!imap) return done('skipped', `provider ${account.provider} is not synced by this service`);
+  if (!imap) {
+    // Provider IMAP (the SQLite default) without a server is an import-only account: say that,
+    // not that IMAP is not synced.
+    const imapProvider = account.provider.trim().toUpperCase() === 'IMAP';
+    return done(
+      'skipped',
+      imapProvider
+        ? `it has no IMAP settings (import-only; add them with accounts set ${account.id} --imap-host HOST --password-stdin)`
+        : `provider ${account.provider} is not synced by this service`,
+    );
+  }
   const last = entry.lastOutcome;
   if (options.backoff && last && !last.ok && now() < last.at + backoffMs(entry.failures)) {
     return done(
