@@ -1,4 +1,4 @@
-// What large reads cost everyone else (issue 16, items 4 and 6), against the real server process:
+// What large reads cost everyone else (docs/security.md, items 4 and 6), against the real server process:
 //
 // 1. Peak resident memory of the server while 200 MCP get_attachment calls for a 9.9 MB file run
 //    at once: with the byte budget (Mcp:MaxConcurrentAttachmentBytes, default) and without it

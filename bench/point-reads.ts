@@ -1,4 +1,4 @@
-// Point reads (issue 12): GET /api/v1/emails/{id} over distinct ids through the real server,
+// Point reads (docs/performance.md): GET /api/v1/emails/{id} over distinct ids through the real server,
 // against a bare node:http server answering one such body, in the same run. The search bench
 // measures the same thing at 1M messages beside everything else; this one takes a minute, so a
 // change to the request path can be measured on its own.

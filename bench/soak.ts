@@ -5,7 +5,7 @@
 //
 //   npm run bench:soak [-- --minutes 10 --messages 200000 --load 0.8 --warmup 2]
 //
-// Targets (issue 9): 0 errors, RSS drift under 10% after warm-up, every logged request present
+// Targets (docs/performance.md, "Soak"): 0 errors, RSS drift under 10% after warm-up, every logged request present
 // in the access log.
 import autocannon from 'autocannon';
 import { readFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Size-aware routing of the message detail job (issue 16, item 4). The interactive lane is one
+// Size-aware routing of the message detail job (docs/security.md, item 4). The interactive lane is one
 // thread for sub-millisecond point reads, key checks above all; reading, cloning and serialising a
 // 35 MB body there once made everyone's /accounts wait 816 ms. A detail job sent to that lane
 // carries a byte limit; the store first reads the size of the message's stored bodies (octet_length

@@ -1,4 +1,4 @@
-// Failed key checks in the log (issue 16; docs/security.md): who tried, why it failed, never the
+// Failed key checks in the log (docs/security.md, item 14): who tried, why it failed, never the
 // key. A key's first 11 characters are its public prefix (the web page and `keys list` show
 // them); anything else that was presented is described by its length only. A flood of failures
 // cannot fill the disk: at most MAX_LINES lines a minute, then one line that counts the rest.

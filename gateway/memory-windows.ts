@@ -3,7 +3,7 @@
 // A store without a bound lets a flood of distinct clients (addresses, or anything else a
 // partition is named by) grow it until the process runs out of memory. A bound that refuses new
 // partitions once full is worse: a flood of clients seen once fills it and every client not yet
-// seen is refused until the windows end (issue 16, item 1). So this store evicts instead, and
+// seen is refused until the windows end (docs/security.md, item 1). So this store evicts instead, and
 // evicts what is cheapest to forget, in two segments (a segmented LRU):
 //
 //   probation  partitions that have spent one point. Forgetting one gives its client at most

@@ -133,7 +133,7 @@ export interface KeyRow {
   status: KeyStatus;
 }
 
-/** Keys listed per page on the web page (issue 16, item 5: an administrator sees every user's). */
+/** Keys listed per page on the web page (docs/security.md, item 5: an administrator sees every user's). */
 export const KEYS_PAGE_SIZE = 50;
 
 /** One page of a key list, oldest first (by user name, then key, for everyone else's). */
@@ -181,7 +181,7 @@ export interface JobMap {
   /**
    * The same detail as the REST answer's bytes: JSON, UTF-8, with its ETag, made on the worker so
    * that a message of tens of megabytes costs the gateway thread a write, not a parse, a
-   * serialisation and a hash (issue 16, item 4; engine/encoded-detail.ts). Sized as `detail` is.
+   * serialisation and a hash (docs/security.md, item 4; engine/encoded-detail.ts). Sized as `detail` is.
    */
   detailJson: {
     args: { principal: Principal; id: number; interactiveMaxBytes?: number };

@@ -219,7 +219,7 @@ test('the in-memory partitions are capped: many distinct clients cannot grow the
   }
   for (let i = 5; i < 10; i++) await limiter.consume(`ip:10.0.0.${i}`);
   t.is(limiter.memoryPartitions, 10);
-  // Past the cap, every new client is admitted with a budget of its own (issue 16, item 1: a
+  // Past the cap, every new client is admitted with a budget of its own (docs/security.md, item 1: a
   // full store used to send them all to one shared, soon spent, bucket), and the store does not grow.
   const outcomes: string[] = [];
   for (let i = 0; i < 1000; i++) {

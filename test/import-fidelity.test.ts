@@ -69,7 +69,7 @@ const TNEF_FILES = [
 ];
 const WINMAIL = tnef(TNEF_FILES);
 
-/** One message per class (issue 14, items 6 to 14), keyed by a short name. */
+/** One message per class (docs/decisions.md, ADR 17), keyed by a short name. */
 const MESSAGES: Record<string, Buffer> = {
   latin1: Buffer.concat([
     b(

@@ -1,5 +1,5 @@
 // Two gateway processes (dist/gateway/server.js, on two ports) over one PostgreSQL database and
-// one Redis behave as one service (issue 10, "Reads across replicas and hosts"): the same keys
+// one Redis behave as one service (docs/postgres.md, "Several gateways"): the same keys
 // work on both, a key revoked through one is refused by the other on its next request, one
 // rate-limit budget per key is spent across both, and both write into the one access log.
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';

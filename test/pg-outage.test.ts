@@ -1,4 +1,4 @@
-// A PostgreSQL archive that goes away (issue 10, "Selecting the store"): lost while the gateway
+// A PostgreSQL archive that goes away (docs/postgres.md, "When the database is unavailable"): lost while the gateway
 // runs, the requests that need it get 503 problem+json with Retry-After and service resumes by
 // itself when the server is back; unreachable or refusing our credentials at start-up, the
 // process stops with one sentence naming Database:Path, without the password.

@@ -1,6 +1,6 @@
-// Database:ReadReplicas against a real streaming replica (issue 10, "Reads across replicas and
-// hosts"): a private primary (initdb) and a replica of it (pg_basebackup -R), both started and
-// removed by this file. Reads go to the replica, key checks and writes to the primary, and the
+// Database:ReadReplicas against a real streaming replica (docs/postgres.md, "Read replicas"):
+// a private primary (initdb) and a replica of it (pg_basebackup -R), both started and removed by
+// this file. Reads go to the replica, key checks and writes to the primary, and the
 // replica stopping in the middle of a stream of requests fails none of them.
 //
 // The observable that tells a replica's answer from the primary's: replay is paused on the

@@ -1,4 +1,4 @@
-// Hardening (issue 16, items 8 and 12; docs/security.md): the server process as `npm start` runs
+// Hardening (docs/security.md, items 8 and 12): the server process as `npm start` runs
 // it closes connections that send no request head in time, refuses connections past its cap while
 // serving those it has, and answers what Node itself refuses (a request it cannot parse, headers
 // too large, a head too slow) as problem+json.

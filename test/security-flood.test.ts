@@ -1,4 +1,4 @@
-// Hardening (issue 16, item 1; docs/security.md): filling the in-memory rate limiter with more
+// Hardening (docs/security.md, item 1): filling the in-memory rate limiter with more
 // distinct clients than it holds (50,000 partitions) must not lock out clients not yet seen, and
 // must not hand a client that has spent its budget a fresh one.
 //

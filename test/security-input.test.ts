@@ -1,5 +1,5 @@
-// Hardening against hostile input and audit gaps (issue 16, items 8, 10, 11, 13 and 14;
-// docs/security.md): corrupt compressed bodies, unprintable key names and file names, what the
+// Hardening against hostile input and audit gaps (docs/security.md, items 8, 10, 11,
+// 13 and 14): corrupt compressed bodies, unprintable key names and file names, what the
 // access log keeps of a search's parameters, log noise from clients that go away, and failed key
 // checks in the log without the key and without letting a flood fill the disk.
 import test from 'ava';

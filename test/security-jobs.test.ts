@@ -1,4 +1,4 @@
-// Hardening (issue 16, item 3): what a search may cost. Query complexity is bounded before any
+// Hardening (docs/security.md, item 3): what a search may cost. Query complexity is bounded before any
 // job is sent (400 saying what to shorten); every engine job has a time budget after which it is
 // cancelled (503 problem+json with Retry-After), and a client that goes away takes its job with
 // it. Lanes are held with the `hold` fault, so the budget and the abort are observed exactly,

@@ -1,4 +1,4 @@
-// Hardening (issue 16, item 5; docs/security.md): one user cannot hold more active keys than
+// Hardening (docs/security.md, item 5): one user cannot hold more active keys than
 // Web:MaxActiveKeysPerUser, on the web page and in the CLI, on both stores; the web page lists
 // keys a page at a time (KEYS_PAGE_SIZE), on the query lane, never ahead of a key check.
 import test from 'ava';

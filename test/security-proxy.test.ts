@@ -1,4 +1,4 @@
-// Hardening (issue 16, items 2 and 9; docs/security.md): behind a proxy the client address is the
+// Hardening (docs/security.md, items 2 and 9): behind a proxy the client address is the
 // one the proxy appended, never what the client wrote to the left of it; and wrong passwords from
 // one address do not lock a user out of the web page for everyone else.
 import test from 'ava';

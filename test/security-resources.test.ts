@@ -1,4 +1,4 @@
-// Hardening (issue 16, item 6): MCP get_attachment's memory. The bytes are sent once (SPEC.md's
+// Hardening (docs/security.md, item 6): MCP get_attachment's memory. The bytes are sent once (SPEC.md's
 // result in the text block; structuredContent without base64Data), and the attachment content
 // the process holds for answers being built is bounded (Mcp:MaxConcurrentAttachmentBytes): past
 // it a call waits its turn (Mcp:AttachmentWaitSeconds), then is told to retry. The query lane is

@@ -1,4 +1,4 @@
-// Hardening (issue 16, item 7; docs/security.md): signing out ends the session on the server. A
+// Hardening (docs/security.md, item 7): signing out ends the session on the server. A
 // copy of the session cookie taken before POST /logout no longer loads /keys or creates a key.
 // The engine side runs on both stores (TEST_STORE=postgres).
 import test from 'ava';

@@ -1,4 +1,4 @@
-// The fixed mix (issue 5), the second workload of `npm run bench:search`: ten queries repeated
+// The fixed mix (docs/performance.md), the second workload of `npm run bench:search`: ten queries repeated
 // through the full HTTP stack, against two floors measured in the same run: the same queries
 // in-process straight on SQLite (the engine's floor) and a bare node:http server answering the
 // same JSON body (the HTTP floor). Repeated queries find their counts cached, which is what

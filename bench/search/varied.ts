@@ -1,4 +1,4 @@
-// The varied stream (issue 12), the headline workload of `npm run bench:search`: tens of
+// The varied stream (docs/performance.md), the headline workload of `npm run bench:search`: tens of
 // thousands of different searches (bench/lib/query-stream.ts), none sent twice, a share of them
 // with restricted users' keys, through the full HTTP stack. Around it, on the same server and
 // in the same run: exact counts checked against the engine's reference count, the physical
@@ -40,7 +40,7 @@ const TARGETS = {
   sortedCommon: 60,
   byIdRatio: 0.25,
   isolationP99: 20,
-  /** Issue 13: the stream with snippets=true costs at most this factor of it without. */
+  /** docs/performance.md, "Snippets": the stream with snippets=true costs at most this factor of it without. */
   snippetsFactor: 1.5,
 };
 /** The server's page limits (Api:DefaultPageSize, Api:MaxPageSize defaults). */
@@ -134,7 +134,10 @@ interface Plan {
   headline: Req[];
   /** As many other searches, each with snippets=true: the headline's twin, none sent before. */
   snippets: Req[];
-  /** As many others again, asking for a compressed answer: what gzip and br cost (issue 15). */
+  /**
+   * As many others again, asking for a compressed answer: what gzip and br cost
+   * (docs/performance.md, "Compression").
+   */
   compressed: Req[];
   isolation: Req[];
 }

@@ -12,9 +12,10 @@
 //
 // Why not FTS5's bm25 (until 2026-11-24): bm25 counts, on every query, the documents holding
 // each word, for its idf, by reading the word's whole doclist: 58 ms for a word in every
-// message, however few rows it then ranks, and it was the slowest kind of search in the stream
-// of issue 12. Here n is a lookup of the in-memory index (a popcount of the word's set) and the
-// window's membership bit tests; without the index, SQL gives the same numbers at FTS5's cost.
+// message, however few rows it then ranks, and it was the slowest kind of search in the varied
+// stream (docs/performance.md, "The varied stream"). Here n is a lookup of the in-memory index
+// (a popcount of the word's set) and the window's membership bit tests; without the index, SQL
+// gives the same numbers at FTS5's cost.
 // What is given up is term frequency and length normalisation within a message (FTS5 exposes
 // them only to ranking functions written in C). ADR 18 in docs/decisions.md.
 import type { Node } from '../../shared/query-language.js';
