@@ -100,50 +100,44 @@ eachStore('usernames are case-insensitive beyond ASCII', async (t, a) => {
   t.deepEqual(await a.usernames(), ['jürgen']);
 });
 
-/** Signs in the way the web pages do (the `login` job), then checks a session stamp still holds. */
-async function webSignIn(a: CliArchive, username: string, password: string): Promise<WebUser | null> {
+/** The archive as the gateway's workers see it, for the `login` and `sessionUser` jobs; closed at teardown. */
+async function webStore(t: ExecutionContext, a: CliArchive) {
   const store = await openStore({ path: a.db });
-  try {
-    return await store.run({ kind: 'login', username, password });
-  } finally {
-    await store.close();
-  }
-}
-async function sessionHolds(a: CliArchive, user: WebUser): Promise<boolean> {
-  const store = await openStore({ path: a.db });
-  try {
-    return (
-      (await store.run({ kind: 'sessionUser', userId: user.id, stamp: user.stamp, issuedAt: Date.now() })) !== null
-    );
-  } finally {
-    await store.close();
-  }
+  t.teardown(() => store.close());
+  return {
+    /** Signs in the way the web pages do. */
+    signIn: (username: string, password: string) => store.run({ kind: 'login', username, password }),
+    /** Whether a session begun as `user` still holds. */
+    sessionHolds: async (user: WebUser) =>
+      (await store.run({ kind: 'sessionUser', userId: user.id, stamp: user.stamp, issuedAt: Date.now() })) !== null,
+  };
 }
 
 eachStore('users set-password replaces the web password from stdin and ends the web sessions', async (t, a) => {
   const old = 'the old password';
   const next = 'a brand new password';
   ok(t, await a.cli(['users', 'add', 'alice', '--password-stdin'], { input: `${old}\n` }));
-  const before = await webSignIn(a, 'alice', old);
+  const { signIn, sessionHolds } = await webStore(t, a);
+  const before = await signIn('alice', old);
   t.truthy(before);
-  t.true(await sessionHolds(a, before!));
+  t.true(await sessionHolds(before!));
 
   const run = await a.cli(['users', 'set-password', 'ALICE'], { input: `${next}\n` });
   t.is(ok(t, run), 'Set a new web password for alice; their web sessions have ended.\n');
   t.false(run.stdout.includes(next) || run.stderr.includes(next), 'the password is never printed');
-  t.is(await webSignIn(a, 'alice', old), null, 'the old password no longer signs in');
-  t.false(await sessionHolds(a, before!), 'a session begun with the old password has ended');
-  t.like(await webSignIn(a, 'alice', next), { username: 'alice' });
-  t.is(await webSignIn(a, 'alice', `${next}\n`), null, 'the trailing newline is not part of the password');
+  t.is(await signIn('alice', old), null, 'the old password no longer signs in');
+  t.false(await sessionHolds(before!), 'a session begun with the old password has ended');
+  t.like(await signIn('alice', next), { username: 'alice' });
+  t.is(await signIn('alice', `${next}\n`), null, 'the trailing newline is not part of the password');
 
   t.like(json(t, await a.cli(['users', 'set-password', 'alice', '--json'], { input: 'yet another one\n' })), {
     username: 'alice',
     isActive: true,
   });
-  t.like(await webSignIn(a, 'alice', 'yet another one'), { username: 'alice' });
+  t.like(await signIn('alice', 'yet another one'), { username: 'alice' });
   fails(t, await a.cli(['users', 'set-password', 'alice'], { input: 'short\n' }), '8 characters');
   fails(t, await a.cli(['users', 'set-password', 'alice'], { input: '' }), '8 characters');
-  t.like(await webSignIn(a, 'alice', 'yet another one'), { username: 'alice' }, 'a refused password changes nothing');
+  t.like(await signIn('alice', 'yet another one'), { username: 'alice' }, 'a refused password changes nothing');
   fails(t, await a.cli(['users', 'set-password', 'nobody'], { input: `${next}\n` }), 'nobody');
 });
 
