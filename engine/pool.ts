@@ -77,47 +77,60 @@ export interface LaneStats {
   waitTime: { mean: number; p50: number; p90: number; p99: number };
 }
 
-/** Every job kind names its lane; a new kind that forgets to is a compile error. */
-export const LANES: Record<JobKind, Lane> = {
-  authenticate: 'interactive',
-  sessionUser: 'interactive',
-  endSessions: 'interactive',
-  accounts: 'interactive',
-  detail: 'interactive',
-  detailJson: 'interactive', // sized as detail is
-  thread: 'interactive', // one conversation by index, bounded (MAX_THREAD_LENGTH)
-  attachment: 'interactive',
-  attachmentText: 'interactive',
-  accessLog: 'interactive',
-  listKeysFor: 'query', // pages of up to 2 x KEYS_PAGE_SIZE rows and their counts: never ahead of a key check
-  createKeyFor: 'interactive',
-  revokeKeyAs: 'interactive',
-  search: 'query',
-  folders: 'query',
-  stats: 'query',
-  attachmentChunk: 'query',
-  login: 'query', // scrypt: deliberately slow, so it stays off the interactive lane
-  fault: 'query', // unless the job names a lane
-  ping: 'interactive', // readiness sends it to every lane with ping(lane)
-};
-
-/**
- * Jobs the pool does not cancel when their client goes away: writes a user asked for (stopping a
- * thread mid-transaction would roll it back, and the user may well reload to see it done) and the
- * access log, whose batch is sent from whatever request happened to fill it. The access log has no
- * budget either: a batch cancelled would be records lost.
- */
-const FINISHED_EVEN_IF_ABANDONED: ReadonlySet<string> = new Set([
-  'accessLog',
-  'createKeyFor',
-  'revokeKeyAs',
-  'endSessions',
-  'login',
-]);
-
 /** Jobs that read a message's bodies, and are therefore sized before they run on the interactive lane. */
 type SizedKind = 'detail' | 'detailJson';
-const isSized = (kind: string): kind is SizedKind => kind === 'detail' || kind === 'detailJson';
+
+/**
+ * What the pool does with a job kind, one row per kind (docs/architecture.md, "The life of an
+ * engine job"); a new kind that forgets its row is a compile error.
+ * - `lane`: where it runs. Front ends shed by kind (`admit`: REST routes and MCP tools name the
+ *   kind their job is), so this row is the only place a kind's lane is said.
+ * - `shed`: whether a full lane refuses it (`mayShed`): always, never (an access-log batch
+ *   refused would be lost), or only the first chunk of a download (later ones belong to a
+ *   download whose headers are sent).
+ * - `keepIfAbandoned`: not cancelled when its client goes away: writes a user asked for
+ *   (stopping a thread mid-transaction would roll it back, and the user may well reload to see
+ *   it done) and the access log, whose batch is sent from whatever request happened to fill it.
+ *   The access log has no budget either: a batch cancelled would be records lost.
+ * - `sized`: a detail, read on the interactive lane only when its bodies are small
+ *   (engine/large-detail.ts).
+ */
+type JobKindPolicy<K extends JobKind> = {
+  lane: Lane;
+  shed?: 'never' | 'first chunk only';
+  keepIfAbandoned?: true;
+} & (K extends SizedKind ? { sized: true } : { sized?: never });
+
+export const JOB_KINDS: { readonly [K in JobKind]: JobKindPolicy<K> } = {
+  authenticate: { lane: 'interactive' },
+  sessionUser: { lane: 'interactive' },
+  endSessions: { lane: 'interactive', keepIfAbandoned: true },
+  accounts: { lane: 'interactive' },
+  detail: { lane: 'interactive', sized: true },
+  detailJson: { lane: 'interactive', sized: true }, // sized as detail is
+  thread: { lane: 'interactive' }, // one conversation by index, bounded (MAX_THREAD_LENGTH)
+  attachment: { lane: 'interactive' },
+  attachmentText: { lane: 'interactive' },
+  accessLog: { lane: 'interactive', shed: 'never', keepIfAbandoned: true },
+  // pages of up to 2 x KEYS_PAGE_SIZE rows and their counts: never ahead of a key check
+  listKeysFor: { lane: 'query' },
+  createKeyFor: { lane: 'interactive', keepIfAbandoned: true },
+  revokeKeyAs: { lane: 'interactive', keepIfAbandoned: true },
+  search: { lane: 'query' },
+  folders: { lane: 'query' },
+  stats: { lane: 'query' },
+  attachmentChunk: { lane: 'query', shed: 'first chunk only' },
+  login: { lane: 'query', keepIfAbandoned: true }, // scrypt: deliberately slow, so it stays off the interactive lane
+  fault: { lane: 'query' }, // unless the job names a lane
+  ping: { lane: 'interactive' }, // readiness sends it to every lane with ping(lane)
+};
+
+/** Each kind's lane (JOB_KINDS). */
+export const LANES = Object.fromEntries(
+  Object.entries(JOB_KINDS).map(([kind, policy]) => [kind, policy.lane]),
+) as Record<JobKind, Lane>;
+
+const isSized = (kind: JobKind): kind is SizedKind => JOB_KINDS[kind].sized === true;
 
 const laneOf = (job: Job): Lane => (job.kind === 'fault' ? (job.lane ?? 'query') : LANES[job.kind]);
 
@@ -128,8 +141,9 @@ const laneOf = (job: Job): Lane => (job.kind === 'fault' ? (job.lane ?? 'query')
  * headers and may be refused.
  */
 function mayShed(job: Job): boolean {
-  if (job.kind === 'accessLog') return false;
-  if (job.kind === 'attachmentChunk') return job.first === true || job.seq === 0;
+  const shed = JOB_KINDS[job.kind].shed;
+  if (shed === 'never') return false;
+  if (job.kind === 'attachmentChunk' && shed === 'first chunk only') return job.first === true || job.seq === 0;
   // A test's hold stands for work already admitted, so it fills a lane exactly whatever else runs.
   if (job.kind === 'fault') return job.mode !== 'hold';
   return true;
@@ -272,7 +286,7 @@ export class EnginePool {
 
   #submit(job: Job | AuthedJob, lane: Lane, shed: boolean, options: RunOptions): Promise<unknown> {
     const kind = job.kind === 'authed' ? job.job.kind : job.kind;
-    const client = FINISHED_EVEN_IF_ABANDONED.has(kind) ? undefined : (options.signal ?? currentRequestSignal());
+    const client = JOB_KINDS[kind].keepIfAbandoned ? undefined : (options.signal ?? currentRequestSignal());
     if (client?.aborted) {
       this.#cancelled[lane].abandoned++;
       return Promise.reject(new JobAbandoned());

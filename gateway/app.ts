@@ -13,7 +13,7 @@ import { engineQueues, type Settings } from '../shared/config.js';
 import { AccessLogWriter, type AccessLogOptions } from './access-log.js';
 import { admission } from './admission.js';
 import { AuthFailureLog } from './auth-failure-log.js';
-import { apiRouter, shedWhenFull } from './api/router.js';
+import { apiRouter } from './api/router.js';
 import { ArchiveService } from './archive-service.js';
 import { createLogger } from './logger.js';
 import { mcpEndpoint } from './mcp/endpoint.js';
@@ -147,7 +147,6 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
         admission(limiters.api, limiters.authFailures, engine, failureLog) as Koa.Middleware,
         etagPerCoding,
         compressJson,
-        shedWhenFull(router, engine),
         router.routes() as unknown as Koa.Middleware,
         async (ctx) => {
           // Reached only when no route answered: a known path with another method is 405.

@@ -1,9 +1,9 @@
 // REST API v1 (SPEC.md section 4): six GET routes, each a thin adapter over ArchiveService.
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import type { EnginePool } from '../../engine/index.js';
 import { Readable } from 'node:stream';
 import type { Settings } from '../../shared/config.js';
+import type { JobKind } from '../../shared/jobs.js';
 import { parseInt32, parseSearchInput } from '../../shared/search-input.js';
 import { hasText, noTextReason, type ArchiveService } from '../archive-service.js';
 import { requireApiKey, type AuthState } from '../auth.js';
@@ -34,18 +34,32 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
   // middleware layer matches every path, which made the gateway's "known path?" check (405 vs
   // 404) treat unknown paths such as /api/v1/nope as known and answer 405.
   const auth = requireApiKey;
+  /**
+   * For a route whose job runs on the query lane, named by its job kind (the lane is the engine's
+   * to say, engine/pool.ts JOB_KINDS): while that lane is full the request is refused at once
+   * (503, EngineOverloaded), before its parameters are parsed or its job queued; cheap requests
+   * keep flowing (docs/decisions.md, ADR 10). It runs inside admission, so a bad key is still a
+   * 401 and the answer still carries its RateLimit headers (admission checks the key on its own
+   * when no job carried the check), and before `auth`, as the shedding always has.
+   */
+  const shed =
+    (kind: JobKind): Middleware =>
+    async (_ctx, next) => {
+      service.engine.admit(kind);
+      await next();
+    };
 
   router.get('/accounts', auth, async (ctx) => {
     ctx.body = await service.accounts(caller(ctx));
   });
 
-  router.get('/accounts/:id/folders', auth, async (ctx) => {
+  router.get('/accounts/:id/folders', shed('folders'), auth, async (ctx) => {
     const folders = await service.folders(caller(ctx), idParam(ctx, 'id'));
     if (!folders) throw new Problem(404, `Account ${ctx.params.id} does not exist.`);
     ctx.body = folders;
   });
 
-  router.get('/emails', auth, async (ctx) => {
+  router.get('/emails', shed('search'), auth, async (ctx) => {
     const params = ctx.query as Record<string, unknown>;
     const query = parseSearchInput(params, limits);
     ctx.body = await service.search(caller(ctx), query, params);
@@ -125,7 +139,7 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
     ctx.body = page.text;
   });
 
-  router.get('/stats', auth, async (ctx) => {
+  router.get('/stats', shed('stats'), auth, async (ctx) => {
     ctx.body = await service.stats(caller(ctx));
   });
 
@@ -155,27 +169,4 @@ async function startedStream(chunks: AsyncGenerator<Buffer>): Promise<Readable> 
     yield* chunks;
   }
   return Readable.from(rest(), { objectMode: false });
-}
-
-/** The query-lane job of each route that runs one: what a full query lane refuses. */
-const QUERY_LANE_ROUTES: Record<string, 'search' | 'folders' | 'stats'> = {
-  '/api/v1/emails': 'search',
-  '/api/v1/accounts/:id/folders': 'folders',
-  '/api/v1/stats': 'stats',
-};
-
-/**
- * Runs right after admission, inside it (so a bad key is still a 401, and the answer still
- * carries its RateLimit headers: admission checks the key on its own when no job carried the
- * check): a request for a route whose job runs on the query lane is refused at once
- * (503, EngineOverloaded) while that lane is full, before its parameters are parsed or its job
- * queued. Cheap requests keep flowing (docs/decisions.md, ADR 10).
- */
-export function shedWhenFull(router: Router<AuthState>, engine: EnginePool): Middleware {
-  return async (ctx, next) => {
-    const template = router.match(ctx.path, ctx.method).pathAndMethod.at(-1)?.path;
-    const kind = typeof template === 'string' ? QUERY_LANE_ROUTES[template] : undefined;
-    if (kind) engine.admit(kind);
-    await next();
-  };
 }
