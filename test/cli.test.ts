@@ -4,6 +4,7 @@
 // PostgreSQL-only facts (schema creation, connection errors, stored formats) are in
 // test/cli-postgres.test.ts.
 import test, { type ExecutionContext } from 'ava';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteAdmin } from '../engine/admin.js';
@@ -12,6 +13,7 @@ import { openArchive, type Db } from '../engine/db/open.js';
 import { hashKey, KEY_PATTERN } from '../engine/store/keys.js';
 import { passwordHashOf, verifyPassword } from '../engine/store/users.js';
 import type { WebUser } from '../shared/jobs.js';
+import { CLI } from './helpers/cli.js';
 import { cliArchive, fails, json, ok, STORE_FACTS, STORE_KINDS, type CliArchive } from './helpers/cli-archive.js';
 
 /** Runs the same test body against a SQLite file and against a fresh PostgreSQL database. */
@@ -80,6 +82,24 @@ sqliteOnly('users add --password-stdin stores an scrypt hash, never the password
   ]);
   t.false(bytes.includes(password), 'the plaintext is nowhere in the file');
 });
+
+sqliteOnly(
+  'a reader that stops early (… --json | head) ends a command quietly, not with a stack trace',
+  async (t, a) => {
+    ok(t, await a.cli(['users', 'add', 'alice']));
+    const child = spawn(process.execPath, [CLI, '--db', a.db, 'users', 'list', '--json'], {
+      cwd: a.dir,
+      env: { PATH: process.env.PATH, TZ: 'UTC' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout.destroy(); // the reader is gone before the command writes a byte
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    t.is(stderr, '');
+    t.is(code, 0);
+  },
+);
 
 eachStore('users add refuses a short password, a duplicate name in any case and a bad name', async (t, a) => {
   fails(t, await a.cli(['users', 'add', 'alice', '--password-stdin'], { input: 'short\n' }), '8 characters');

@@ -115,4 +115,11 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+// A reader that stops early (`mail-archive users list --json | head`) closes the pipe: the rest of
+// the output has nobody to go to, which is no error of the command's. Stop quietly, as other
+// command-line tools do, rather than crash with a stack trace.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+  throw err;
+});
 process.exitCode = await main(process.argv.slice(2));
