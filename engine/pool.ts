@@ -99,6 +99,11 @@ export const LANES: Record<JobKind, Lane> = {
   login: 'query', // scrypt: deliberately slow, so it stays off the interactive lane
   fault: 'query', // unless the job names a lane
   ping: 'interactive', // readiness sends it to every lane with ping(lane)
+  oauthClient: 'interactive',
+  oauthRegister: 'interactive',
+  oauthIssueCode: 'interactive',
+  oauthToken: 'interactive',
+  oauthRevoke: 'interactive',
 };
 
 /**
@@ -113,6 +118,10 @@ const FINISHED_EVEN_IF_ABANDONED: ReadonlySet<string> = new Set([
   'revokeKeyAs',
   'endSessions',
   'login',
+  'oauthRegister',
+  'oauthIssueCode',
+  'oauthToken',
+  'oauthRevoke',
 ]);
 
 /** Jobs that read a message's bodies, and are therefore sized before they run on the interactive lane. */

@@ -163,59 +163,48 @@ test.serial('the Inspector 2.x CLI names the reason for a refused key', async (t
   }
 });
 
-test.serial(
-  'OAuth discovery finds static keys only, and each guessed OAuth endpoint says why the key failed',
-  async (t) => {
-    const h = await startMcpGateway({ Server: { AuthFailuresPerIpPerMinute: 3 } });
-    try {
-      const prm = await request(h.base).get('/.well-known/oauth-protected-resource/mcp');
-      t.is(prm.status, 200);
-      t.deepEqual(prm.body, {
-        resource: `${h.base}/mcp`,
-        authorization_servers: [],
-        bearer_methods_supported: ['header'],
-        resource_name: 'mail-archive-gateway MCP server (static API keys only; no OAuth)',
-        resource_documentation: `${h.base}/apidocs`,
-      });
-      t.is(
-        (await request(h.base).get('/.well-known/oauth-protected-resource/api/v1')).body.resource,
-        `${h.base}/api/v1`,
-      );
-      t.is((await request(h.base).get('/.well-known/oauth-protected-resource/nope')).status, 404);
-
-      const metadata = await request(h.base).get('/.well-known/oauth-authorization-server');
-      t.is(metadata.status, 404);
-      t.is(metadata.type, 'application/problem+json');
-      t.regex(metadata.body.detail, /does not offer OAuth.*No key was sent/);
-
-      const valid = await request(h.base)
-        .post('/register')
-        .set('Authorization', `Bearer ${h.fixture.keys.admin}`)
-        .send({});
-      t.is(valid.status, 404);
-      t.regex(valid.body.detail, /The key sent is valid/);
-      const revoked = await request(h.base)
-        .post('/register')
-        .set('Authorization', `Bearer ${h.fixture.keys.revoked}`)
-        .send({});
-      t.regex(revoked.body.detail, /The key sent was refused: The API key has been revoked\./);
-      // A refused key here costs its IP as on /mcp: the third failure spends the budget of 3.
-      await request(h.base).get('/token').set('Authorization', 'Bearer ma_short');
-      await request(h.base).get('/authorize').set('Authorization', `Bearer ${h.fixture.keys.expired}`);
-      const spent = await request(h.base)
-        .get('/.well-known/openid-configuration')
-        .set('Authorization', `Bearer ${h.fixture.keys.revoked}`);
-      t.is(spent.status, 429);
-      t.is(
-        (await request(h.base).post('/mcp').set('Authorization', `Bearer ${h.fixture.keys.revoked}`).send(initialize))
-          .status,
-        429,
-      );
-    } finally {
-      await h.close();
+test.serial('OAuth discovery finds nothing, and each guessed OAuth endpoint says why the key failed', async (t) => {
+  const h = await startMcpGateway({ Server: { AuthFailuresPerIpPerMinute: 3 } });
+  try {
+    // With Mcp:OAuth:Enabled off nothing advertises OAuth: the resource metadata is a 404 too.
+    for (const path of ['/mcp', '/api/v1', '/nope']) {
+      const prm = await request(h.base).get(`/.well-known/oauth-protected-resource${path}`);
+      t.is(prm.status, 404, path);
+      t.regex(prm.body.detail, /does not offer OAuth.*No key was sent/);
     }
-  },
-);
+
+    const metadata = await request(h.base).get('/.well-known/oauth-authorization-server');
+    t.is(metadata.status, 404);
+    t.is(metadata.type, 'application/problem+json');
+    t.regex(metadata.body.detail, /does not offer OAuth.*No key was sent/);
+
+    const valid = await request(h.base)
+      .post('/register')
+      .set('Authorization', `Bearer ${h.fixture.keys.admin}`)
+      .send({});
+    t.is(valid.status, 404);
+    t.regex(valid.body.detail, /The key sent is valid/);
+    const revoked = await request(h.base)
+      .post('/register')
+      .set('Authorization', `Bearer ${h.fixture.keys.revoked}`)
+      .send({});
+    t.regex(revoked.body.detail, /The key sent was refused: The API key has been revoked\./);
+    // A refused key here costs its IP as on /mcp: the third failure spends the budget of 3.
+    await request(h.base).get('/token').set('Authorization', 'Bearer ma_short');
+    await request(h.base).get('/authorize').set('Authorization', `Bearer ${h.fixture.keys.expired}`);
+    const spent = await request(h.base)
+      .get('/.well-known/openid-configuration')
+      .set('Authorization', `Bearer ${h.fixture.keys.revoked}`);
+    t.is(spent.status, 429);
+    t.is(
+      (await request(h.base).post('/mcp').set('Authorization', `Bearer ${h.fixture.keys.revoked}`).send(initialize))
+        .status,
+      429,
+    );
+  } finally {
+    await h.close();
+  }
+});
 
 test.serial(
   'at a budget of 3 per minute, clients connect and make their first call: the handshake is free',
