@@ -5,6 +5,8 @@ import test from 'ava';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { call, startMcpGateway } from './helpers/mcp.js';
 import {
@@ -499,4 +501,86 @@ test('RFC 7009 revocation ends the grant; registration is rate-limited and can b
     ).status,
     403,
   );
+});
+
+test('Client ID Metadata Documents: a good one through the whole flow; too large, slow, pointing elsewhere, redirected or private are refused', async (t) => {
+  // The clients' documents, on loopback over http (allowed for this origin by the setting).
+  const docs = createServer((req, res) => {
+    const self = `http://127.0.0.1:${(docs.address() as AddressInfo).port}${req.url}`;
+    const doc = (extra: object) => {
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({ client_id: self, client_name: 'Doc Client', redirect_uris: [CALLBACK], ...extra }));
+    };
+    if (req.url === '/good.json') return doc({ token_endpoint_auth_method: 'none' });
+    if (req.url === '/big.json') return doc({ padding: 'x'.repeat(2000) });
+    if (req.url === '/elsewhere.json') return doc({ client_id: 'https://other.example/client.json' });
+    if (req.url === '/secret.json') return doc({ token_endpoint_auth_method: 'private_key_jwt' });
+    if (req.url === '/bad-redirect.json') return doc({ redirect_uris: ['http://evil.example/cb'] });
+    if (req.url === '/redirect.json') {
+      res.writeHead(302, { Location: '/good.json' });
+      return res.end();
+    }
+    if (req.url === '/slow.json') return; // never answers
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => docs.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    docs.closeAllConnections();
+    docs.close();
+  });
+  const origin = `http://127.0.0.1:${(docs.address() as AddressInfo).port}`;
+  const h = await startOAuthGateway({
+    ClientMetadataAllowedOrigins: [origin],
+    ClientMetadataMaxBytes: 1024,
+    ClientMetadataTimeoutMs: 300,
+  });
+  t.teardown(() => h.close());
+  const agent = await person(h.base);
+  const ask = (clientId: string, challenge = pkce().challenge) =>
+    authorizeUrl({
+      client_id: clientId,
+      redirect_uri: CALLBACK,
+      response_type: 'code',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    });
+
+  const good = `${origin}/good.json`;
+  const { verifier, challenge } = pkce();
+  const page = await agent.get(ask(good, challenge));
+  t.is(page.status, 200);
+  t.regex(page.text, /Allow <span class="client-name">Doc Client<\/span>/);
+  t.regex(page.text, /metadata document/);
+  const back = await consent(agent, ask(good, challenge));
+  const tokens = await tokenRequest(h.base, {
+    grant_type: 'authorization_code',
+    code: back.searchParams.get('code')!,
+    code_verifier: verifier,
+    client_id: good,
+    redirect_uri: CALLBACK,
+  });
+  // The first consent's code is unused; the second's is exchanged: both came from one document.
+  t.is(tokens.status, 200, tokens.text);
+  t.is((await mcpPost(h.base, tokens.body.access_token, listAccounts)).status, 200);
+
+  const refused: Array<[string, RegExp]> = [
+    [`${origin}/big.json`, /is larger than 1024 bytes/],
+    [`${origin}/slow.json`, /did not arrive within 300 ms/],
+    [`${origin}/elsewhere.json`, /names another client_id/],
+    [`${origin}/redirect.json`, /redirects are not followed/],
+    [`${origin}/secret.json`, /public clients only/],
+    [`${origin}/bad-redirect.json`, /uses http to another host/],
+    [`${origin}/missing.json`, /answered HTTP 404/],
+    [`${origin}/`, /with a path/],
+    ['http://127.0.0.2:1/client.json', /must be an https URL/],
+    ['https://127.0.0.1:1/client.json', /private or reserved network address/],
+    ['https://localhost:1/client.json', /private or reserved network address/],
+    ['https://[::1]:1/client.json', /private or reserved network address/],
+  ];
+  for (const [clientId, why] of refused) {
+    const res = await agent.get(ask(clientId));
+    t.is(res.status, 400, clientId);
+    t.is(res.headers.location, undefined, clientId);
+    t.regex(res.text, why, clientId);
+  }
 });

@@ -198,6 +198,12 @@ export async function fetchClientMetadata(clientId: string, settings: OAuthSetti
     throw new ClientProblem(
       `The client_id ${clientId} must be an https URL with a path, without a fragment, credentials or dot segments.`,
     );
+  // An address written out is connected to without a lookup, so it is checked here.
+  const literal = url.hostname.replace(/^\[|\]$/g, '');
+  if (!allowed && isIP(literal) && isPrivateAddress(literal))
+    throw new ClientProblem(
+      `The client's metadata document at ${clientId} is on a private or reserved network address, which is not allowed.`,
+    );
   const text = await fetchBounded(url, settings, allowed);
   let doc: unknown;
   try {
