@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import request from 'supertest';
 import {
   call,
@@ -17,6 +18,7 @@ import {
   MODERN_REVISION,
   startMcpGateway,
 } from './helpers/mcp.js';
+import { consent, person, startOAuthGateway } from './helpers/oauth.js';
 
 const test = anyTest as TestFn<{ configDir: string }>;
 const require = createRequire(import.meta.url);
@@ -47,7 +49,14 @@ interface Run {
  */
 function runTool(
   argv: string[],
-  opts: { input?: object[]; env?: NodeJS.ProcessEnv; until?: (r: Run) => boolean; timeoutMs?: number } = {},
+  opts: {
+    input?: object[];
+    env?: NodeJS.ProcessEnv;
+    until?: (r: Run) => boolean;
+    timeoutMs?: number;
+    /** Called with what the tool wrote to stderr so far, each time it writes more. */
+    onStderr?: (stderr: string) => void;
+  } = {},
 ): Promise<Run> {
   const child = spawn(process.execPath, argv, {
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -77,7 +86,10 @@ function runTool(
         .map((l) => JSON.parse(l) as Run['messages'][number]);
       if (opts.until?.(run)) finish();
     });
-    child.stderr.on('data', (d: Buffer) => (run.stderr += d.toString()));
+    child.stderr.on('data', (d: Buffer) => {
+      run.stderr += d.toString();
+      opts.onStderr?.(run.stderr);
+    });
     child.on('exit', (code) => {
       run.code = code;
       // Give the pipes a moment to drain what was written before the exit.
@@ -95,17 +107,20 @@ const initialize = {
 };
 const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
 
+/** What a desktop client sends a bridge: the handshake, then tools/list (id 2) and a call (id 3). */
+const SESSION = [
+  initialize,
+  initialized,
+  { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+  { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_accounts', arguments: {} } },
+];
+
 function mcpRemote(t: { context: { configDir: string } }, url: string, key: string, until?: (r: Run) => boolean) {
   return runTool(
     [binOf('mcp-remote', 'mcp-remote'), url, '--header', `Authorization: Bearer ${key}`, '--transport', 'http-only'],
     {
       env: { MCP_REMOTE_CONFIG_DIR: t.context.configDir },
-      input: [
-        initialize,
-        initialized,
-        { jsonrpc: '2.0', id: 2, method: 'tools/list' },
-        { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_accounts', arguments: {} } },
-      ],
+      input: SESSION,
       ...(until ? { until } : {}),
     },
   );
@@ -268,3 +283,52 @@ test.serial('free messages have a cap of their own (Mcp:FreeRequestsPerMinute)',
     await h.close();
   }
 });
+
+test.serial(
+  "mcp-remote's OAuth flow: it registers, sends the person to the consent page, takes the code at its callback and serves tools",
+  async (t) => {
+    const h = await startOAuthGateway();
+    try {
+      // A free port for mcp-remote's callback server (its second argument).
+      const probe = createNetServer();
+      await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+      const port = (probe.address() as AddressInfo).port;
+      await new Promise((resolve) => probe.close(resolve));
+      let authorized: Promise<void> | undefined;
+      const steps: string[] = [];
+      const out = await runTool([binOf('mcp-remote', 'mcp-remote'), h.url, String(port), '--transport', 'http-only'], {
+        env: { MCP_REMOTE_CONFIG_DIR: t.context.configDir },
+        input: SESSION,
+        until: (r) => r.messages.some((m) => m.id === 3),
+        // Headless: the authorization URL it would open in a browser is in its output; the
+        // person's part is done through the real pages, and the browser's last step, loading
+        // the callback with the code, is a fetch.
+        onStderr: (stderr) => {
+          const url = /Please authorize this client by visiting:\s*(\S+)/.exec(stderr)?.[1];
+          if (!url || authorized) return;
+          authorized = (async () => {
+            const at = new URL(url);
+            steps.push(`authorize ${at.searchParams.get('client_id')} ${at.searchParams.get('redirect_uri')}`);
+            const back = await consent(await person(h.base, 'alice'), at.pathname + at.search);
+            steps.push(`callback ${back.origin}${back.pathname}`);
+            const res = await fetch(back.href);
+            steps.push(`callback answered ${res.status}`);
+          })();
+        },
+      });
+      await authorized;
+      t.deepEqual(steps.slice(1), [`callback http://localhost:${port}/oauth/callback`, 'callback answered 200']);
+      t.regex(steps[0]!, new RegExp(`^authorize mcp_\\S+ http://localhost:${port}/oauth/callback$`));
+      const listed = out.messages.find((m) => m.id === 2);
+      const called = out.messages.find((m) => m.id === 3);
+      t.true(((listed?.result?.tools as unknown[] | undefined)?.length ?? 0) >= 5, out.stderr);
+      const text = (called?.result as { content: Array<{ text: string }> }).content[0]!.text;
+      t.deepEqual(
+        (JSON.parse(text) as Array<{ id: number }>).map((a) => a.id),
+        [h.fixture.accounts.work, h.fixture.accounts.shared],
+      );
+    } finally {
+      await h.close();
+    }
+  },
+);
