@@ -8,6 +8,15 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
+import { openArchive } from '../engine/db/open.js';
+import { buildSnapshot } from '../engine/search/bitsets/build.js';
+import { adoptSnapshot } from '../engine/search/bitsets/share.js';
+import { Snapshot } from '../engine/search/bitsets/snapshot.js';
+import { searchEmails } from '../engine/search/plan.js';
+import { listVisibleAccounts } from '../engine/store/accounts.js';
+import { getEmailDetail } from '../engine/store/emails.js';
+import type { SearchQuery, Viewer } from '../shared/jobs.js';
+import { createFixture } from './helpers/fixture.js';
 import { call, startMcpGateway } from './helpers/mcp.js';
 import {
   authorizeUrl,
@@ -583,4 +592,51 @@ test('Client ID Metadata Documents: a good one through the whole flow; too large
     t.is(res.headers.location, undefined, clientId);
     t.regex(res.text, why, clientId);
   }
+});
+
+test('a grant narrowed to accounts reads only those, on every search path of the SQLite store', (t) => {
+  const f = createFixture();
+  t.teardown(f.cleanup);
+  const db = openArchive(f.dbPath);
+  t.teardown(() => db.close());
+  const alice = { userId: f.users.alice, isAdmin: false };
+  const workOnly = { ...alice, oauth: { grantId: 1, accountIds: [f.accounts.work] } };
+  const adminPersonal = {
+    userId: f.users.admin,
+    isAdmin: true,
+    oauth: { grantId: 2, accountIds: [f.accounts.personal] },
+  };
+  // A grant naming an account its user no longer reads reads nothing of it.
+  const aliceForeign = { ...alice, oauth: { grantId: 3, accountIds: [f.accounts.personal] } };
+  const query = (q?: string): SearchQuery => ({
+    ...(q ? { q } : {}),
+    page: 1,
+    pageSize: 100,
+    sortBy: 'sentDate',
+    sortOrder: 'desc',
+  });
+  const accountsOf = (viewer: Viewer, q?: string, reference = false) =>
+    new Set(searchEmails(db, viewer, query(q), reference ? { reference: true } : {}).items.map((i) => i.accountId));
+  const paths = [
+    ['SQL', () => adoptSnapshot(db, undefined), false],
+    ['in-memory index', () => adoptSnapshot(db, new Snapshot(buildSnapshot(db))), false],
+    ['reference', () => adoptSnapshot(db, undefined), true],
+  ] as const;
+  for (const [name, setUp, reference] of paths) {
+    setUp();
+    for (const q of [undefined, 'standup OR budget OR notes OR the']) {
+      t.true(accountsOf(alice, q, reference).has(f.accounts.shared), `${name} ${q}: alice's key sees Shared`);
+      t.deepEqual([...accountsOf(workOnly, q, reference)], [f.accounts.work], `${name} ${q}`);
+      t.deepEqual([...accountsOf(adminPersonal, q, reference)], [f.accounts.personal], `${name} ${q}`);
+      t.deepEqual([...accountsOf(aliceForeign, q, reference)], [], `${name} ${q}`);
+    }
+  }
+  adoptSnapshot(db, undefined);
+  t.deepEqual(
+    listVisibleAccounts(db, workOnly).map((a) => a.id),
+    [f.accounts.work],
+  );
+  const shared = db.prepare('SELECT id FROM emails WHERE account_id = ?').pluck().get(f.accounts.shared) as number;
+  t.truthy(getEmailDetail(db, alice, shared));
+  t.is(getEmailDetail(db, workOnly, shared), null);
 });
