@@ -17,7 +17,12 @@ import { listVisibleAccounts } from '../engine/store/accounts.js';
 import { getEmailDetail } from '../engine/store/emails.js';
 import type { SearchQuery, Viewer } from '../shared/jobs.js';
 import { createFixture } from './helpers/fixture.js';
-import { call, startMcpGateway } from './helpers/mcp.js';
+import {
+  Client as V2Client,
+  StreamableHTTPClientTransport as V2Transport,
+  type OAuthClientProvider as V2OAuthProvider,
+} from '@modelcontextprotocol/client';
+import { call, MODERN_REVISION, startMcpGateway } from './helpers/mcp.js';
 import {
   authorizeUrl,
   CALLBACK,
@@ -639,4 +644,36 @@ test('a grant narrowed to accounts reads only those, on every search path of the
   const shared = db.prepare('SELECT id FROM emails WHERE account_id = ?').pluck().get(f.accounts.shared) as number;
   t.truthy(getEmailDetail(db, alice, shared));
   t.is(getEmailDetail(db, workOnly, shared), null);
+});
+
+test('the v2 SDK client pinned to 2026-07-28 signs in with its own OAuth provider too, checking iss', async (t) => {
+  const h = await startOAuthGateway();
+  t.teardown(() => h.close());
+  const provider = new MemoryProvider('v2 client');
+  const open = () => new V2Transport(new URL(h.url), { authProvider: provider as unknown as V2OAuthProvider });
+  const pinned = () =>
+    new V2Client({ name: 'oauth-v2', version: '2.0.0' }, { versionNegotiation: { mode: { pin: MODERN_REVISION } } });
+  const first = open();
+  await t.throwsAsync(() => pinned().connect(first));
+  const url = provider.authorizationUrl!;
+  t.is(url.searchParams.get('resource'), h.url);
+  const back = await consent(await person(h.base, 'alice'), url.pathname + url.search);
+  await first.finishAuth(back.searchParams.get('code')!, back.searchParams.get('iss')!);
+  const client = pinned();
+  await client.connect(open());
+  const result = await client.callTool({ name: 'list_accounts', arguments: {} });
+  const ids = (JSON.parse((result.content as Array<{ text: string }>)[0]!.text) as Array<{ id: number }>).map(
+    (a) => a.id,
+  );
+  t.deepEqual(ids, [h.fixture.accounts.work, h.fixture.accounts.shared]);
+  await client.close();
+  // An iss that is not the issuer's is refused by the client (RFC 9207), so a mix-up is caught.
+  const other = new MemoryProvider('v2 mix-up');
+  const again = new V2Transport(new URL(h.url), { authProvider: other as unknown as V2OAuthProvider });
+  await t.throwsAsync(() => pinned().connect(again));
+  const code = (
+    await consent(await person(h.base, 'alice'), other.authorizationUrl!.pathname + other.authorizationUrl!.search)
+  ).searchParams.get('code')!;
+  const mixup = await t.throwsAsync(() => again.finishAuth(code, 'https://evil.example'));
+  t.regex(mixup!.message, /iss|issuer/i);
 });

@@ -184,6 +184,14 @@ export class MemoryProvider implements OAuthClientProvider {
   redirectToAuthorization(url: URL) {
     this.authorizationUrl = url;
   }
+  #discovery: unknown;
+  /** What the v2 client keeps between its two legs, to bind the callback's iss to the issuer (SEP-2352). */
+  saveDiscoveryState(state: unknown) {
+    this.#discovery = state;
+  }
+  discoveryState() {
+    return this.#discovery as undefined;
+  }
   saveCodeVerifier(verifier: string) {
     this.#verifier = verifier;
   }
