@@ -35,7 +35,7 @@ import {
   startOAuthGateway,
   tokenRequest,
 } from './helpers/oauth.js';
-import { changeArchive, readAccessLog } from './helpers/store.js';
+import { changeArchive, queryArchive, readAccessLog } from './helpers/store.js';
 import { csrfOf } from './helpers/web.js';
 
 const initialize = {
@@ -676,4 +676,53 @@ test('the v2 SDK client pinned to 2026-07-28 signs in with its own OAuth provide
   ).searchParams.get('code')!;
   const mixup = await t.throwsAsync(() => again.finishAuth(code, 'https://evil.example'));
   t.regex(mixup!.message, /iss|issuer/i);
+});
+
+test('the grant is a row of the keys table Mail Archiver reads: revoking it there, or deactivating the user, ends it', async (t) => {
+  const h = await startOAuthGateway();
+  t.teardown(() => h.close());
+  const path = h.settings.Database.Path;
+  const keyRows = () =>
+    queryArchive<{ name: string; prefix: string }>(path, {
+      sqlite: "SELECT name, key_prefix AS prefix FROM api_keys WHERE name LIKE 'OAuth:%'",
+      postgres: `SELECT "Name" AS name, "KeyPrefix" AS prefix FROM mail_archiver."ApiKeys" WHERE "Name" LIKE 'OAuth:%'`,
+    });
+  const g = await grant(h);
+  t.deepEqual(await keyRows(), [{ name: 'OAuth: Test Agent', prefix: g.access_token.slice(0, 11) }]);
+  const refreshed = await tokenRequest(h.base, {
+    grant_type: 'refresh_token',
+    refresh_token: g.refresh_token,
+    client_id: g.clientId,
+  });
+  t.deepEqual(
+    await keyRows(),
+    [{ name: 'OAuth: Test Agent', prefix: refreshed.body.access_token.slice(0, 11) }],
+    'a refresh rotates the one row in place',
+  );
+  // Mail Archiver (or anything else writing the table) revokes it.
+  await changeArchive(path, {
+    sqlite: (db) => db.prepare("UPDATE api_keys SET revoked_at = 1 WHERE name LIKE 'OAuth:%'").run(),
+    postgres: (c) => c.query(`UPDATE mail_archiver."ApiKeys" SET "RevokedAt" = now() WHERE "Name" LIKE 'OAuth:%'`),
+  });
+  t.is((await mcpPost(h.base, refreshed.body.access_token)).status, 401);
+  const after = await tokenRequest(h.base, {
+    grant_type: 'refresh_token',
+    refresh_token: refreshed.body.refresh_token,
+    client_id: g.clientId,
+  });
+  t.is(after.body.error_description, 'The grant has been revoked.');
+
+  // Another grant, whose user is then deactivated: the token and the refresh token stop.
+  const bob = await grant(h, { username: 'bob' });
+  await changeArchive(path, {
+    sqlite: (db) => db.prepare("UPDATE users SET is_active = 0 WHERE username = 'bob'").run(),
+    postgres: (c) => c.query(`UPDATE mail_archiver."Users" SET "IsActive" = false WHERE "Username" = 'bob'`),
+  });
+  t.is((await mcpPost(h.base, bob.access_token)).status, 401);
+  const inactive = await tokenRequest(h.base, {
+    grant_type: 'refresh_token',
+    refresh_token: bob.refresh_token,
+    client_id: bob.clientId,
+  });
+  t.is(inactive.body.error_description, "The grant's user is not active.");
 });
