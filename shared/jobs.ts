@@ -302,10 +302,13 @@ export interface JobMap {
   oauthClient: { args: { clientId: string }; result: OAuthClient | null };
   oauthRegister: { args: { client: OAuthClient }; result: null };
   /**
-   * Stores a one-time authorization code for what the actor approved; refused (false) when the
-   * actor is not active or chose an account they do not see.
+   * Stores a one-time authorization code for what the actor approved; refused when the actor is
+   * not active or chose an account they do not see, or already holds `maxGrants` live grants.
    */
-  oauthIssueCode: { args: { actorId: number; code: OAuthCodeInput; now: number }; result: boolean };
+  oauthIssueCode: {
+    args: { actorId: number; code: OAuthCodeInput; now: number; maxGrants: number };
+    result: 'issued' | 'refused' | 'too many grants';
+  };
   /** The token endpoint's work: a code or a refresh token for a new access token (a key) and refresh token. */
   oauthToken: { args: { request: OAuthTokenRequest; now: number; accessMs: number }; result: OAuthTokenResult };
   /** RFC 7009: ends the grant of an access or refresh token of this client (nothing if unknown). */

@@ -726,3 +726,29 @@ test('the grant is a row of the keys table Mail Archiver reads: revoking it ther
   });
   t.is(inactive.body.error_description, "The grant's user is not active.");
 });
+
+test('a person holds at most Web:MaxActiveKeysPerUser live grants; revoking one makes room', async (t) => {
+  const h = await startOAuthGateway({}, { Web: { MaxActiveKeysPerUser: 1 } });
+  t.teardown(() => h.close());
+  const first = await grant(h);
+  const clientId = await registerClient(h.base);
+  const agent = await person(h.base);
+  const path = codeRequest(clientId);
+  const page = await agent.get(path);
+  const fields = Object.fromEntries(new URL(h.base + path).searchParams);
+  const allow = () =>
+    agent
+      .post('/oauth/authorize')
+      .type('form')
+      .send({ ...fields, _csrf: csrfOf(page.text), decision: 'allow', days: '30', scope_accounts: 'all' });
+  const refused = await allow();
+  t.is(refused.status, 400);
+  t.regex(refused.text, /already have 1 active OAuth grants/);
+  await request(h.base)
+    .post('/oauth/revoke')
+    .type('form')
+    .send({ token: first.access_token, client_id: first.clientId });
+  const allowed = await allow();
+  t.is(allowed.status, 303);
+  t.truthy(new URL(allowed.headers.location!).searchParams.get('code'));
+});

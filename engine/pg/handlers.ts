@@ -478,7 +478,7 @@ export const pgHandlers: PgHandlers = {
   },
   oauthClient: (ctx, job) => pgOAuth.client(ctx, job.clientId),
   oauthRegister: (ctx, job) => pgOAuth.register(ctx, job.client),
-  oauthIssueCode: (ctx, job) => pgOAuth.issueCode(ctx, job.actorId, job.code, job.now),
+  oauthIssueCode: (ctx, job) => pgOAuth.issueCode(ctx, job.actorId, job.code, job.now, job.maxGrants),
   oauthToken: (ctx, job) => pgOAuth.token(ctx, job.request, job.now, job.accessMs),
   oauthRevoke: (ctx, job) => pgOAuth.revoke(ctx, job.tokenHash, job.clientId, job.now),
   ping: async (ctx) => {

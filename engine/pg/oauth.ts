@@ -45,7 +45,13 @@ export async function register(ctx: PgContext, c: OAuthClient): Promise<null> {
   return null;
 }
 
-export async function issueCode(ctx: PgContext, actorId: number, code: OAuthCodeInput, now: number): Promise<boolean> {
+export async function issueCode(
+  ctx: PgContext,
+  actorId: number,
+  code: OAuthCodeInput,
+  now: number,
+  maxGrants: number,
+): Promise<'issued' | 'refused' | 'too many grants'> {
   const [user] = await ctx.primary<{ is_active: boolean; is_admin: boolean; accounts: number[] }>(
     sql`SELECT u."IsActive" AS is_active, u."IsAdmin" AS is_admin,
                ARRAY(SELECT m."MailAccountId" FROM ${T.userAccounts} m WHERE m."UserId" = u."Id") AS accounts
@@ -56,7 +62,12 @@ export async function issueCode(ctx: PgContext, actorId: number, code: OAuthCode
     code.accountIds,
     user?.is_admin ? null : (user?.accounts ?? []),
   );
-  if (!allowed) return false;
+  if (!allowed) return 'refused';
+  const [live] = await ctx.primary<{ n: number }>(
+    sql`SELECT count(*)::int AS n FROM mail_archive_gateway.oauth_grants g JOIN ${T.keys} k ON k."Id" = g.key_id
+         WHERE g.user_id = ${actorId} AND g.revoked_at IS NULL AND k."RevokedAt" IS NULL AND g.expires_at > ${now}`,
+  );
+  if (live!.n >= maxGrants) return 'too many grants';
   await ctx.primary(sql`DELETE FROM mail_archive_gateway.oauth_codes WHERE expires_at < ${now - 86_400_000}`);
   await ctx.primary(
     sql`INSERT INTO mail_archive_gateway.oauth_codes (code_hash, user_id, client_id, client_name, redirect_uri,
@@ -66,7 +77,7 @@ export async function issueCode(ctx: PgContext, actorId: number, code: OAuthCode
                 ${code.accountIds === null ? null : JSON.stringify(code.accountIds)}::jsonb,
                 ${code.grantExpiresAt}, ${code.expiresAt})`,
   );
-  return true;
+  return 'issued';
 }
 
 async function revokeGrant(q: Query, grantId: number, now: number): Promise<void> {

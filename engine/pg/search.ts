@@ -14,7 +14,6 @@ import { ensureThreads, threadCondition, threadIdsOf } from './threads.js';
 import { join, planned, raw, sql, type Sql } from './sql.js';
 import type { PgContext } from './store.js';
 
-
 /** SQLite's NOCASE folds ASCII only and compares code points: lower() under "C" does the same. */
 const SORT_COLUMNS: Record<Exclude<SortKey, 'relevance'>, string> = {
   sentDate: 'e."SentDate"',

@@ -35,7 +35,6 @@ export const THREAD_BATCH = 200;
 /** As the search index's: ids this far below the watermark are looked at again. */
 const RECHECK_WINDOW = 1000;
 
-
 interface SourceRow {
   id: number;
   account_id: number;

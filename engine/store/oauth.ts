@@ -55,10 +55,24 @@ export function consentAllowed(
   return chosen.length > 0 && (visible === null || chosen.every((id) => visible.includes(id)));
 }
 
-export function issueOAuthCode(db: Db, actorId: number, code: OAuthCodeInput, now: number): boolean {
+export function issueOAuthCode(
+  db: Db,
+  actorId: number,
+  code: OAuthCodeInput,
+  now: number,
+  maxGrants: number,
+): 'issued' | 'refused' | 'too many grants' {
   const user = getUser(db, actorId);
   const visible = user ? visibleAccountIds(db, { userId: user.id, isAdmin: user.isAdmin }) : null;
-  if (!consentAllowed(user, code.accountIds, visible)) return false;
+  if (!consentAllowed(user, code.accountIds, visible)) return 'refused';
+  const live = prepared(
+    db,
+    `SELECT count(*) FROM oauth_grants g JOIN api_keys k ON k.id = g.key_id
+      WHERE g.user_id = ? AND g.revoked_at IS NULL AND k.revoked_at IS NULL AND g.expires_at > ?`,
+  )
+    .pluck()
+    .get(actorId, now) as number;
+  if (live >= maxGrants) return 'too many grants';
   // Codes live a minute; those long past are dropped here rather than by a timer.
   prepared(db, 'DELETE FROM oauth_codes WHERE expires_at < ?').run(now - 86_400_000);
   prepared(
@@ -78,7 +92,7 @@ export function issueOAuthCode(db: Db, actorId: number, code: OAuthCodeInput, no
     code.grantExpiresAt,
     code.expiresAt,
   );
-  return true;
+  return 'issued';
 }
 
 /** Ends a grant: the grant row and its key, at once. */

@@ -220,6 +220,7 @@ export function authorizeRoutes(router: Router<WebState>, deps: AuthorizeDeps): 
         kind: 'oauthIssueCode',
         actorId: user.id,
         now,
+        maxGrants: settings.Web.MaxActiveKeysPerUser,
         code: {
           codeHash: secretHash(code),
           clientId: request.client.clientId,
@@ -232,7 +233,11 @@ export function authorizeRoutes(router: Router<WebState>, deps: AuthorizeDeps): 
           expiresAt: now + oauth.CodeLifetimeSeconds * 1000,
         },
       });
-      if (!issued) throw new AuthorizePageError('You cannot grant access to an account you do not see.');
+      if (issued === 'too many grants')
+        throw new AuthorizePageError(
+          `You already have ${settings.Web.MaxActiveKeysPerUser} active OAuth grants, the most allowed (Web:MaxActiveKeysPerUser); revoke one on the API Keys page first.`,
+        );
+      if (issued !== 'issued') throw new AuthorizePageError('You cannot grant access to an account you do not see.');
       logger.info(
         { user: user.username, client: request.client.clientId, days, accounts: chosen ?? 'all' },
         'OAuth grant approved',
