@@ -63,11 +63,15 @@ export function oauthDiscovery(settings: Settings, engine: EnginePool, authFailu
       const read = ctx.method === 'GET' || ctx.method === 'HEAD';
       if (read && (ctx.path === `${PRM}/mcp` || ctx.path === `${PRM}/mcp/`)) return protectedResource(ctx, settings);
       if (read && ctx.path === AS_METADATA) return authorizationServer(ctx, settings);
-      if (
-        OAUTH_PATHS.has(ctx.path) ||
-        (ctx.method === 'OPTIONS' && (ctx.path.startsWith(PRM) || ctx.path === AS_METADATA))
-      )
-        return next();
+      if (OAUTH_PATHS.has(ctx.path)) return next();
+      if (ctx.method === 'OPTIONS' && (ctx.path === `${PRM}/mcp` || ctx.path === AS_METADATA)) {
+        // A browser client's preflight: SDK clients send MCP-Protocol-Version with discovery.
+        discoveryHeaders(ctx);
+        ctx.set('Access-Control-Allow-Methods', 'GET');
+        ctx.set('Access-Control-Allow-Headers', 'MCP-Protocol-Version, Content-Type');
+        ctx.status = 204;
+        return;
+      }
       if (OAUTH_GUESSES.test(ctx.path))
         throw new Problem(
           404,

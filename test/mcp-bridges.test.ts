@@ -299,7 +299,8 @@ test.serial(
       const out = await runTool([binOf('mcp-remote', 'mcp-remote'), h.url, String(port), '--transport', 'http-only'], {
         env: { MCP_REMOTE_CONFIG_DIR: t.context.configDir },
         input: SESSION,
-        until: (r) => r.messages.some((m) => m.id === 3),
+        // Both answers, which may come in either order.
+        until: (r) => [2, 3].every((id) => r.messages.some((m) => m.id === id)),
         // Headless: the authorization URL it would open in a browser is in its output; the
         // person's part is done through the real pages, and the browser's last step, loading
         // the callback with the code, is a fetch.

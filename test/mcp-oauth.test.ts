@@ -99,6 +99,20 @@ test('with OAuth on, /mcp names its metadata, which names this server, whose met
   t.deepEqual(as.body.grant_types_supported, ['authorization_code', 'refresh_token']);
   t.true(as.body.client_id_metadata_document_supported);
   t.is(as.body.registration_endpoint, `${h.base}/oauth/register`);
+  // A client in a browser may read the documents and call the token endpoint (CORS, no cookies).
+  t.is(as.headers['access-control-allow-origin'], '*');
+  for (const path of [
+    '/.well-known/oauth-authorization-server',
+    '/.well-known/oauth-protected-resource/mcp',
+    '/oauth/token',
+  ]) {
+    const preflight = await request(h.base)
+      .options(path)
+      .set('Origin', 'https://inspector.example')
+      .set('Access-Control-Request-Headers', 'mcp-protocol-version');
+    t.is(preflight.status, 204, path);
+    t.is(preflight.headers['access-control-allow-origin'], '*', path);
+  }
   // The REST API is not an OAuth resource: its 401 names no metadata, and its metadata path is a 404.
   const api = await request(h.base).get('/api/v1/accounts');
   t.is(api.headers['www-authenticate'], 'Bearer realm="mail-archive"');
