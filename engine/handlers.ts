@@ -16,6 +16,13 @@ import {
 import { getAttachmentText } from './store/attachment-text.js';
 import { authenticate } from './store/keys.js';
 import { getThread } from './store/threads.js';
+import {
+  exchangeOAuthToken,
+  getOAuthClient,
+  issueOAuthCode,
+  registerOAuthClient,
+  revokeOAuthToken,
+} from './store/oauth.js';
 import { encodeDetail } from './encoded-detail.js';
 import { movedToQueryLane } from './large-detail.js';
 import { snapshotInfo } from './search/bitsets/share.js';
@@ -51,6 +58,11 @@ export const handlers: Handlers = {
   listKeysFor: (db, job) => listKeysFor(db, job.actorId, job.now, job),
   createKeyFor: (db, job) => createKeyFor(db, job.actorId, job.name, job.expiresAt, job.now, job.maxActive),
   revokeKeyAs: (db, job) => revokeKeyAs(db, job.actorId, job.keyId, job.now),
+  oauthClient: (db, job) => getOAuthClient(db, job.clientId),
+  oauthRegister: (db, job) => registerOAuthClient(db, job.client),
+  oauthIssueCode: (db, job) => issueOAuthCode(db, job.actorId, job.code, job.now, job.maxGrants),
+  oauthToken: (db, job) => exchangeOAuthToken(db, job.request, job.now, job.accessMs),
+  oauthRevoke: (db, job) => revokeOAuthToken(db, job.tokenHash, job.clientId, job.now),
   ping: (db) => {
     const searchIndex = snapshotInfo(db);
     return {

@@ -123,6 +123,11 @@ export const JOB_KINDS: { readonly [K in JobKind]: JobKindPolicy<K> } = {
   login: { lane: 'query', keepIfAbandoned: true }, // scrypt: deliberately slow, so it stays off the interactive lane
   fault: { lane: 'query' }, // unless the job names a lane
   ping: { lane: 'interactive' }, // readiness sends it to every lane with ping(lane)
+  oauthClient: { lane: 'interactive' },
+  oauthRegister: { lane: 'interactive', keepIfAbandoned: true },
+  oauthIssueCode: { lane: 'interactive', keepIfAbandoned: true },
+  oauthToken: { lane: 'interactive', keepIfAbandoned: true },
+  oauthRevoke: { lane: 'interactive', keepIfAbandoned: true },
 };
 
 /** Each kind's lane (JOB_KINDS). */

@@ -36,6 +36,7 @@ import {
   keyHashOf,
   malformedKey,
   refusedKey,
+  wrongResource,
   type AuthState,
   type Unauthorized,
 } from './auth.js';
@@ -67,6 +68,8 @@ export function admission(
     const partition = `key:${token.slice(0, 11)}`;
     const key = new KeyCheck(engine, keyHash, async (auth) => {
       if (!auth.ok) return refuse(refusedKey(auth.reason));
+      // An OAuth access token is good for the resource it was issued for, /mcp, and nothing else.
+      if (auth.principal.oauth && front !== 'mcp') return refuse(wrongResource());
       ctx.set(policy.headers(await policy.consume(partition)));
       return auth.principal;
     });

@@ -23,7 +23,8 @@ import { etagPerCoding } from './http/conditional.js';
 import { apiCors } from './http/cors.js';
 import { cancelWhenClientLeaves } from './http/client-gone.js';
 import { mount } from './mount.js';
-import { challengeWithMetadata, oauthDiscovery } from './oauth-metadata.js';
+import { challengeWithMetadata, oauthDiscovery, oauthEnabled } from './oauth-metadata.js';
+import { oauthEndpoints } from './oauth/endpoints.js';
 import { GatewayMetrics } from './ops/metrics.js';
 import { requestMetrics } from './ops/requests.js';
 import { opsRoutes } from './ops/routes.js';
@@ -132,9 +133,23 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
   // /healthz, /readyz, /metrics: before every rate limit and authentication, whatever is enabled.
   app.use(opsRoutes(settings, { engine, logger, ...(redis ? { redis } : {}), ...(metrics ? { metrics } : {}) }));
   if (settings.Api.Enabled || settings.Mcp.Enabled) {
-    // A refused key's 401 names its protected-resource metadata; OAuth discovery finds no OAuth.
-    app.use(challengeWithMetadata);
-    app.use(oauthDiscovery(engine, limiters.authFailures));
+    // OAuth discovery: advertised for /mcp with Mcp:OAuth:Enabled, else 404s that say there is none.
+    if (oauthEnabled(settings)) {
+      app.use(challengeWithMetadata(settings));
+      app.use(
+        oauthEndpoints(settings, {
+          engine,
+          logger,
+          authFailures: limiters.authFailures,
+          registrations: new RateLimiter(
+            { name: 'OAuthRegister', pointsPerMinute: settings.Mcp.OAuth.RegistrationsPerIpPerMinute },
+            logger,
+            redis,
+          ),
+        }),
+      );
+    }
+    app.use(oauthDiscovery(settings, engine, limiters.authFailures));
   }
 
   if (router) {

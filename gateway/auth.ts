@@ -18,16 +18,20 @@ const REASONS: Record<AuthFailure, string> = {
   inactive: "The API key's owner is not active.",
 };
 
+/** An OAuth access token is for /mcp only (RFC 8707); elsewhere it is refused with this. */
+export const WRONG_RESOURCE = 'This token was issued by OAuth for the MCP server (/mcp) only; use an API key here.';
+
 /** The token of an `Authorization: Bearer …` header, if there is one. */
 export function bearerToken(header: string | undefined): string | undefined {
   return header ? BEARER.exec(header)?.[1] : undefined;
 }
 
 /** Why a request was refused, as metrics count it (never the key or its prefix). */
-export type AuthFailureReason = 'missing' | 'malformed' | AuthFailure;
+export type AuthFailureReason = 'missing' | 'malformed' | 'audience' | AuthFailure;
 export const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = [
   'missing',
   'malformed',
+  'audience',
   'unknown',
   'expired',
   'revoked',
@@ -79,6 +83,9 @@ export function keyHashOf(token: string): string | undefined {
 /** The 401 for a bearer token that cannot be a key, found without asking the engine. */
 export const malformedKey = (): Unauthorized =>
   unauthorized('malformed', 'The API key is malformed: expected ma_ followed by 43 URL-safe base64 characters.', true);
+
+/** The 401 for an OAuth access token presented to another resource than /mcp. */
+export const wrongResource = (): Unauthorized => unauthorized('audience', WRONG_RESOURCE, true);
 
 /** The 401 for a key the engine refused, saying why. */
 export const refusedKey = (reason: AuthFailure): Unauthorized => unauthorized(reason, REASONS[reason], true);

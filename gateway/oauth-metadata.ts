@@ -1,87 +1,131 @@
-// What an OAuth-capable client finds when a key is refused (docs/mcp.md, "When a key is refused").
+// OAuth discovery (docs/mcp.md, "OAuth" and "When a key is refused").
 //
-// MCP clients and bridges (mcp-remote, the Inspector, SDK clients with an auth provider) answer a
-// 401 by discovering OAuth: the resource's protected-resource metadata (RFC 9728), then an
-// authorization server's metadata (RFC 8414), then dynamic client registration (RFC 7591). This
-// server takes static API keys only. So:
+// With Mcp:OAuth:Enabled the service is its own authorization server for /mcp: the 401 challenge
+// of /mcp names its protected-resource metadata (RFC 9728, as the MCP authorization spec asks),
+// which names this server as the authorization server, whose metadata (RFC 8414) lists the
+// endpoints of gateway/oauth/. The REST API keeps taking API keys only: no metadata names it.
 //
-//   - the 401 challenge names its metadata (`resource_metadata`, as the MCP authorization spec
-//     asks), and that metadata lists no authorization server: bearer keys in the header, nothing
-//     to obtain them from;
-//   - every OAuth endpoint a client then guesses at (authorization-server and OpenID metadata,
-//     /register, /authorize, /token) answers 404 problem+json saying so, and, when the request
-//     carries the key the client was configured with, why that key was refused. The bridges
-//     print that answer, which is how their user learns "The API key has been revoked." rather
-//     than "Dynamic Client Registration rejected".
-//
-// The key check here is the one admission makes (a failed key costs its IP one point of
-// Server:AuthFailuresPerIpPerMinute), so these paths are no cheaper an oracle than /mcp itself.
+// Without it (the default), nothing advertises OAuth, because some clients (Cursor) stop sending
+// a configured Authorization header once a server advertises OAuth discovery, which would lock
+// out key users: no `resource_metadata` in any challenge, and every discovery document or OAuth
+// endpoint a client guesses (protected-resource and authorization-server metadata, OpenID
+// configuration, /register, /authorize, /token) is a 404 problem+json saying so and, when the
+// request carries the key the client was configured with, why that key was refused. Bridges
+// print that answer, which is how their user learns "The API key has been revoked." rather than
+// "Dynamic Client Registration rejected". That key check is the one admission makes (a failed
+// key costs its IP one point of Server:AuthFailuresPerIpPerMinute), so these paths are no cheaper
+// an oracle than /mcp itself.
 import type { Context, Middleware } from 'koa';
 import type { EnginePool } from '../engine/index.js';
+import type { Settings } from '../shared/config.js';
 import { bearerToken, keyHashOf, malformedKey, refusedKey, Unauthorized } from './auth.js';
+import { publicBase } from './oauth/urls.js';
+import { OAUTH_PATHS, SCOPE } from './oauth/endpoints.js';
 import { Problem } from './problem.js';
 import type { RateLimiter } from './rate-limit.js';
 
 const PRM = '/.well-known/oauth-protected-resource';
+const AS_METADATA = '/.well-known/oauth-authorization-server';
 
-/** The protected resources this server has, by path: each front end is its own resource. */
-const RESOURCES: Record<string, string> = { '/mcp': 'MCP server', '/api/v1': 'REST API' };
-
-/** Paths an OAuth client tries after finding no authorization server in the metadata. */
-const OAUTH_ENDPOINTS =
-  /^\/(?:\.well-known\/(?:oauth-authorization-server|openid-configuration)(?:\/.*)?|register|authorize|token|oauth\/.*)$/;
+/** Paths an OAuth client discovers or guesses at. */
+const OAUTH_GUESSES =
+  /^\/(?:\.well-known\/(?:oauth-protected-resource|oauth-authorization-server|openid-configuration)(?:\/.*)?|register|authorize|token|oauth\/.*)$/;
 
 const NO_OAUTH =
   'This server does not offer OAuth: it accepts only API keys, sent as the header Authorization: Bearer <key> ' +
   '(a key is created on the API Keys page, /keys, or with mail-archive keys create).';
 
-/** This server's own origin as the client addressed it (Koa's ctx.origin is the Origin header). */
-const selfOrigin = (ctx: Context) => `${ctx.protocol}://${ctx.host}`;
-
-/** The metadata URL of the resource a request path belongs to, for the 401 challenge. */
-function metadataUrl(ctx: Context): string | undefined {
-  const resource = Object.keys(RESOURCES).find((r) => ctx.path === r || ctx.path.startsWith(`${r}/`));
-  return resource ? `${selfOrigin(ctx)}${PRM}${resource}` : undefined;
-}
+/** Whether the service is an authorization server for /mcp. */
+export const oauthEnabled = (settings: Settings): boolean => settings.Mcp.Enabled && settings.Mcp.OAuth.Enabled;
 
 /**
- * Wraps /api and /mcp (inside problems()): a 401 challenge gains `resource_metadata`, which
- * needs the request's origin and so cannot be written where the 401 is made.
+ * Wraps /mcp (inside problems()) when OAuth is on: a 401 challenge gains `resource_metadata`,
+ * which needs the request's origin (or Server:PublicUrl) and so cannot be written where the 401
+ * is made.
  */
-export const challengeWithMetadata: Middleware = async (ctx, next) => {
-  try {
-    await next();
-  } catch (err) {
-    const url = metadataUrl(ctx);
-    if (err instanceof Unauthorized && url) err.headers['WWW-Authenticate'] += `, resource_metadata="${url}"`;
-    throw err;
-  }
-};
-
-export function oauthDiscovery(engine: EnginePool, authFailures: RateLimiter): Middleware {
+export function challengeWithMetadata(settings: Settings): Middleware {
   return async (ctx, next) => {
-    if (ctx.path === PRM || ctx.path.startsWith(`${PRM}/`)) return protectedResource(ctx, next);
-    if (OAUTH_ENDPOINTS.test(ctx.path))
+    try {
+      await next();
+    } catch (err) {
+      if (err instanceof Unauthorized && (ctx.path === '/mcp' || ctx.path.startsWith('/mcp/')))
+        err.headers['WWW-Authenticate'] +=
+          `, resource_metadata="${publicBase(ctx, settings)}${PRM}/mcp", scope="${SCOPE}"`;
+      throw err;
+    }
+  };
+}
+
+export function oauthDiscovery(settings: Settings, engine: EnginePool, authFailures: RateLimiter): Middleware {
+  const on = oauthEnabled(settings);
+  return async (ctx, next) => {
+    if (on) {
+      const read = ctx.method === 'GET' || ctx.method === 'HEAD';
+      if (read && (ctx.path === `${PRM}/mcp` || ctx.path === `${PRM}/mcp/`)) return protectedResource(ctx, settings);
+      if (read && ctx.path === AS_METADATA) return authorizationServer(ctx, settings);
+      if (OAUTH_PATHS.has(ctx.path)) return next();
+      if (ctx.method === 'OPTIONS' && (ctx.path === `${PRM}/mcp` || ctx.path === AS_METADATA)) {
+        // A browser client's preflight: SDK clients send MCP-Protocol-Version with discovery.
+        discoveryHeaders(ctx);
+        ctx.set('Access-Control-Allow-Methods', 'GET');
+        ctx.set('Access-Control-Allow-Headers', 'MCP-Protocol-Version, Content-Type');
+        ctx.status = 204;
+        return;
+      }
+      if (OAUTH_GUESSES.test(ctx.path))
+        throw new Problem(
+          404,
+          `OAuth on this server is for the MCP server only: its protected-resource metadata is ${PRM}/mcp and its ` +
+            `authorization server's metadata ${AS_METADATA}. The REST API takes API keys only.`,
+        );
+      return next();
+    }
+    if (OAUTH_GUESSES.test(ctx.path))
       throw new Problem(404, `${NO_OAUTH} ${await keyStatus(ctx, engine, authFailures)}`);
     return next();
   };
 }
 
-/** RFC 9728 metadata: bearer keys in the Authorization header, and no authorization server. */
-async function protectedResource(ctx: Context, next: () => Promise<unknown>): Promise<void> {
-  const path = ctx.path.slice(PRM.length) || '/mcp';
-  const name = RESOURCES[path];
-  if (!name || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) {
-    await next();
-    return;
-  }
+/** Discovery documents may be read by a client in a browser (RFC 8414 section 3, RFC 9728 section 3). */
+function discoveryHeaders(ctx: Context): void {
+  ctx.set('Access-Control-Allow-Origin', '*');
   ctx.set('Cache-Control', 'no-cache');
+}
+
+/** RFC 9728 metadata of /mcp: this server is its authorization server. */
+function protectedResource(ctx: Context, settings: Settings): void {
+  const base = publicBase(ctx, settings);
+  discoveryHeaders(ctx);
   ctx.body = {
-    resource: `${selfOrigin(ctx)}${path}`,
-    authorization_servers: [],
+    resource: `${base}/mcp`,
+    authorization_servers: [base],
     bearer_methods_supported: ['header'],
-    resource_name: `mail-archive-gateway ${name} (static API keys only; no OAuth)`,
-    resource_documentation: `${selfOrigin(ctx)}/apidocs`,
+    scopes_supported: [SCOPE],
+    resource_name: 'mail-archive-gateway MCP server',
+    resource_documentation: `${base}/apidocs`,
+  };
+}
+
+/** RFC 8414 metadata: what gateway/oauth/ implements, and nothing it does not. */
+function authorizationServer(ctx: Context, settings: Settings): void {
+  const base = publicBase(ctx, settings);
+  discoveryHeaders(ctx);
+  ctx.body = {
+    issuer: base,
+    authorization_endpoint: `${base}/oauth/authorize`,
+    token_endpoint: `${base}/oauth/token`,
+    ...(settings.Mcp.OAuth.AllowDynamicRegistration ? { registration_endpoint: `${base}/oauth/register` } : {}),
+    revocation_endpoint: `${base}/oauth/revoke`,
+    scopes_supported: [SCOPE],
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
+    code_challenge_methods_supported: ['S256'],
+    token_endpoint_auth_methods_supported: ['none'],
+    revocation_endpoint_auth_methods_supported: ['none'],
+    client_id_metadata_document_supported: true,
+    authorization_response_iss_parameter_supported: true,
+    service_documentation: `${base}/apidocs`,
   };
 }
 

@@ -71,6 +71,34 @@ const schema = z.strictObject({
       // or client IP per minute: connecting never spends RateLimitPerMinute, but is still capped.
       FreeRequestsPerMinute: int(1).default(600),
       AllowedOrigins: z.array(z.string().min(1)).default([]),
+      // The service as its own OAuth 2.1 authorization server for /mcp (docs/mcp.md, "OAuth").
+      OAuth: z
+        .strictObject({
+          Enabled: z.boolean().default(false),
+          // An access token (a key of the keys table) lives this long; the client refreshes it.
+          AccessTokenMinutes: int(1, 24 * 60).default(60),
+          // Longest grant a person may give on the consent page (and its default choice).
+          MaxGrantDays: int(1, 3650).default(90),
+          // An authorization code must be exchanged this soon after consent.
+          CodeLifetimeSeconds: int(10, 600).default(60),
+          // RFC 7591 registration for clients without a Client ID Metadata Document.
+          AllowDynamicRegistration: z.boolean().default(true),
+          // Registrations per client IP per minute.
+          RegistrationsPerIpPerMinute: int(1).default(10),
+          // Client ID Metadata Documents: fetched from https URLs on public addresses only, with
+          // these bounds; no redirect is followed. Origins listed here (http://127.0.0.1:8123, or
+          // without a port for any port) may also be used, over http and on private addresses.
+          ClientMetadataMaxBytes: int(256, 1_000_000).default(5120),
+          ClientMetadataTimeoutMs: int(100, 60_000).default(5000),
+          ClientMetadataAllowedOrigins: z
+            .array(
+              z
+                .string()
+                .refine((v) => /^https?:\/\/[^/?#\s]+$/.test(v), 'expected origins such as http://127.0.0.1:8123'),
+            )
+            .default([]),
+        })
+        .prefault({}),
     })
     .prefault({}),
   Database: z
@@ -110,6 +138,13 @@ const schema = z.strictObject({
       // Requests with a key that fails authentication, per client IP per minute, on /api and
       // /mcp together; past it they get 429 before any key lookup (gateway/admission.ts).
       AuthFailuresPerIpPerMinute: int(1).default(30),
+      // The URL clients reach this service at (https://archive.example.com), for the OAuth issuer
+      // and resource URLs; unset, the request's own protocol and Host header.
+      PublicUrl: z
+        .string()
+        .refine((v) => /^https?:\/\/[^/?#\s]+\/?$/.test(v), 'expected an origin such as https://archive.example.com')
+        .transform((v) => v.replace(/\/$/, ''))
+        .optional(),
     })
     .prefault({}),
   Redis: z
@@ -234,10 +269,21 @@ function canonicalNames(): Map<string, { name: string; keys: Map<string, string>
   return out;
 }
 
-function fieldKind(section: string, key: string): string {
+/** The object schema under its default/prefault wrappers. */
+function objectOf(wrapped: unknown): z.ZodObject | undefined {
+  let field = wrapped as z.ZodType | undefined;
+  while (field && !(field instanceof z.ZodObject) && 'unwrap' in field && !(field instanceof z.ZodArray))
+    field = (field as unknown as { unwrap(): z.ZodType }).unwrap();
+  return field instanceof z.ZodObject ? field : undefined;
+}
+
+function fieldKind(section: string, key: string, nested?: string): string {
   const sectionSchema = schema.shape[section as keyof typeof schema.shape];
   const inner = (sectionSchema as unknown as { unwrap(): z.ZodObject }).unwrap();
   let field = inner.shape[key] as z.ZodType | undefined;
+  const object = objectOf(field);
+  if (object && nested === undefined) return 'object';
+  if (object) field = object.shape[nested!] as z.ZodType | undefined;
   // Peel default/optional wrappers to reach the base type. ZodArray also has unwrap() (it
   // returns the element type), so stop at an array or a list would look like a string.
   while (
@@ -345,6 +391,22 @@ function applyEnvironment(raw: Raw, env: NodeJS.ProcessEnv): void {
     if (!key) throw new ConfigError(`Unknown setting ${known.name}:${keyPart} (from environment variable ${name}).`);
     const kind = fieldKind(known.name, key);
     const target = (raw[known.name] ??= {});
+    if (kind === 'object') {
+      // A section inside a section: Mcp__OAuth__Enabled=true (lists there take commas).
+      const inner = objectOf(
+        (schema.shape[known.name as keyof typeof schema.shape] as unknown as { unwrap(): z.ZodObject }).unwrap().shape[
+          key
+        ],
+      )!;
+      const nested = Object.keys(inner.shape).find((k) => k.toLowerCase() === (indexPart ?? '').toLowerCase());
+      if (!nested)
+        throw new ConfigError(
+          `Unknown setting ${known.name}:${key}:${indexPart ?? ''} (from environment variable ${name}).`,
+        );
+      const section = ((target[key] as Record<string, unknown> | undefined) ??= {});
+      section[nested] = coerce(fieldKind(known.name, key, nested), value);
+      continue;
+    }
     if (indexPart !== undefined) {
       // ASP.NET array binding: Mcp__AllowedOrigins__0=https://a, __1=…
       if (kind !== 'array' || !/^\d+$/.test(indexPart)) {

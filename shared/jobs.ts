@@ -20,7 +20,15 @@ export interface Principal {
   isAdmin: boolean;
   keyId: number;
   keyPrefix: string;
+  /**
+   * Present when the key is an OAuth access token (docs/mcp.md, "OAuth"): it is good for /mcp
+   * only, and reads only `accountIds` of what its user sees (null: all of them).
+   */
+  oauth?: { grantId: number; accountIds: number[] | null };
 }
+
+/** What decides which accounts a request may read. */
+export type Viewer = Pick<Principal, 'isAdmin' | 'userId' | 'oauth'>;
 
 /** The spec's five keys, plus relevance (engine/search/relevance.ts; ties newest first). */
 export const SORT_KEYS = ['sentDate', 'receivedDate', 'subject', 'from', 'to', 'relevance'] as const;
@@ -119,6 +127,60 @@ export interface WebUser {
 
 export type KeyStatus = 'active' | 'expired' | 'revoked' | 'owner inactive';
 
+/** A client registered with RFC 7591 dynamic client registration (public: no secret). */
+export interface OAuthClient {
+  clientId: string;
+  name: string;
+  redirectUris: string[];
+  /** The registration response, as sent to the client (RFC 7591 section 3.2.1). */
+  metadata: Record<string, unknown>;
+  createdAt: number;
+}
+
+/** What the person approved on the consent page, to be bound to a one-time code. */
+export interface OAuthCodeInput {
+  codeHash: string;
+  clientId: string;
+  clientName: string;
+  redirectUri: string;
+  /** PKCE S256 challenge. */
+  codeChallenge: string;
+  /** The RFC 8707 resource the token will be good for (this server's /mcp). */
+  resource: string;
+  /** The accounts chosen (null: every account the user sees, now and later). */
+  accountIds: number[] | null;
+  /** When the grant ends (the "how long" of the consent page). */
+  grantExpiresAt: number;
+  /** When the code stops being exchangeable. */
+  expiresAt: number;
+}
+
+/** A token request after the gateway read it (RFC 6749 sections 4.1.3 and 6). */
+export type OAuthTokenRequest =
+  | {
+      grant: 'authorization_code';
+      codeHash: string;
+      clientId: string;
+      redirectUri: string | undefined;
+      codeVerifier: string;
+      resource: string | undefined;
+    }
+  | { grant: 'refresh_token'; refreshHash: string; clientId: string; resource: string | undefined };
+
+export type OAuthTokenResult =
+  | { ok: true; accessToken: string; refreshToken: string; expiresAt: number; grantId: number }
+  | { ok: false; error: 'invalid_grant' | 'invalid_target'; description: string };
+
+/** The OAuth grant behind a key (docs/mcp.md, "OAuth"), as the keys page shows it. */
+export interface KeyGrant {
+  clientId: string;
+  clientName: string;
+  /** The grant's accounts; null: all the user sees. */
+  accountIds: number[] | null;
+  /** When the grant ends; the key row's expiry is its current access token's. */
+  expiresAt: string;
+}
+
 /** An API key as it is listed (CLI, web page): never the key itself or its hash. */
 export interface KeyRow {
   id: number;
@@ -131,6 +193,8 @@ export interface KeyRow {
   expiresAt: string | null;
   revokedAt: string | null;
   status: KeyStatus;
+  /** Present when the key is an OAuth grant's access token. */
+  oauth?: KeyGrant;
 }
 
 /** Keys listed per page on the web page (docs/security.md, item 5: an administrator sees every user's). */
@@ -234,6 +298,21 @@ export interface JobMap {
   };
   /** Revokes a key the actor owns, or any key when the actor is an administrator. */
   revokeKeyAs: { args: { actorId: number; keyId: number; now: number }; result: WebKeyResult<KeyRow> };
+  /** A dynamically registered OAuth client, or null. */
+  oauthClient: { args: { clientId: string }; result: OAuthClient | null };
+  oauthRegister: { args: { client: OAuthClient }; result: null };
+  /**
+   * Stores a one-time authorization code for what the actor approved; refused when the actor is
+   * not active or chose an account they do not see, or already holds `maxGrants` live grants.
+   */
+  oauthIssueCode: {
+    args: { actorId: number; code: OAuthCodeInput; now: number; maxGrants: number };
+    result: 'issued' | 'refused' | 'too many grants';
+  };
+  /** The token endpoint's work: a code or a refresh token for a new access token (a key) and refresh token. */
+  oauthToken: { args: { request: OAuthTokenRequest; now: number; accessMs: number }; result: OAuthTokenResult };
+  /** RFC 7009: ends the grant of an access or refresh token of this client (nothing if unknown). */
+  oauthRevoke: { args: { tokenHash: string; clientId: string; now: number }; result: null };
   /**
    * Fault injection for tests of failure handling: a worker throws or exits while serving it, or
    * `hold`s its thread (as a long scan would, or a wedged lane) until another thread sets

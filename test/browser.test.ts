@@ -6,7 +6,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium } from './helpers/browser.js';
 import { keyIdOf, PASSWORDS, startWeb, type WebFixture } from './helpers/web.js';
 
 // The README's screenshots are rewritten only on request (UPDATE_SCREENSHOTS=1), so a test run
@@ -31,18 +32,7 @@ test.before(async () => {
     overrides: { Web: { LoginAttemptsPerUserPerMinute: 1000, LoginAttemptsPerIpPerMinute: 1000 } },
   });
   // launch() starts Chromium on a fresh temporary profile (user data dir) of its own.
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium();
 });
 
 test.after.always(async () => {

@@ -59,7 +59,19 @@ test('every default of SPEC.md section 1, plus the service settings', (t) => {
     RateLimitPerMinute: 120,
     FreeRequestsPerMinute: 600,
     AllowedOrigins: [],
+    OAuth: {
+      Enabled: false,
+      AccessTokenMinutes: 60,
+      MaxGrantDays: 90,
+      CodeLifetimeSeconds: 60,
+      AllowDynamicRegistration: true,
+      RegistrationsPerIpPerMinute: 10,
+      ClientMetadataMaxBytes: 5120,
+      ClientMetadataTimeoutMs: 5000,
+      ClientMetadataAllowedOrigins: [],
+    },
   });
+  t.is(s.Server.PublicUrl, undefined);
   t.is(s.Engine.JobTimeoutSeconds, 30);
   t.is(s.Database.Path, './data/archive.db');
   t.is(s.Database.TimeZone, 'UTC');
@@ -388,4 +400,29 @@ test('Sync:SecretKey takes 32 bytes as base64 or hex; anything else is one line 
     );
     t.false(message.includes(bad), 'the value is not echoed');
   }
+});
+
+test('Mcp:OAuth binds from the environment as a section inside Mcp; Server:PublicUrl takes an origin', (t) => {
+  const s = loadSettings({
+    env: {
+      Mcp__OAuth__Enabled: 'true',
+      mcp__oauth__accesstokenminutes: '15',
+      Mcp__OAuth__ClientMetadataAllowedOrigins: 'http://127.0.0.1:8123,http://10.0.0.5',
+      Server__PublicUrl: 'https://archive.example.com/',
+    },
+    cwd: workdir(t),
+  });
+  t.true(s.Mcp.OAuth.Enabled);
+  t.is(s.Mcp.OAuth.AccessTokenMinutes, 15);
+  t.deepEqual(s.Mcp.OAuth.ClientMetadataAllowedOrigins, ['http://127.0.0.1:8123', 'http://10.0.0.5']);
+  t.is(s.Server.PublicUrl, 'https://archive.example.com');
+  t.throws(() => loadSettings({ env: { Mcp__OAuth__Nope: 'x' }, cwd: workdir(t) }), {
+    message: /^Unknown setting Mcp:OAuth:Nope/,
+  });
+  t.throws(() => loadSettings({ env: { Server__PublicUrl: 'https://archive.example.com/mcp' }, cwd: workdir(t) }), {
+    message: /^Invalid setting Server:PublicUrl: expected an origin/,
+  });
+  t.throws(() => loadSettings({ env: { Mcp__OAuth__AccessTokenMinutes: '0' }, cwd: workdir(t) }), {
+    message: /^Invalid setting Mcp:OAuth:AccessTokenMinutes/,
+  });
 });

@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import request from 'supertest';
 import {
   call,
@@ -17,6 +18,7 @@ import {
   MODERN_REVISION,
   startMcpGateway,
 } from './helpers/mcp.js';
+import { consent, person, startOAuthGateway } from './helpers/oauth.js';
 
 const test = anyTest as TestFn<{ configDir: string }>;
 const require = createRequire(import.meta.url);
@@ -47,7 +49,14 @@ interface Run {
  */
 function runTool(
   argv: string[],
-  opts: { input?: object[]; env?: NodeJS.ProcessEnv; until?: (r: Run) => boolean; timeoutMs?: number } = {},
+  opts: {
+    input?: object[];
+    env?: NodeJS.ProcessEnv;
+    until?: (r: Run) => boolean;
+    timeoutMs?: number;
+    /** Called with what the tool wrote to stderr so far, each time it writes more. */
+    onStderr?: (stderr: string) => void;
+  } = {},
 ): Promise<Run> {
   const child = spawn(process.execPath, argv, {
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -77,7 +86,10 @@ function runTool(
         .map((l) => JSON.parse(l) as Run['messages'][number]);
       if (opts.until?.(run)) finish();
     });
-    child.stderr.on('data', (d: Buffer) => (run.stderr += d.toString()));
+    child.stderr.on('data', (d: Buffer) => {
+      run.stderr += d.toString();
+      opts.onStderr?.(run.stderr);
+    });
     child.on('exit', (code) => {
       run.code = code;
       // Give the pipes a moment to drain what was written before the exit.
@@ -95,17 +107,20 @@ const initialize = {
 };
 const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
 
+/** What a desktop client sends a bridge: the handshake, then tools/list (id 2) and a call (id 3). */
+const SESSION = [
+  initialize,
+  initialized,
+  { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+  { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_accounts', arguments: {} } },
+];
+
 function mcpRemote(t: { context: { configDir: string } }, url: string, key: string, until?: (r: Run) => boolean) {
   return runTool(
     [binOf('mcp-remote', 'mcp-remote'), url, '--header', `Authorization: Bearer ${key}`, '--transport', 'http-only'],
     {
       env: { MCP_REMOTE_CONFIG_DIR: t.context.configDir },
-      input: [
-        initialize,
-        initialized,
-        { jsonrpc: '2.0', id: 2, method: 'tools/list' },
-        { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_accounts', arguments: {} } },
-      ],
+      input: SESSION,
       ...(until ? { until } : {}),
     },
   );
@@ -163,59 +178,48 @@ test.serial('the Inspector 2.x CLI names the reason for a refused key', async (t
   }
 });
 
-test.serial(
-  'OAuth discovery finds static keys only, and each guessed OAuth endpoint says why the key failed',
-  async (t) => {
-    const h = await startMcpGateway({ Server: { AuthFailuresPerIpPerMinute: 3 } });
-    try {
-      const prm = await request(h.base).get('/.well-known/oauth-protected-resource/mcp');
-      t.is(prm.status, 200);
-      t.deepEqual(prm.body, {
-        resource: `${h.base}/mcp`,
-        authorization_servers: [],
-        bearer_methods_supported: ['header'],
-        resource_name: 'mail-archive-gateway MCP server (static API keys only; no OAuth)',
-        resource_documentation: `${h.base}/apidocs`,
-      });
-      t.is(
-        (await request(h.base).get('/.well-known/oauth-protected-resource/api/v1')).body.resource,
-        `${h.base}/api/v1`,
-      );
-      t.is((await request(h.base).get('/.well-known/oauth-protected-resource/nope')).status, 404);
-
-      const metadata = await request(h.base).get('/.well-known/oauth-authorization-server');
-      t.is(metadata.status, 404);
-      t.is(metadata.type, 'application/problem+json');
-      t.regex(metadata.body.detail, /does not offer OAuth.*No key was sent/);
-
-      const valid = await request(h.base)
-        .post('/register')
-        .set('Authorization', `Bearer ${h.fixture.keys.admin}`)
-        .send({});
-      t.is(valid.status, 404);
-      t.regex(valid.body.detail, /The key sent is valid/);
-      const revoked = await request(h.base)
-        .post('/register')
-        .set('Authorization', `Bearer ${h.fixture.keys.revoked}`)
-        .send({});
-      t.regex(revoked.body.detail, /The key sent was refused: The API key has been revoked\./);
-      // A refused key here costs its IP as on /mcp: the third failure spends the budget of 3.
-      await request(h.base).get('/token').set('Authorization', 'Bearer ma_short');
-      await request(h.base).get('/authorize').set('Authorization', `Bearer ${h.fixture.keys.expired}`);
-      const spent = await request(h.base)
-        .get('/.well-known/openid-configuration')
-        .set('Authorization', `Bearer ${h.fixture.keys.revoked}`);
-      t.is(spent.status, 429);
-      t.is(
-        (await request(h.base).post('/mcp').set('Authorization', `Bearer ${h.fixture.keys.revoked}`).send(initialize))
-          .status,
-        429,
-      );
-    } finally {
-      await h.close();
+test.serial('OAuth discovery finds nothing, and each guessed OAuth endpoint says why the key failed', async (t) => {
+  const h = await startMcpGateway({ Server: { AuthFailuresPerIpPerMinute: 3 } });
+  try {
+    // With Mcp:OAuth:Enabled off nothing advertises OAuth: the resource metadata is a 404 too.
+    for (const path of ['/mcp', '/api/v1', '/nope']) {
+      const prm = await request(h.base).get(`/.well-known/oauth-protected-resource${path}`);
+      t.is(prm.status, 404, path);
+      t.regex(prm.body.detail, /does not offer OAuth.*No key was sent/);
     }
-  },
-);
+
+    const metadata = await request(h.base).get('/.well-known/oauth-authorization-server');
+    t.is(metadata.status, 404);
+    t.is(metadata.type, 'application/problem+json');
+    t.regex(metadata.body.detail, /does not offer OAuth.*No key was sent/);
+
+    const valid = await request(h.base)
+      .post('/register')
+      .set('Authorization', `Bearer ${h.fixture.keys.admin}`)
+      .send({});
+    t.is(valid.status, 404);
+    t.regex(valid.body.detail, /The key sent is valid/);
+    const revoked = await request(h.base)
+      .post('/register')
+      .set('Authorization', `Bearer ${h.fixture.keys.revoked}`)
+      .send({});
+    t.regex(revoked.body.detail, /The key sent was refused: The API key has been revoked\./);
+    // A refused key here costs its IP as on /mcp: the third failure spends the budget of 3.
+    await request(h.base).get('/token').set('Authorization', 'Bearer ma_short');
+    await request(h.base).get('/authorize').set('Authorization', `Bearer ${h.fixture.keys.expired}`);
+    const spent = await request(h.base)
+      .get('/.well-known/openid-configuration')
+      .set('Authorization', `Bearer ${h.fixture.keys.revoked}`);
+    t.is(spent.status, 429);
+    t.is(
+      (await request(h.base).post('/mcp').set('Authorization', `Bearer ${h.fixture.keys.revoked}`).send(initialize))
+        .status,
+      429,
+    );
+  } finally {
+    await h.close();
+  }
+});
 
 test.serial(
   'at a budget of 3 per minute, clients connect and make their first call: the handshake is free',
@@ -279,3 +283,53 @@ test.serial('free messages have a cap of their own (Mcp:FreeRequestsPerMinute)',
     await h.close();
   }
 });
+
+test.serial(
+  "mcp-remote's OAuth flow: it registers, sends the person to the consent page, takes the code at its callback and serves tools",
+  async (t) => {
+    const h = await startOAuthGateway();
+    try {
+      // A free port for mcp-remote's callback server (its second argument).
+      const probe = createNetServer();
+      await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+      const port = (probe.address() as AddressInfo).port;
+      await new Promise((resolve) => probe.close(resolve));
+      let authorized: Promise<void> | undefined;
+      const steps: string[] = [];
+      const out = await runTool([binOf('mcp-remote', 'mcp-remote'), h.url, String(port), '--transport', 'http-only'], {
+        env: { MCP_REMOTE_CONFIG_DIR: t.context.configDir },
+        input: SESSION,
+        // Both answers, which may come in either order.
+        until: (r) => [2, 3].every((id) => r.messages.some((m) => m.id === id)),
+        // Headless: the authorization URL it would open in a browser is in its output; the
+        // person's part is done through the real pages, and the browser's last step, loading
+        // the callback with the code, is a fetch.
+        onStderr: (stderr) => {
+          const url = /Please authorize this client by visiting:\s*(\S+)/.exec(stderr)?.[1];
+          if (!url || authorized) return;
+          authorized = (async () => {
+            const at = new URL(url);
+            steps.push(`authorize ${at.searchParams.get('client_id')} ${at.searchParams.get('redirect_uri')}`);
+            const back = await consent(await person(h.base, 'alice'), at.pathname + at.search);
+            steps.push(`callback ${back.origin}${back.pathname}`);
+            const res = await fetch(back.href);
+            steps.push(`callback answered ${res.status}`);
+          })();
+        },
+      });
+      await authorized;
+      t.deepEqual(steps.slice(1), [`callback http://localhost:${port}/oauth/callback`, 'callback answered 200']);
+      t.regex(steps[0]!, new RegExp(`^authorize mcp_\\S+ http://localhost:${port}/oauth/callback$`));
+      const listed = out.messages.find((m) => m.id === 2);
+      const called = out.messages.find((m) => m.id === 3);
+      t.true(((listed?.result?.tools as unknown[] | undefined)?.length ?? 0) >= 5, out.stderr);
+      const text = (called?.result as { content: Array<{ text: string }> }).content[0]!.text;
+      t.deepEqual(
+        (JSON.parse(text) as Array<{ id: number }>).map((a) => a.id),
+        [h.fixture.accounts.work, h.fixture.accounts.shared],
+      );
+    } finally {
+      await h.close();
+    }
+  },
+);

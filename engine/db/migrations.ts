@@ -347,4 +347,53 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 7,
+    name: 'OAuth 2.1 for MCP',
+    sql: /* sql */ `
+      -- The authorization server of docs/mcp.md ("OAuth"). A grant's access token is an api_keys
+      -- row (named "OAuth: <client>"); these tables hold what a key has no column for. Codes and
+      -- refresh tokens are stored as their SHA-256 only. Times are epoch milliseconds, UTC.
+      CREATE TABLE oauth_clients (
+        client_id     TEXT    PRIMARY KEY,
+        name          TEXT    NOT NULL,
+        redirect_uris TEXT    NOT NULL, -- JSON array, matched exactly
+        metadata      TEXT    NOT NULL, -- the registration response (JSON)
+        created_at    INTEGER NOT NULL
+      );
+      CREATE TABLE oauth_codes (
+        code_hash        TEXT    PRIMARY KEY,
+        user_id          INTEGER NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+        client_id        TEXT    NOT NULL,
+        client_name      TEXT    NOT NULL,
+        redirect_uri     TEXT    NOT NULL,
+        code_challenge   TEXT    NOT NULL,
+        resource         TEXT    NOT NULL,
+        account_ids      TEXT,             -- JSON array; NULL: every account the user sees
+        grant_expires_at INTEGER NOT NULL,
+        expires_at       INTEGER NOT NULL,
+        used_at          INTEGER,
+        grant_id         INTEGER           -- the grant it was exchanged for
+      );
+      CREATE TABLE oauth_grants (
+        id          INTEGER PRIMARY KEY,
+        user_id     INTEGER NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+        key_id      INTEGER NOT NULL UNIQUE REFERENCES api_keys (id) ON DELETE CASCADE,
+        client_id   TEXT    NOT NULL,
+        client_name TEXT    NOT NULL,
+        resource    TEXT    NOT NULL,
+        account_ids TEXT,
+        created_at  INTEGER NOT NULL,
+        expires_at  INTEGER NOT NULL,
+        revoked_at  INTEGER
+      );
+      CREATE TABLE oauth_refresh_tokens (
+        token_hash TEXT    PRIMARY KEY,
+        grant_id   INTEGER NOT NULL REFERENCES oauth_grants (id) ON DELETE CASCADE,
+        created_at INTEGER NOT NULL,
+        used_at    INTEGER -- rotated: presenting it again revokes the grant
+      );
+      CREATE INDEX oauth_refresh_tokens_grant ON oauth_refresh_tokens (grant_id);
+    `,
+  },
 ];

@@ -29,7 +29,15 @@ import { hashKey, KEY_PATTERN, KEY_PREFIX_LENGTH, toRow, type RawKey } from '../
 import { checkEmail, checkUsername, foldName } from '../store/users.js';
 import { iso } from '../time.js';
 import { T, utcMs, utcTimestamp } from './columns.js';
-import { ACCESS_TYPE_CODES, accessTypeOf, ACCOUNT_COLUMNS, insertKey, KEY_COLUMNS, toAccountDto } from './handlers.js';
+import {
+  ACCESS_TYPE_CODES,
+  accessTypeOf,
+  ACCOUNT_COLUMNS,
+  insertKey,
+  KEY_COLUMNS,
+  KEY_FROM,
+  toAccountDto,
+} from './handlers.js';
 import { sql, type Sql } from './sql.js';
 import type { PgContext, Query } from './context.js';
 import { PgStore } from './store.js';
@@ -281,9 +289,7 @@ export class PgAdmin implements ArchiveAdmin {
   rotateSecret = (next: SecretBox): Promise<number> => pgRotateSecret(this.ctx, this.box, next);
 
   async #keysWhere(where: Sql, order: Sql, now: number): Promise<KeyRow[]> {
-    const rows = await this.q<RawKey>(
-      sql`SELECT ${KEY_COLUMNS} FROM ${T.keys} k JOIN ${T.users} u ON u."Id" = k."UserId" WHERE ${where} ORDER BY ${order}`,
-    );
+    const rows = await this.q<RawKey>(sql`SELECT ${KEY_COLUMNS} FROM ${KEY_FROM} WHERE ${where} ORDER BY ${order}`);
     return rows.map((r) => toRow(r, now));
   }
 

@@ -2,6 +2,7 @@
 // engine/store/attachment-text.ts over Mail Archiver's EmailAttachments and AttachmentContents.
 // Mail Archiver archives mail without telling us, so `mail-archive reindex --attachments` is how
 // its attachments get text; the importer does it for what it writes itself.
+import type { Viewer } from '../../shared/jobs.js';
 import type { AttachmentTextPage } from '../../shared/jobs.js';
 import type { ExtractResult } from '../attachments/extract.js';
 import {
@@ -91,7 +92,7 @@ export class PgAttachmentTexts implements AttachmentTextStore {
 
 export async function attachmentText(
   ctx: PgContext,
-  viewer: { isAdmin: boolean; userId: number },
+  viewer: Viewer,
   emailId: number,
   attachmentId: number,
   offset = 0,

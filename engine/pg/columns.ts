@@ -2,7 +2,8 @@
 // RawKey, ...), so that one mapping turns rows of either store into the same DTOs. Dates leave
 // SQL as epoch milliseconds: SentDate is wall-clock time in the display zone, every other naive
 // timestamp is UTC (docs/compat.md, "Timestamps").
-import { raw, sql, type Sql } from './sql.js';
+import type { Viewer } from '../../shared/jobs.js';
+import { join, raw, sql, type Sql } from './sql.js';
 
 export const T = {
   emails: raw('mail_archiver."ArchivedEmails"'),
@@ -36,7 +37,14 @@ export const summaryColumns = (zone: string): Sql => sql`e."Id" AS id, e."MailAc
   e."IsOutgoing"::int AS is_outgoing, e."HasAttachments"::int AS has_attachments, e."FolderName" AS folder`;
 
 /** Limits `column` (an account id) to what the viewer may see: admins all, others assigned ones. */
-export function visibleAccounts(viewer: { isAdmin: boolean; userId: number }, column: string): Sql {
-  if (viewer.isAdmin) return raw('true');
-  return sql`${raw(column)} IN (SELECT "MailAccountId" FROM mail_archiver."UserMailAccounts" WHERE "UserId" = ${viewer.userId})`;
+export function visibleAccounts(viewer: Viewer, column: string): Sql {
+  const parts: Sql[] = [];
+  if (!viewer.isAdmin)
+    parts.push(
+      sql`${raw(column)} IN (SELECT "MailAccountId" FROM mail_archiver."UserMailAccounts" WHERE "UserId" = ${viewer.userId})`,
+    );
+  // An OAuth grant narrowed to some accounts (shared/jobs.ts Principal.oauth).
+  const only = viewer.oauth?.accountIds;
+  if (only) parts.push(sql`${raw(column)} = ANY(${only}::int[])`);
+  return join(parts, ' AND ', 'true');
 }

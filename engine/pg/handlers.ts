@@ -1,6 +1,7 @@
 // One async function per job kind, over Mail Archiver's PostgreSQL schema. The same jobs, DTO
 // mappers, body fallback, folder tree and key rules as the SQLite store (engine/handlers.ts);
 // only the SQL differs. Every read applies the visibility rule of SPEC.md section 5.6.
+import type { Viewer } from '../../shared/jobs.js';
 import { attachmentText } from './attachment-text.js';
 import type { AccessType, AttachmentDto, EmailDetailDto, MailAccountDto } from '../../shared/dto.js';
 import {
@@ -38,6 +39,7 @@ import { iso } from '../time.js';
 import { summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './columns.js';
 import { searchPage } from './search.js';
 import { getThread } from './threads.js';
+import * as pgOAuth from './oauth.js';
 import { sql } from './sql.js';
 import type { PgContext } from './context.js';
 import { SEARCH_PARAMS } from '../../shared/search-input.js';
@@ -45,7 +47,6 @@ import { encodeDetail } from '../encoded-detail.js';
 import { movedToQueryLane } from '../large-detail.js';
 
 type PgHandlers = { [K in JobKind]: (ctx: PgContext, job: Job<K>) => Promise<JobResult<K>> };
-type Viewer = { isAdmin: boolean; userId: number };
 
 /** Mail Archiver's AccessLogType codes (docs/compat.md): the position in its enum. */
 export const ACCESS_TYPE_CODES: Record<AccessType, number> = { Search: 2, Open: 3, Download: 4 };
@@ -73,13 +74,19 @@ export function searchParametersText(params: Record<string, unknown>): string {
 export const KEY_COLUMNS = sql`k."Id" AS id, k."UserId" AS user_id, u."Username" AS username, u."IsActive"::int AS is_active,
   k."Name" AS name, k."KeyPrefix" AS key_prefix, ${utcMs('k."CreatedAt"')} AS created_at,
   ${utcMs('k."LastUsedAt"')} AS last_used_at, ${utcMs('k."ExpiresAt"')} AS expires_at,
-  ${utcMs('k."RevokedAt"')} AS revoked_at`;
+  ${utcMs('k."RevokedAt"')} AS revoked_at, g.client_id AS grant_client_id, g.client_name AS grant_client_name,
+  g.account_ids AS grant_account_ids, g.expires_at::float8 AS grant_expires_at, g.revoked_at::float8 AS grant_revoked_at,
+  g.id AS grant_id`;
+
+/** Keys, their users, and the OAuth grant a key is the access token of (our own table; none for most keys). */
+export const KEY_FROM = sql`${T.keys} k JOIN ${T.users} u ON u."Id" = k."UserId"
+  LEFT JOIN mail_archive_gateway.oauth_grants g ON g.key_id = k."Id"`;
 
 async function authenticate(ctx: PgContext, keyHash: string, now: number): Promise<AuthResult> {
   // The primary, never a replica: a key revoked a moment ago must be refused now.
-  const rows = await ctx.primary<RawKey & { is_admin: number }>(
+  const rows = await ctx.primary<RawKey & { is_admin: number; grant_id: number | null }>(
     sql`SELECT ${KEY_COLUMNS}, u."IsAdmin"::int AS is_admin
-          FROM ${T.keys} k JOIN ${T.users} u ON u."Id" = k."UserId" WHERE k."KeyHash" = ${keyHash}`,
+          FROM ${KEY_FROM} WHERE k."KeyHash" = ${keyHash}`,
   );
   const row = rows[0];
   const refused = refusal(row, now);
@@ -357,9 +364,9 @@ async function keysWhere(
 ): Promise<KeyRow[]> {
   const rows = await ctx.primary<RawKey>(
     window
-      ? sql`SELECT ${KEY_COLUMNS} FROM ${T.keys} k JOIN ${T.users} u ON u."Id" = k."UserId" WHERE ${where}
+      ? sql`SELECT ${KEY_COLUMNS} FROM ${KEY_FROM} WHERE ${where}
              ORDER BY u."Username", k."Id" LIMIT ${window.limit} OFFSET ${window.offset}`
-      : sql`SELECT ${KEY_COLUMNS} FROM ${T.keys} k JOIN ${T.users} u ON u."Id" = k."UserId" WHERE ${where}
+      : sql`SELECT ${KEY_COLUMNS} FROM ${KEY_FROM} WHERE ${where}
              ORDER BY u."Username", k."Id"`,
   );
   return rows.map((r) => toRow(r, now));
@@ -469,6 +476,11 @@ export const pgHandlers: PgHandlers = {
     const [row] = await keysWhere(ctx, sql`k."Id" = ${job.keyId}`, job.now);
     return { ok: true, value: row! };
   },
+  oauthClient: (ctx, job) => pgOAuth.client(ctx, job.clientId),
+  oauthRegister: (ctx, job) => pgOAuth.register(ctx, job.client),
+  oauthIssueCode: (ctx, job) => pgOAuth.issueCode(ctx, job.actorId, job.code, job.now, job.maxGrants),
+  oauthToken: (ctx, job) => pgOAuth.token(ctx, job.request, job.now, job.accessMs),
+  oauthRevoke: (ctx, job) => pgOAuth.revoke(ctx, job.tokenHash, job.clientId, job.now),
   ping: async (ctx) => {
     // The lane answers even when a server does not: which one is down is readiness's to report.
     const postgres = await ctx.health();

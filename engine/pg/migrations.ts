@@ -182,4 +182,54 @@ export const ourMigrations: OwnMigration[] = [
       );
     `,
   },
+  {
+    version: 9,
+    name: 'OAuth 2.1 for MCP',
+    sql: /* sql */ `
+      -- The authorization server of docs/mcp.md ("OAuth"), as SQLite migration 7. A grant's access
+      -- token is a Mail Archiver ApiKeys row (named "OAuth: <client>", so Mail Archiver shows and
+      -- can revoke it); which ApiKeys row is a grant, and everything a key has no column for, is
+      -- kept here. No foreign keys into Mail Archiver's tables. Times are epoch ms, UTC.
+      CREATE TABLE mail_archive_gateway.oauth_clients (
+        client_id     text   PRIMARY KEY,
+        name          text   NOT NULL,
+        redirect_uris jsonb  NOT NULL,
+        metadata      jsonb  NOT NULL,
+        created_at    bigint NOT NULL
+      );
+      CREATE TABLE mail_archive_gateway.oauth_codes (
+        code_hash        text    PRIMARY KEY,
+        user_id          integer NOT NULL,
+        client_id        text    NOT NULL,
+        client_name      text    NOT NULL,
+        redirect_uri     text    NOT NULL,
+        code_challenge   text    NOT NULL,
+        resource         text    NOT NULL,
+        account_ids      jsonb,
+        grant_expires_at bigint  NOT NULL,
+        expires_at       bigint  NOT NULL,
+        used_at          bigint,
+        grant_id         integer
+      );
+      CREATE TABLE mail_archive_gateway.oauth_grants (
+        id          serial  PRIMARY KEY,
+        user_id     integer NOT NULL,
+        key_id      integer NOT NULL UNIQUE,
+        client_id   text    NOT NULL,
+        client_name text    NOT NULL,
+        resource    text    NOT NULL,
+        account_ids jsonb,
+        created_at  bigint  NOT NULL,
+        expires_at  bigint  NOT NULL,
+        revoked_at  bigint
+      );
+      CREATE TABLE mail_archive_gateway.oauth_refresh_tokens (
+        token_hash text    PRIMARY KEY,
+        grant_id   integer NOT NULL REFERENCES mail_archive_gateway.oauth_grants (id) ON DELETE CASCADE,
+        created_at bigint  NOT NULL,
+        used_at    bigint
+      );
+      CREATE INDEX oauth_refresh_tokens_grant ON mail_archive_gateway.oauth_refresh_tokens (grant_id);
+    `,
+  },
 ];

@@ -2,6 +2,7 @@
 // store (engine/search/plan.ts), with `q` compiled to a tsquery over the service's own
 // side-index (search-index.ts). Filters stay on ArchivedEmails' columns, which Mail Archiver
 // keeps current (a folder move changes FolderName only). Differences: docs/search.md.
+import type { Viewer } from '../../shared/jobs.js';
 import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
 import type { SearchQuery, SortKey } from '../../shared/jobs.js';
 import { compileSearch } from '../search/compile.js';
@@ -12,8 +13,6 @@ import { compileMatch, compileTsQuery, DOCS, ensureSearchIndex } from './search-
 import { ensureThreads, threadCondition, threadIdsOf } from './threads.js';
 import { join, planned, raw, sql, type Sql } from './sql.js';
 import type { PgContext } from './context.js';
-
-type Viewer = { isAdmin: boolean; userId: number };
 
 /** SQLite's NOCASE folds ASCII only and compares code points: lower() under "C" does the same. */
 const SORT_COLUMNS: Record<Exclude<SortKey, 'relevance'>, string> = {
@@ -31,7 +30,7 @@ export function filterConditions(ctx: PgContext, viewer: Viewer, query: SearchQu
   if (query.direction !== undefined) filters.push(sql`e."IsOutgoing" = ${query.direction === 'outgoing'}`);
   if (query.from !== undefined) filters.push(sql`e."SentDate" >= ${zonedTimestamp(query.from, ctx.zone)}`);
   if (query.to !== undefined) filters.push(sql`e."SentDate" <= ${zonedTimestamp(query.to, ctx.zone)}`);
-  if (!viewer.isAdmin) filters.push(visibleAccounts(viewer, 'e."MailAccountId"'));
+  if (!viewer.isAdmin || viewer.oauth?.accountIds) filters.push(visibleAccounts(viewer, 'e."MailAccountId"'));
   return filters;
 }
 

@@ -8,6 +8,7 @@
 // (a message without raw headers links by Message-ID and subject only). The import writer calls
 // it after each batch; reads of a conversation, `thread:` and `include=threadId` call it when
 // the archive has grown past the watermark.
+import type { Viewer } from '../../shared/jobs.js';
 import type { EmailSummaryDto } from '../../shared/dto.js';
 import { MAX_THREAD_LENGTH } from '../../shared/jobs.js';
 import { toSummary, type RawSummary } from '../store/summary.js';
@@ -33,8 +34,6 @@ const LOCK = 'mail_archive_gateway.threads';
 export const THREAD_BATCH = 200;
 /** As the search index's: ids this far below the watermark are looked at again. */
 const RECHECK_WINDOW = 1000;
-
-type Viewer = { isAdmin: boolean; userId: number };
 
 interface SourceRow {
   id: number;

@@ -11,10 +11,10 @@
 // Exact counts are cached per worker, keyed by the archive's generation (bumped by every
 // import and permission change), so a cached count is never stale.
 import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
-import type { Principal, SearchQuery } from '../../shared/jobs.js';
+import type { SearchQuery } from '../../shared/jobs.js';
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
-import { visibleAccountsClause } from '../store/accounts.js';
+import { visibleAccountIds, visibleAccountsClause } from '../store/accounts.js';
 import { pageOf, SUMMARY_COLUMNS, toSummary, type RawSummary } from '../store/summary.js';
 import { keyRange } from './fts-key.js';
 import { accountTag, directionTag, folderTag } from './tags.js';
@@ -32,7 +32,8 @@ import { ftsExpression } from './compile.js';
 import { tokenize } from './unicode61.js';
 import { rankedLeaves, rankWindow, subjectLeaf, type RelevanceTerm } from './relevance.js';
 
-type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
+import type { Viewer as SharedViewer } from '../../shared/jobs.js';
+type Viewer = SharedViewer;
 
 /** Exact counts by (generation, viewer, filters), per connection (one per worker); bounded. */
 const countCaches = new WeakMap<Db, Map<string, number>>();
@@ -202,7 +203,7 @@ export function searchEmails(
   const dir = desc ? 'DESC' : 'ASC';
   const where = (conds: SqlCondition[]) => (conds.length ? conds.map((c) => `(${c.sql})`).join(' AND ') : '1');
   const params = (conds: SqlCondition[]) => conds.flatMap((c) => c.params);
-  const viewerKey = viewer.isAdmin ? 'admin' : viewer.userId;
+  const viewerKey = [viewer.isAdmin ? 'admin' : viewer.userId, viewer.oauth?.accountIds ?? null];
   // The shared in-memory index counts when it is current (engine/search/bitsets); else SQL.
   const snap = options.reference ? undefined : currentSnapshot(db);
   const root = query.q?.trim() ? parseQuery(query.q) : null;
@@ -256,10 +257,8 @@ export function searchEmails(
   if (query.accountId !== undefined) tags.push(`{tags} : "${accountTag(query.accountId)}"`);
   if (query.folder !== undefined) tags.push(`{tags} : "${folderTag(query.folder)}"`);
   if (query.direction !== undefined) tags.push(`{tags} : "${directionTag(query.direction === 'outgoing')}"`);
-  if (!viewer.isAdmin) {
-    const accounts = prepared(db, 'SELECT account_id FROM user_accounts WHERE user_id = ?')
-      .pluck()
-      .all(viewer.userId) as number[];
+  const accounts = visibleAccountIds(db, viewer);
+  if (accounts) {
     if (accounts.length === 0) return page([], 0);
     tags.push(`{tags} : (${accounts.map((a) => `"${accountTag(a)}"`).join(' OR ')})`);
   }

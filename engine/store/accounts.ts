@@ -1,6 +1,6 @@
 // Mail accounts and who may see them.
 import type { MailAccountDto } from '../../shared/dto.js';
-import type { Principal } from '../../shared/jobs.js';
+import type { Viewer } from '../../shared/jobs.js';
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
 import { iso } from '../time.js';
@@ -35,21 +35,42 @@ export const EMAIL_ADDRESS = /^[^\s@]+@[^\s@]+$/;
  * splice it into larger queries without building strings from user input.
  */
 export function visibleAccountsClause(
-  principal: Pick<Principal, 'isAdmin' | 'userId'>,
+  principal: Viewer,
   column: string,
-): { sql: string; params: number[] } {
-  if (principal.isAdmin) return { sql: '1', params: [] };
-  return { sql: `${column} IN (SELECT account_id FROM user_accounts WHERE user_id = ?)`, params: [principal.userId] };
+): { sql: string; params: Array<number | string> } {
+  const parts: string[] = [];
+  const params: Array<number | string> = [];
+  if (!principal.isAdmin) {
+    parts.push(`${column} IN (SELECT account_id FROM user_accounts WHERE user_id = ?)`);
+    params.push(principal.userId);
+  }
+  // An OAuth grant narrowed to some accounts (shared/jobs.ts Principal.oauth).
+  const only = principal.oauth?.accountIds;
+  if (only) {
+    parts.push(`${column} IN (SELECT value FROM json_each(?))`);
+    params.push(JSON.stringify(only));
+  }
+  return parts.length ? { sql: parts.join(' AND '), params } : { sql: '1', params };
 }
 
-export function canSeeAccount(db: Db, principal: Pick<Principal, 'isAdmin' | 'userId'>, accountId: number): boolean {
+/** The ids of the accounts a viewer may read; null when that is every account. */
+export function visibleAccountIds(db: Db, viewer: Viewer): number[] | null {
+  const assigned = viewer.isAdmin
+    ? null
+    : (prepared(db, 'SELECT account_id FROM user_accounts WHERE user_id = ?').pluck().all(viewer.userId) as number[]);
+  const only = viewer.oauth?.accountIds;
+  if (!only) return assigned;
+  return assigned === null ? [...only] : assigned.filter((id) => only.includes(id));
+}
+
+export function canSeeAccount(db: Db, principal: Viewer, accountId: number): boolean {
   const v = visibleAccountsClause(principal, 'a.id');
   return (
     prepared(db, `SELECT 1 FROM mail_accounts a WHERE a.id = ? AND ${v.sql}`).get(accountId, ...v.params) !== undefined
   );
 }
 
-export function listVisibleAccounts(db: Db, principal: Pick<Principal, 'isAdmin' | 'userId'>): MailAccountDto[] {
+export function listVisibleAccounts(db: Db, principal: Viewer): MailAccountDto[] {
   const v = visibleAccountsClause(principal, 'a.id');
   return (
     prepared(db, `SELECT ${COLUMNS} FROM mail_accounts a WHERE ${v.sql} ORDER BY a.id`).all(...v.params) as RawAccount[]

@@ -1,6 +1,6 @@
 // Attachment text on a SQLite archive (migration 5): what reindex and the importer need
 // (contents not yet read, their bytes, saving what was found) and the attachmentText job.
-import type { AttachmentTextPage, Principal } from '../../shared/jobs.js';
+import type { AttachmentTextPage, Viewer } from '../../shared/jobs.js';
 import type { ExtractResult } from '../attachments/extract.js';
 import type { AttachmentTextRow, AttachmentTextStore, PendingContent } from '../attachments/index-texts.js';
 import { pageOfText } from '../attachments/index-texts.js';
@@ -110,7 +110,7 @@ export class SqliteAttachmentTexts implements AttachmentTextStore {
 /** The attachmentText job: null when the attachment does not exist or is not visible. */
 export function getAttachmentText(
   db: Db,
-  viewer: Pick<Principal, 'isAdmin' | 'userId'>,
+  viewer: Viewer,
   emailId: number,
   attachmentId: number,
   offset = 0,

@@ -10,7 +10,7 @@ import type {
   PagedResult,
   StatsDto,
 } from '../../shared/dto.js';
-import type { AttachmentHandle, Principal, SearchQuery } from '../../shared/jobs.js';
+import type { AttachmentHandle, SearchQuery } from '../../shared/jobs.js';
 import { resolveBody } from '../body.js';
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
@@ -22,7 +22,8 @@ import { canSeeAccount, visibleAccountsClause } from './accounts.js';
 import { buildFolderTree } from './folders.js';
 import { SUMMARY_COLUMNS, toSummary, type RawSummary } from './summary.js';
 
-type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
+import type { Viewer as SharedViewer } from '../../shared/jobs.js';
+type Viewer = SharedViewer;
 
 /** Search lives in the planner; re-exported so every read query is reachable from here. */
 export { searchEmails };

@@ -6,6 +6,7 @@ import { pageWithin, type AuthResult, type KeyRow, type KeyStatus } from '../../
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
 import { iso } from '../time.js';
+import { parseAccountIds } from '../oauth.js';
 import { StoreError } from './errors.js';
 import { requireUser } from './users.js';
 import { keyNameProblem, MAX_KEY_NAME_LENGTH, tooManyKeys } from '../../shared/key-name.js';
@@ -36,6 +37,12 @@ export interface RawKey {
   last_used_at: number | null;
   expires_at: number | null;
   revoked_at: number | null;
+  /** The OAuth grant whose access token the key is (LEFT JOIN; null for an ordinary key). */
+  grant_client_id?: string | null;
+  grant_client_name?: string | null;
+  grant_account_ids?: unknown;
+  grant_expires_at?: number | null;
+  grant_revoked_at?: number | null;
 }
 
 export function statusOf(
@@ -48,23 +55,40 @@ export function statusOf(
   return 'active';
 }
 
-export const toRow = (r: RawKey, now: number): KeyRow => ({
-  id: r.id,
-  userId: r.user_id,
-  username: r.username,
-  name: r.name,
-  prefix: r.key_prefix,
-  createdAt: iso(r.created_at),
-  lastUsedAt: iso(r.last_used_at),
-  expiresAt: iso(r.expires_at),
-  revokedAt: iso(r.revoked_at),
-  status: statusOf(r, now),
-});
+export function toRow(r: RawKey, now: number): KeyRow {
+  const row: KeyRow = {
+    id: r.id,
+    userId: r.user_id,
+    username: r.username,
+    name: r.name,
+    prefix: r.key_prefix,
+    createdAt: iso(r.created_at)!,
+    lastUsedAt: iso(r.last_used_at),
+    expiresAt: iso(r.expires_at),
+    revokedAt: iso(r.revoked_at),
+    status: statusOf(r, now),
+  };
+  if (typeof r.grant_client_id !== 'string' || r.grant_expires_at == null) return row;
+  // An OAuth grant is listed by the grant: its access token lapses and is refreshed within it.
+  const grantEnd = Number(r.grant_expires_at);
+  row.oauth = {
+    clientId: r.grant_client_id,
+    clientName: r.grant_client_name ?? '',
+    accountIds: parseAccountIds(r.grant_account_ids),
+    expiresAt: iso(grantEnd)!,
+  };
+  row.expiresAt = iso(grantEnd);
+  if (r.grant_revoked_at != null && r.revoked_at === null) row.status = 'revoked';
+  else if (row.status === 'expired' && grantEnd > now) row.status = 'active';
+  return row;
+}
 
 const SELECT_KEYS = `
   SELECT k.id, k.user_id, u.username, u.is_active, k.name, k.key_prefix, k.created_at,
-         k.last_used_at, k.expires_at, k.revoked_at
-  FROM api_keys k JOIN users u ON u.id = k.user_id`;
+         k.last_used_at, k.expires_at, k.revoked_at, g.client_id AS grant_client_id,
+         g.client_name AS grant_client_name, g.account_ids AS grant_account_ids,
+         g.expires_at AS grant_expires_at, g.revoked_at AS grant_revoked_at
+  FROM api_keys k JOIN users u ON u.id = k.user_id LEFT JOIN oauth_grants g ON g.key_id = k.id`;
 
 export { MAX_KEY_NAME_LENGTH };
 
@@ -186,6 +210,8 @@ interface AuthRow {
   username: string;
   is_admin: number;
   is_active: number;
+  grant_id: number | null;
+  grant_account_ids: unknown;
 }
 
 /**
@@ -197,8 +223,10 @@ export function authenticate(db: Db, keyHash: string, now: number): AuthResult {
   const row = prepared(
     db,
     `SELECT k.id, k.key_prefix, k.expires_at, k.revoked_at, k.last_used_at,
-              u.id AS user_id, u.username, u.is_admin, u.is_active
-       FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?`,
+              u.id AS user_id, u.username, u.is_admin, u.is_active,
+              g.id AS grant_id, g.account_ids AS grant_account_ids
+       FROM api_keys k JOIN users u ON u.id = k.user_id LEFT JOIN oauth_grants g ON g.key_id = k.id
+      WHERE k.key_hash = ?`,
   ).get(keyHash) as AuthRow | undefined;
   const refused = refusal(row, now);
   if (refused || !row) return refused ?? { ok: false, reason: 'unknown' };
@@ -235,6 +263,8 @@ export function accepted(row: {
   user_id: number;
   username: string;
   is_admin: number;
+  grant_id?: number | null;
+  grant_account_ids?: unknown;
 }): AuthResult {
   return {
     ok: true,
@@ -244,6 +274,9 @@ export function accepted(row: {
       isAdmin: row.is_admin === 1,
       keyId: row.id,
       keyPrefix: row.key_prefix,
+      ...(row.grant_id != null
+        ? { oauth: { grantId: row.grant_id, accountIds: parseAccountIds(row.grant_account_ids) } }
+        : {}),
     },
   };
 }

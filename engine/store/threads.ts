@@ -4,7 +4,6 @@
 // finds the candidates.
 import type BetterSqlite3 from 'better-sqlite3';
 import type { EmailSummaryDto } from '../../shared/dto.js';
-import type { Principal } from '../../shared/jobs.js';
 import { prepared } from '../db/statements.js';
 import {
   linkDecision,
@@ -20,7 +19,8 @@ import { SUMMARY_COLUMNS, toSummary, type RawSummary } from './summary.js';
 
 type Db = BetterSqlite3.Database;
 
-type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
+import type { Viewer as SharedViewer } from '../../shared/jobs.js';
+type Viewer = SharedViewer;
 
 /** A stored message as threading sees it. */
 export interface ThreadedMessage {

@@ -40,5 +40,15 @@ export function parseKeyForm(body: Record<string, unknown>, now: number): KeyFor
 
 /** Where to go after signing in: only our own pages, so the parameter cannot redirect elsewhere. */
 export function safeNext(value: unknown): string {
-  return value === '/apidocs' || value === '/keys' ? value : '/keys';
+  if (value === '/apidocs' || value === '/keys') return value;
+  // Back to an OAuth authorization request (gateway/oauth/authorize.ts): always this path, so
+  // the parameter still cannot lead off-site; the request itself is checked again there.
+  if (
+    typeof value === 'string' &&
+    value.startsWith('/oauth/authorize?') &&
+    value.length <= 8192 &&
+    !/[\\\s]/.test(value)
+  )
+    return value;
+  return '/keys';
 }

@@ -21,6 +21,9 @@ import { setPageHeaders } from './headers.js';
 import { loadUser, sessionMiddleware, startSession, type WebState } from './session.js';
 import { sessionSecret } from './session-secret.js';
 import { LoginThrottle } from './throttle.js';
+import { authorizeRoutes, AuthorizePageError } from '../oauth/authorize.js';
+import { AUTHORIZE_PATH } from '../oauth/endpoints.js';
+import { oauthEnabled } from '../oauth-metadata.js';
 import {
   confirmRevokePage,
   errorPage,
@@ -273,6 +276,9 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
     seeOther(ctx, `/keys?revoked=${id}`);
   });
 
+  const oauth = oauthEnabled(settings);
+  if (oauth) authorizeRoutes(router, { settings, engine, logger, session, form, chrome: (ctx) => chrome(ctx) });
+
   if (docs && swagger) {
     router.get(DOCS_PATH, session, (ctx) => {
       if (!requireUser(ctx, DOCS_PATH)) return;
@@ -307,7 +313,7 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
     router.allowedMethods() as unknown as Middleware,
   ]);
   const prefixes = ['/keys', '/assets', ...(docsEnabled ? [DOCS_PATH] : [])];
-  const exact = new Set(['/', '/login', '/logout']);
+  const exact = new Set(['/', '/login', '/logout', ...(oauth ? [AUTHORIZE_PATH] : [])]);
   return (ctx, next) => {
     const path = ctx.path;
     const ours = exact.has(path) || prefixes.some((p) => path === p || path.startsWith(`${p}/`));
@@ -326,6 +332,10 @@ function webErrors(logger: Logger, chromeOf: (ctx: Context) => Chrome): Middlewa
       let message = 'The server could not complete the request. The error has been logged.';
       if (err instanceof WebError) {
         ({ status, title, message } = err);
+      } else if (err instanceof AuthorizePageError) {
+        status = 400;
+        title = 'This request cannot be authorized';
+        message = err.message;
       } else if (err instanceof EngineOverloaded) {
         // Not logged: expected under a flood. Nothing ran, so the same form can simply be sent again.
         status = 503;

@@ -1,5 +1,6 @@
 // The web pages. Every value goes through `html`, which escapes it: key names, usernames and
 // form input are user input. No inline script or style anywhere (the CSP forbids both).
+import type { MailAccountDto } from '../../shared/dto.js';
 import type { KeyListPage, KeyRow, WebUser } from '../../shared/jobs.js';
 import { html, type SafeHtml } from './html.js';
 
@@ -156,7 +157,9 @@ function keyTable(chrome: Chrome, keys: KeyRow[], withOwner: boolean, label: str
           (k) =>
             html`<tr data-key-id="${k.id}" data-prefix="${k.prefix}">
               ${withOwner ? html`<td data-label="Owner" class="owner">${k.username}</td>` : ''}
-              <td data-label="Name" class="name">${k.name}</td>
+              <td data-label="Name" class="name">
+                ${k.name}${k.oauth ? html` <span class="badge oauth" title="${k.oauth.clientId}">OAuth grant</span><br /><span class="muted grant">${k.oauth.accountIds === null ? 'all accounts' : `${k.oauth.accountIds.length} account${k.oauth.accountIds.length === 1 ? '' : 's'}`}; signing out does not end it</span>` : ''}
+              </td>
               <td data-label="Prefix"><code>${k.prefix}…</code></td>
               <td data-label="Created">${when(k.createdAt, '')}</td>
               <td data-label="Last used">${when(k.lastUsedAt, 'never')}</td>
@@ -310,6 +313,83 @@ export function errorPage(
       <h1>${title}</h1>
       <p>${message}</p>
       <p><a href="${link.href}">${link.text}</a></p>
+    </section>`,
+  );
+}
+
+export interface ConsentModel {
+  client: { clientId: string; name: string; kind: 'registered' | 'metadata document' };
+  redirectUri: string;
+  resource: string;
+  accounts: MailAccountDto[];
+  durations: number[];
+  defaultDays: number;
+  /** The authorization request, carried through the form unchanged and checked again on POST. */
+  fields: Record<string, string>;
+}
+
+const days = (n: number) => (n === 1 ? '1 day' : `${n} days`);
+
+/** The OAuth consent page (gateway/oauth/authorize.ts): who asks, for what, narrowed how. */
+export function consentPage(chrome: Chrome, model: ConsentModel): string {
+  const target = new URL(model.redirectUri);
+  const where = target.protocol === 'http:' || target.protocol === 'https:' ? target.host : target.protocol;
+  return layout(
+    chrome,
+    'Allow access',
+    html` <section class="card narrow consent">
+      <h1>Allow <span class="client-name">${model.client.name}</span> to read your mail archive?</h1>
+      <p>
+        <strong>${model.client.name}</strong> asks to search and read your archived mail and attachments through the MCP
+        server (<code>${model.resource}</code>). It cannot change or delete anything.
+      </p>
+      <dl class="client-facts">
+        <dt>Client</dt>
+        <dd>
+          <code class="client-id">${model.client.clientId}</code>
+          (${model.client.kind === 'registered' ? 'registered with this server' : 'metadata document'})
+        </dd>
+        <dt>Answer goes to</dt>
+        <dd><code class="redirect-host">${where}</code></dd>
+      </dl>
+      <p class="hint">The name is the client's own; check the address it came from before you allow it.</p>
+      <form method="post" action="/oauth/authorize" class="stack">
+        ${csrfField(chrome)}
+        ${Object.entries(model.fields).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}" />`)}
+        <fieldset>
+          <legend>Accounts it may read</legend>
+          <label
+            ><input type="radio" name="scope_accounts" value="all" checked /> All accounts you can read, now and
+            later</label
+          >
+          <label><input type="radio" name="scope_accounts" value="chosen" /> Only these:</label>
+          ${
+            model.accounts.length
+              ? model.accounts.map(
+                  (a) =>
+                    html`<label class="indent"
+                      ><input type="checkbox" name="accounts" value="${a.id}" /> ${a.name}
+                      <span class="muted">${a.emailAddress}</span></label
+                    >`,
+                )
+              : html`<p class="muted indent">You have no accounts assigned.</p>`
+          }
+        </fieldset>
+        <label
+          >For how long
+          <select name="days">
+            ${model.durations.map((d) => html`<option value="${d}" ${d === model.defaultDays ? html`selected` : ''}>${days(d)}</option>`)}
+          </select>
+        </label>
+        <p class="hint">
+          The grant shows on the API Keys page as “OAuth: ${model.client.name}”; revoke it there to end it at once.
+          Signing out does not end it.
+        </p>
+        <div class="row">
+          <button type="submit" name="decision" value="allow" class="primary">Allow</button>
+          <button type="submit" name="decision" value="deny">Deny</button>
+        </div>
+      </form>
     </section>`,
   );
 }

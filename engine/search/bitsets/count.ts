@@ -5,9 +5,10 @@
 // checked against each match's sent date. The caller has checked that the snapshot describes
 // the archive as it is now (share.ts), so the count is the one SQL would give.
 import type { Node } from '../../../shared/query-language.js';
-import type { Principal, SearchQuery } from '../../../shared/jobs.js';
+import type { SearchQuery } from '../../../shared/jobs.js';
 import type { Db } from '../../db/open.js';
 import { prepared } from '../../db/statements.js';
+import { visibleAccountIds } from '../../store/accounts.js';
 import { tokenize } from '../unicode61.js';
 import { attachmentExpression, DEFAULT_COLUMNS, ftsExpression } from '../compile.js';
 import { accountTag, ADDRESS, addressTag, ATTACHMENT_TAG, directionTag, folderTag } from '../tags.js';
@@ -16,7 +17,8 @@ import { positionsInRange } from './page.js';
 import { pairKey, pairWordKey } from './pairs.js';
 import { termKey, type Snapshot } from './snapshot.js';
 
-type Viewer = Pick<Principal, 'isAdmin' | 'userId'>;
+import type { Viewer as SharedViewer } from '../../../shared/jobs.js';
+type Viewer = SharedViewer;
 type Bits = Uint32Array;
 
 /** FTS5 answers that took at least LEAF_CACHE_MIN_MS, per snapshot and thread (LRU). */
@@ -63,10 +65,8 @@ export function matchSet(
   try {
     const ev = new Evaluator(db, snap);
     const parts: Bits[] = [];
-    if (!viewer.isAdmin) {
-      const accounts = prepared(db, 'SELECT account_id FROM user_accounts WHERE user_id = ?')
-        .pluck()
-        .all(viewer.userId) as number[];
+    const accounts = visibleAccountIds(db, viewer);
+    if (accounts) {
       const visible = new Uint32Array(snap.words);
       for (const a of accounts) ev.orInto(visible, ev.tag(accountTag(a)));
       parts.push(visible);
