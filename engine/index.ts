@@ -9,3 +9,4 @@ export { isArchiveUnavailable } from './unavailable.js';
 export { ArchiveOpenError } from './db/open.js';
 export { prepareArchive, sharedSessionSecret } from './archive.js';
 export { readOrCreateSecretFile } from './secret-file.js';
+export { CODE_CHALLENGE, clientDisplayName, newAuthorizationCode, secretHash } from './oauth.js';

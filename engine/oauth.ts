@@ -131,3 +131,14 @@ export function parseAccountIds(value: unknown): number[] | null {
   const list: unknown = typeof value === 'string' ? JSON.parse(value) : value;
   return Array.isArray(list) ? list.filter((v): v is number => Number.isSafeInteger(v)) : null;
 }
+
+/** Whether the actor is active and may read every chosen account (null: all they see). */
+export function consentAllowed(
+  user: { isActive: boolean; isAdmin: boolean } | null,
+  chosen: number[] | null,
+  visible: number[] | null,
+): boolean {
+  if (!user || !user.isActive) return false;
+  if (chosen === null) return true;
+  return chosen.length > 0 && (visible === null || chosen.every((id) => visible.includes(id)));
+}

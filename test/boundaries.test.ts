@@ -140,6 +140,7 @@ const PG_INTO_SQLITE_KNOWN = [
   'engine/pg/handlers.ts -> engine/store/errors.ts',
   'engine/pg/handlers.ts -> engine/store/folders.ts',
   'engine/pg/handlers.ts -> engine/store/keys.ts',
+  'engine/pg/oauth.ts -> engine/store/keys.ts',
   'engine/pg/handlers.ts -> engine/store/users.ts',
   'engine/pg/handlers.ts -> engine/store/web.ts',
   'engine/pg/handlers.ts -> engine/store/writer.ts',

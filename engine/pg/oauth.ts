@@ -5,6 +5,7 @@ import type { OAuthClient, OAuthCodeInput, OAuthTokenRequest, OAuthTokenResult }
 import {
   accessExpiry,
   codeRefusal,
+  consentAllowed,
   grantKeyName,
   newRefreshToken,
   refreshRefusal,
@@ -12,11 +13,10 @@ import {
   type CodeRow,
   type RefreshRow,
 } from '../oauth.js';
-import { consentAllowed } from '../store/oauth.js';
 import { generateKey, hashKey, KEY_PREFIX_LENGTH } from '../store/keys.js';
 import { T, utcTimestamp } from './columns.js';
 import { sql } from './sql.js';
-import type { PgContext, Query } from './store.js';
+import type { PgContext, Query } from './context.js';
 
 export async function client(ctx: PgContext, clientId: string): Promise<OAuthClient | null> {
   const [row] = await ctx.primary<{

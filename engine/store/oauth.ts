@@ -6,6 +6,7 @@ import { prepared } from '../db/statements.js';
 import {
   accessExpiry,
   codeRefusal,
+  consentAllowed,
   grantKeyName,
   newRefreshToken,
   refreshRefusal,
@@ -42,17 +43,6 @@ export function registerOAuthClient(db: Db, client: OAuthClient): null {
     client.createdAt,
   );
   return null;
-}
-
-/** Whether the actor is active and may read every chosen account (null: all they see). */
-export function consentAllowed(
-  user: { isActive: boolean; isAdmin: boolean } | null,
-  chosen: number[] | null,
-  visible: number[] | null,
-): boolean {
-  if (!user || !user.isActive) return false;
-  if (chosen === null) return true;
-  return chosen.length > 0 && (visible === null || chosen.every((id) => visible.includes(id)));
 }
 
 export function issueOAuthCode(

@@ -11,7 +11,7 @@
 import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { newAuthorizationCode, CODE_CHALLENGE, secretHash } from '../../engine/oauth.js';
+import { newAuthorizationCode, CODE_CHALLENGE, secretHash } from '../../engine/index.js';
 import type { EnginePool } from '../../engine/index.js';
 import type { Settings } from '../../shared/config.js';
 import type { MailAccountDto } from '../../shared/dto.js';

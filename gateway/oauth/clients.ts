@@ -13,7 +13,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import type { EnginePool } from '../../engine/index.js';
-import { clientDisplayName } from '../../engine/oauth.js';
+import { clientDisplayName } from '../../engine/index.js';
 import type { Settings } from '../../shared/config.js';
 
 /** A client as the authorization endpoint needs it. */

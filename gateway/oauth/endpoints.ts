@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import bodyParser from 'koa-bodyparser';
 import type { Logger } from 'pino';
-import { clientDisplayName, secretHash } from '../../engine/oauth.js';
+import { clientDisplayName, secretHash } from '../../engine/index.js';
 import type { EnginePool } from '../../engine/index.js';
 import type { Settings } from '../../shared/config.js';
 import type { OAuthTokenRequest } from '../../shared/jobs.js';
