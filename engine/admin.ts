@@ -39,6 +39,11 @@ export interface ArchiveContents {
 /** Writes mail in batches; each batch is one transaction. Null for a message already there. */
 export interface MailWriter {
   writeBatch(emails: readonly NewEmail[]): Promise<Array<number | null>>;
+  /**
+   * Messages stored so far that share their Message-ID with another message in their folder: the
+   * same Message-ID, different content (engine/import/fingerprint.ts).
+   */
+  readonly sameIdDifferentContent: number;
 }
 
 export interface ArchiveAdmin {
@@ -166,6 +171,9 @@ export class SqliteAdmin implements ArchiveAdmin {
     return {
       // Synchronous inside: one better-sqlite3 transaction per batch, exactly as before.
       writeBatch: async (emails) => writer.batch(() => emails.map((e) => writer.add(e))),
+      get sameIdDifferentContent() {
+        return writer.sameIdDifferentContent;
+      },
     };
   }
 

@@ -1,0 +1,142 @@
+// MIME parts as mature mail readers read them, repaired before mailparser reads the message again
+// (docs/import.md, "What a message says"). mailparser decodes each part by what it declares; real
+// mail declares wrongly, and these are the readings Thunderbird and mutt give instead:
+//
+//   - a text part whose charset cannot decode it (none, us-ascii or UTF-8 with bytes that are not
+//     UTF-8, or a charset nobody knows) is windows-1252, as 8-bit header bytes are (headers.ts);
+//   - a UTF-7 text part is decoded (mailparser refuses UTF-7 outright);
+//   - a text part with a Content-Disposition nobody knows is inline (mailparser makes it an
+//     attachment, leaving an HTML-only message without a body);
+//   - a base64 part ends at its padding or at its first line that is not base64: text after it
+//     (a signature a list server appended, say) is not decoded into the file.
+//
+// Splitting and re-joining a message costs about as much as parsing it, so this runs only when
+// a cheap look at the message (partsNeedRepair) says one of these can apply: rarely.
+import { once } from 'node:events';
+import { Splitter, type MimeNode } from '@zone-eu/mailsplit';
+import iconv from 'iconv-lite';
+import type { ParsedMail } from 'mailparser';
+import { isUtf8 } from './headers.js';
+import type { Repair } from './repairs.js';
+
+const UTF7 = /^(?:(?:cs)?unicode-1-1-)?utf-?7$/i;
+const UTF7_DECLARED = /charset\s*=\s*"?(?:(?:cs)?unicode-1-1-)?utf-?7\b/i;
+/** Decoded without iconv-lite by libmime (mailparser's charset layer). */
+const JAPANESE = /^(?:jis|iso-?2022-?jp|eucjp)/i;
+/** A base64 line that ends in padding, or a long one, followed by a line that is neither blank nor a boundary. */
+const BASE64_THEN_TEXT =
+  /^(?:[A-Za-z0-9+/]*={1,2}|[A-Za-z0-9+/]{60,})[ \t]*\r?\n(?![ \t]*\r?$|--)[^\r\n]*[^A-Za-z0-9+/=\r\n]/m;
+const KNOWN_DISPOSITIONS = new Set(['inline', 'attachment']);
+const TEXT_TYPES = new Set(['text/plain', 'text/html']);
+
+/** Whether any of the part repairs above can apply, from the raw message and mailparser's reading of it. */
+export function partsNeedRepair(raw: Buffer, mail: ParsedMail): boolean {
+  const html = typeof mail.html === 'string' ? mail.html : '';
+  if ((mail.text ?? '').includes('\uFFFD') || html.includes('\uFFFD')) return true;
+  if (
+    mail.attachments.some(
+      (a) => TEXT_TYPES.has(a.contentType) && !KNOWN_DISPOSITIONS.has(String(a.contentDisposition ?? '')),
+    )
+  )
+    return true;
+  const utf7 = ['tf-7', 'TF-7', 'tf7', 'TF7'].some((s) => raw.includes(s));
+  const base64 = ['base64', 'BASE64', 'Base64'].some((s) => raw.includes(s));
+  if (!utf7 && !base64) return false;
+  const text = raw.toString('latin1');
+  return (utf7 && UTF7_DECLARED.test(text)) || (base64 && BASE64_THEN_TEXT.test(text));
+}
+
+/** The message with its parts repaired, and what was guessed; null when nothing changed. */
+export async function repairParts(raw: Buffer): Promise<{ raw: Buffer; repairs: Repair[] } | null> {
+  const splitter = new Splitter();
+  const items: Array<MimeNode | { type: 'body' | 'data'; value: Buffer }> = [];
+  splitter.on('data', (item) => items.push(item));
+  const ended = once(splitter, 'end');
+  splitter.end(raw);
+  await ended;
+
+  const repairs = new Set<Repair>();
+  let changed = false;
+  const out: Buffer[] = [];
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    if (item.type !== 'node') {
+      out.push(item.value);
+      continue;
+    }
+    // The node's body: the 'body' items that follow it.
+    const body: Buffer[] = [];
+    while (items[i + 1]?.type === 'body') body.push((items[++i] as { value: Buffer }).value);
+    const fixed = item.multipart ? null : await repairPart(item, Buffer.concat(body), repairs);
+    if (fixed) changed = true;
+    out.push(item.getHeaders(), ...(fixed ? [fixed] : body));
+  }
+  return changed ? { raw: Buffer.concat(out), repairs: [...repairs] } : null;
+}
+
+/** One leaf part: its new body (its headers changed in place), or null when it stays as it is. */
+async function repairPart(node: MimeNode, body: Buffer, repairs: Set<Repair>): Promise<Buffer | null> {
+  let fixed: Buffer | null = null;
+  if (node.encoding === 'base64') {
+    const cut = base64Only(body);
+    if (cut.length < body.length) {
+      fixed = body = cut;
+      repairs.add('base64TrailingText');
+    }
+  }
+  const type = node.contentType || (node.root ? 'text/plain' : '');
+  if (!TEXT_TYPES.has(type) || node.disposition === 'attachment') return fixed;
+  if (node.disposition && !KNOWN_DISPOSITIONS.has(node.disposition)) {
+    node.headers && node.headers.update('Content-Disposition', 'inline');
+    fixed ??= body;
+  }
+  const charset = (node.charset || '').trim();
+  if (UTF7.test(charset)) {
+    const text = iconv.decode(await decoded(node, body), 'utf7');
+    node.setCharset('utf-8');
+    node.headers && node.headers.update('Content-Transfer-Encoding', 'base64');
+    return Buffer.from(`${Buffer.from(text, 'utf8').toString('base64').replace(/.{76}/g, '$&\r\n')}\r\n`, 'latin1');
+  }
+  const undecodable =
+    !charset ||
+    /^(?:us-)?ascii$|^utf-?8$/i.test(charset) ||
+    (!iconv.encodingExists(charset) && !JAPANESE.test(charset));
+  if (undecodable && !isUtf8(await decoded(node, body))) {
+    node.setCharset('windows-1252');
+    repairs.add('undecodableCharset');
+    fixed ??= body;
+  }
+  return fixed;
+}
+
+/** A part's bytes, its transfer encoding undone (by mailsplit's own decoder, as mailparser reads it). */
+async function decoded(node: MimeNode, body: Buffer): Promise<Buffer> {
+  const decoder = node.getDecoder();
+  const chunks: Buffer[] = [];
+  decoder.on('data', (c: Buffer) => chunks.push(c));
+  const ended = once(decoder, 'end');
+  decoder.end(body);
+  await ended;
+  return Buffer.concat(chunks);
+}
+
+const BASE64_LINE = /^[A-Za-z0-9+/]+=*[ \t]*$/;
+
+/** A base64 body up to its padding or its last base64 line (blank lines do not end it). */
+function base64Only(body: Buffer): Buffer {
+  const text = body.toString('latin1');
+  let end = 0;
+  for (let start = 0; start < text.length;) {
+    const lf = text.indexOf('\n', start);
+    const stop = lf < 0 ? text.length : lf + 1;
+    const line = text.slice(start, stop).replace(/\r?\n$/, '');
+    if (line.trim() !== '') {
+      if (!BASE64_LINE.test(line)) break;
+      end = stop;
+      if (line.trimEnd().endsWith('=')) break;
+    }
+    start = stop;
+  }
+  // What is cut must be more than blank lines.
+  return text.slice(end).trim() === '' ? body : body.subarray(0, end);
+}
