@@ -20,6 +20,8 @@ const b = (text: string) => Buffer.from(text, 'latin1');
 const DATE = 'Date: Mon, 06 May 2024 10:00:00 +0000\n';
 /** A JPEG's worth of bytes whose base64 ends in padding. */
 const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(301, 0x42), Buffer.from([0xff, 0xd9])]);
+/** Two pieces of a file, each base64-encoded with its own padding. */
+const PIECES = [Buffer.from('first piece, 22 bytes!'), Buffer.from('and the second one.')];
 /** UTF-16LE text with a byte-order mark: NUL bytes in a valid part. */
 const UTF16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('Notizen zum Projekt\r\n', 'utf16le')]);
 
@@ -66,6 +68,10 @@ const FILES: Record<string, Buffer> = {
   'base64-tail.eml': b(
     `From: a@example.com\nTo: alice@example.com\nSubject: Photo with a footer\nMessage-ID: <base64-tail@example.com>\n${DATE}MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=XX\n\n--XX\nContent-Type: text/plain\n\nThe photo.\n--XX\nContent-Type: image/jpeg; name=photo.jpg\nContent-Transfer-Encoding: base64\nContent-Disposition: attachment; filename=photo.jpg\n\n${JPEG.toString('base64').replace(/.{76}/g, '$&\n')}\nSent from the list server\n--XX--\n`,
   ),
+  // 9, and what must not be cut: a file encoded as two padded base64 pieces, one after the other.
+  'base64-pieces.eml': b(
+    `From: a@example.com\nTo: alice@example.com\nSubject: Two padded pieces\nMessage-ID: <base64-pieces@example.com>\n${DATE}MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=XX\n\n--XX\nContent-Type: text/plain\n\nThe file.\n--XX\nContent-Type: application/octet-stream; name=pieces.bin\nContent-Transfer-Encoding: base64\nContent-Disposition: attachment; filename=pieces.bin\n\n${PIECES.map((p) => p.toString('base64')).join('\n')}\nSent from the list server\n--XX--\n`,
+  ),
   // 10. An HTML-only message whose HTML part has an unknown disposition.
   'html-disposition.eml': b(
     `From: a@example.com\nTo: alice@example.com\nSubject: HTML with an odd disposition\nMessage-ID: <html-disposition@example.com>\n${DATE}MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=XX\n\n--XX\nContent-Type: text/html; charset=utf-8\nContent-Disposition: body\n\n<html><body><p>Pelicans on the roof</p></body></html>\n--XX--\n`,
@@ -73,6 +79,10 @@ const FILES: Record<string, Buffer> = {
   // 12. A Latin-1 body without a charset.
   'latin1-body.eml': b(
     `From: a@example.com\nTo: alice@example.com\nSubject: Latin-1 body without a charset\nMessage-ID: <latin1-body@example.com>\n${DATE}\nGr\xfc\xdfe aus K\xf6ln, sagt J\xfcrgen.\n`,
+  ),
+  // 12, and a UTF-8 body with one stray Latin-1 line: only that line is read as windows-1252.
+  'utf8-stray.eml': b(
+    `From: a@example.com\nTo: alice@example.com\nSubject: UTF-8 with a stray byte\nMessage-ID: <utf8-stray@example.com>\n${DATE}MIME-Version: 1.0\nContent-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit\n\nGr\xc3\xbc\xc3\x9fe, \xe2\x82\xac 5\nM\xfcnchen\n`,
   ),
 };
 
@@ -179,6 +189,11 @@ test('9. text after a base64 part padding is not part of the file: the JPEG keep
   t.deepEqual((await download(t, e.id, e.attachments[0]!.id)).body, JPEG);
 });
 
+test('9. a base64 part written as padded pieces one after another keeps every piece', async (t) => {
+  const e = await detail(t, 'Two padded pieces');
+  t.deepEqual((await download(t, e.id, e.attachments[0]!.id)).body, Buffer.concat(PIECES));
+});
+
 test('10. an HTML part with an unknown Content-Disposition is the body of an HTML-only message', async (t) => {
   const e = await detail(t, 'HTML with an odd disposition');
   t.is(e.textBody, 'Pelicans on the roof');
@@ -204,6 +219,10 @@ test('12. a Latin-1 body without a charset is read as windows-1252, as headers a
   const e = await detail(t, 'Latin-1 body without a charset');
   t.is(e.textBody.trim(), 'Grüße aus Köln, sagt Jürgen.');
   t.deepEqual(await search(t, 'köln'), ['Latin-1 body without a charset']);
+});
+
+test('12. a UTF-8 body with a stray Latin-1 line: the UTF-8 lines stay UTF-8, that line is windows-1252', async (t) => {
+  t.is((await detail(t, 'UTF-8 with a stray byte')).textBody.trim(), 'Grüße, € 5\nMünchen');
 });
 
 // ── Duplicates and the summary, through the CLI, on both stores ──

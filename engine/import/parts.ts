@@ -17,6 +17,8 @@ import { Splitter, type MimeNode } from '@zone-eu/mailsplit';
 import iconv from 'iconv-lite';
 import type { ParsedMail } from 'mailparser';
 import { isUtf8 } from './headers.js';
+
+const cp1252 = new TextDecoder('windows-1252');
 import type { Repair } from './repairs.js';
 
 const UTF7 = /^(?:(?:cs)?unicode-1-1-)?utf-?7$/i;
@@ -87,26 +89,36 @@ async function repairPart(node: MimeNode, body: Buffer, repairs: Set<Repair>): P
   const type = node.contentType || (node.root ? 'text/plain' : '');
   if (!TEXT_TYPES.has(type) || node.disposition === 'attachment') return fixed;
   if (node.disposition && !KNOWN_DISPOSITIONS.has(node.disposition)) {
-    node.headers && node.headers.update('Content-Disposition', 'inline');
+    if (node.headers) node.headers.update('Content-Disposition', 'inline');
     fixed ??= body;
   }
   const charset = (node.charset || '').trim();
-  if (UTF7.test(charset)) {
-    const text = iconv.decode(await decoded(node, body), 'utf7');
-    node.setCharset('utf-8');
-    node.headers && node.headers.update('Content-Transfer-Encoding', 'base64');
-    return Buffer.from(`${Buffer.from(text, 'utf8').toString('base64').replace(/.{76}/g, '$&\r\n')}\r\n`, 'latin1');
-  }
+  if (UTF7.test(charset)) return asUtf8(node, iconv.decode(await decoded(node, body), 'utf7'));
   const undecodable =
     !charset ||
     /^(?:us-)?ascii$|^utf-?8$/i.test(charset) ||
     (!iconv.encodingExists(charset) && !JAPANESE.test(charset));
-  if (undecodable && !isUtf8(await decoded(node, body))) {
-    node.setCharset('windows-1252');
-    repairs.add('undecodableCharset');
-    fixed ??= body;
+  if (!undecodable) return fixed;
+  const bytes = await decoded(node, body);
+  if (isUtf8(bytes)) return fixed;
+  repairs.add('undecodableCharset');
+  // Line by line, as header lines are: a stray byte in UTF-8 text spoils only its own line.
+  const lines: string[] = [];
+  for (let start = 0; start < bytes.length;) {
+    const lf = bytes.indexOf(0x0a, start);
+    const stop = lf < 0 ? bytes.length : lf + 1;
+    const line = bytes.subarray(start, stop);
+    lines.push(isUtf8(line) ? line.toString('utf8') : cp1252.decode(line));
+    start = stop;
   }
-  return fixed;
+  return asUtf8(node, lines.join(''));
+}
+
+/** The part's body replaced by this text, as base64 UTF-8 (its headers say so). */
+function asUtf8(node: MimeNode, text: string): Buffer {
+  node.setCharset('utf-8');
+  if (node.headers) node.headers.update('Content-Transfer-Encoding', 'base64');
+  return Buffer.from(`${Buffer.from(text, 'utf8').toString('base64').replace(/.{76}/g, '$&\r\n')}\r\n`, 'latin1');
 }
 
 /** A part's bytes, its transfer encoding undone (by mailsplit's own decoder, as mailparser reads it). */
@@ -120,23 +132,34 @@ async function decoded(node: MimeNode, body: Buffer): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-const BASE64_LINE = /^[A-Za-z0-9+/]+=*[ \t]*$/;
-
-/** A base64 body up to its padding or its last base64 line (blank lines do not end it). */
+/**
+ * A base64 body up to its first line that is not base64, or up to its padding when what follows
+ * is not more base64 (some encoders write padded pieces one after another). Blank lines do not
+ * end it.
+ */
 function base64Only(body: Buffer): Buffer {
   const text = body.toString('latin1');
+  const padded: number[] = []; // ends of lines that end in padding
   let end = 0;
   for (let start = 0; start < text.length;) {
     const lf = text.indexOf('\n', start);
     const stop = lf < 0 ? text.length : lf + 1;
-    const line = text.slice(start, stop).replace(/\r?\n$/, '');
-    if (line.trim() !== '') {
-      if (!BASE64_LINE.test(line)) break;
-      end = stop;
-      if (line.trimEnd().endsWith('=')) break;
-    }
+    const line = text.slice(start, stop).trim();
     start = stop;
+    if (line === '') continue;
+    if (!BASE64_LINE.test(line)) break;
+    end = stop;
+    if (line.endsWith('=')) padded.push(stop);
   }
+  // At a padding, the data ends unless whole base64 groups follow up to the end found above.
+  const at = padded.find((p) => p < end && !isMoreBase64(text.slice(p, end).replace(/\s+/g, '')));
+  if (at !== undefined) end = at;
   // What is cut must be more than blank lines.
   return text.slice(end).trim() === '' ? body : body.subarray(0, end);
+}
+
+const BASE64_LINE = /^[A-Za-z0-9+/]+=*$/;
+/** More base64: whole groups of four, nothing else. */
+function isMoreBase64(rest: string): boolean {
+  return rest.length > 0 && rest.length % 4 === 0 && /^[A-Za-z0-9+/=]+$/.test(rest);
 }
