@@ -6,7 +6,6 @@
 // (Received, Return-Path, Delivered-To, Status, X-Mozilla-Status, X-UID, Content-Length, …)
 // differ between copies of one message and are left out.
 import { createHash } from 'node:crypto';
-import { headerEnd } from './headers.js';
 
 const CONTENT_FIELDS = new Set([
   'from',
@@ -23,30 +22,33 @@ const CONTENT_FIELDS = new Set([
   'content-disposition',
 ]);
 
-/** SHA-256 (hex) of the message's content fields, unfolded, and its body, with LF line ends. */
-export function contentFingerprint(raw: Buffer): string {
-  const end = headerEnd(raw);
-  const hash = createHash('sha256');
-  const header = raw.toString('latin1', 0, end).replace(/\r?\n[ \t]+/g, ' ');
-  for (const line of header.split(/\r?\n/)) {
-    const colon = line.indexOf(':');
-    const name = colon > 0 ? line.slice(0, colon).trim().toLowerCase() : '';
+/**
+ * SHA-256 (hex) of the message's content fields (as written, as repairHeaders cut them, blanks
+ * collapsed) and its body, without CRs and trailing blank lines.
+ */
+export function contentFingerprint(fields: readonly string[], body: Buffer): string {
+  let head = '';
+  for (const field of fields) {
+    const colon = field.indexOf(':');
+    const name = colon > 0 ? field.slice(0, colon).trim().toLowerCase() : '';
     if (CONTENT_FIELDS.has(name))
-      hash.update(
-        `${name}:${line
-          .slice(colon + 1)
-          .replace(/\s+/g, ' ')
-          .trim()}\n`,
-        'latin1',
-      );
+      head += `${name}:${field
+        .slice(colon + 1)
+        .replace(/\s+/g, ' ')
+        .trim()}\n`;
   }
-  hash.update('\n');
-  let body = raw.subarray(end);
-  if (body[0] === 0x0d) body = body.subarray(1);
-  if (body[0] === 0x0a) body = body.subarray(1);
+  const hash = createHash('sha256').update(`${head}\n`);
+  let start = 0;
+  if (body[start] === 0x0d) start++;
+  if (body[start] === 0x0a) start++;
   let stop = body.length;
-  while (stop > 0 && (body[stop - 1] === 0x0a || body[stop - 1] === 0x0d || body[stop - 1] === 0x20)) stop--;
-  body = body.subarray(0, stop);
-  hash.update(body.includes(0x0d) ? Buffer.from(body.toString('latin1').replace(/\r\n/g, '\n'), 'latin1') : body);
+  while (stop > start && (body[stop - 1] === 0x0a || body[stop - 1] === 0x0d || body[stop - 1] === 0x20)) stop--;
+  // CRLF as LF: the body without its CRs, in the pieces between them.
+  let from = start;
+  for (let cr = body.indexOf(0x0d, from); cr >= 0 && cr < stop; cr = body.indexOf(0x0d, from)) {
+    hash.update(body.subarray(from, cr));
+    from = cr + 1;
+  }
+  hash.update(body.subarray(from, stop));
   return hash.digest('hex');
 }

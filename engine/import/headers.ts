@@ -44,8 +44,16 @@ export function headerEnd(raw: Buffer): number {
   return ends.length ? Math.min(...ends) : raw.length;
 }
 
-/** A header field's first line (RFC 5322 ftext, optional blanks, a colon), or a continuation line. */
-const FIELD_OR_CONTINUATION = /^(?:[!-9;-~]+[ \t]*:|[ \t])/;
+/** Whether the line at `start` is a continuation (leading blank) or a field: ftext (RFC 5322), blanks, a colon. */
+function isFieldOrContinuation(raw: Buffer, start: number, stop: number): boolean {
+  const first = raw[start]!;
+  if (first === 0x20 || first === 0x09) return true;
+  let i = start;
+  while (i < stop && raw[i]! >= 0x21 && raw[i]! <= 0x7e && raw[i] !== 0x3a) i++;
+  if (i === start) return false;
+  while (i < stop && (raw[i] === 0x20 || raw[i] === 0x09)) i++;
+  return raw[i] === 0x3a;
+}
 
 /**
  * Where the header block really ends: at its blank line, or earlier, at the first line after a
@@ -57,8 +65,7 @@ function blockEnd(raw: Buffer): { end: number; closed: boolean } {
   while (start > 0 && start < blank) {
     const lf = raw.indexOf(0x0a, start);
     const stop = lf < 0 || lf > blank ? blank : lf + 1;
-    if (!FIELD_OR_CONTINUATION.test(raw.toString('latin1', start, Math.min(stop, start + 80))))
-      return { end: start, closed: false };
+    if (!isFieldOrContinuation(raw, start, stop)) return { end: start, closed: false };
     start = stop;
   }
   return { end: blank, closed: true };
@@ -89,6 +96,12 @@ export interface RepairedMessage {
   headerText: string;
   /** What had to be guessed, if anything. */
   repairs: Repair[];
+  /**
+   * The header fields as written (8-bit lines read as windows-1252), each with its continuation
+   * lines, and the body: what fingerprint.ts hashes, not changed by the repairs here.
+   */
+  fields: string[];
+  body: Buffer;
 }
 
 const ADDRESS_FIELDS = new Set(['from', 'sender', 'reply-to', 'to', 'cc', 'bcc']);
@@ -130,16 +143,20 @@ export function repairHeaders(input: Buffer): RepairedMessage {
     start = stop;
   }
   const headerText = lines.join('');
-  const fields = unfoldFields(headerText).map((field) => repairField(field));
-  if (eightBit || fields.some((f) => f.relabelled)) repairs.push('eightBitHeaders');
-  const repaired = fields.map((f) => f.text).join('');
+  const fields = unfoldFields(headerText);
+  const repairedFields = fields.map((field) => repairField(field));
+  const body = raw.subarray(end);
+  if (eightBit || repairedFields.some((f) => f.relabelled)) repairs.push('eightBitHeaders');
+  const repaired = repairedFields.map((f) => f.text).join('');
   const gap = closed ? '' : headerText.endsWith('\r\n') ? '\r\n' : '\n';
   if (closed && raw === input && repaired === block.toString('latin1') && isUtf8(block))
-    return { raw, headerText, repairs };
+    return { raw, headerText, repairs, fields, body };
   return {
     raw: Buffer.concat([Buffer.from(repaired + gap, 'utf8'), raw.subarray(end)]),
     headerText,
     repairs,
+    fields,
+    body,
   };
 }
 

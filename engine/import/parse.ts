@@ -110,7 +110,7 @@ export async function parseMessage(raw: Buffer, ctx: ParseContext): Promise<Pars
     textBody: textBodyOf(mail, html),
     htmlBody: html,
     attachments: withTnefContents(mail.attachments.map(toAttachment)),
-    dedupKey: dedupKeyFor(messageId, raw, contentFingerprint(repaired.raw)),
+    dedupKey: dedupKeyFor(messageId, raw, contentFingerprint(repaired.fields, repaired.body)),
     refs: referencedIds(mail.references, mail.inReplyTo, messageId),
     rawHeaders: repaired.headerText.slice(0, MAX_RAW_HEADERS),
     repairs,

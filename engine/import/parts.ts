@@ -25,9 +25,6 @@ const UTF7 = /^(?:(?:cs)?unicode-1-1-)?utf-?7$/i;
 const UTF7_DECLARED = /charset\s*=\s*"?(?:(?:cs)?unicode-1-1-)?utf-?7\b/i;
 /** Decoded without iconv-lite by libmime (mailparser's charset layer). */
 const JAPANESE = /^(?:jis|iso-?2022-?jp|eucjp)/i;
-/** A base64 line that ends in padding, or a long one, followed by a line that is neither blank nor a boundary. */
-const BASE64_THEN_TEXT =
-  /^(?:[A-Za-z0-9+/]*={1,2}|[A-Za-z0-9+/]{60,})[ \t]*\r?\n(?![ \t]*\r?$|--)[^\r\n]*[^A-Za-z0-9+/=\r\n]/m;
 const KNOWN_DISPOSITIONS = new Set(['inline', 'attachment']);
 const TEXT_TYPES = new Set(['text/plain', 'text/html']);
 
@@ -35,17 +32,50 @@ const TEXT_TYPES = new Set(['text/plain', 'text/html']);
 export function partsNeedRepair(raw: Buffer, mail: ParsedMail): boolean {
   const html = typeof mail.html === 'string' ? mail.html : '';
   if ((mail.text ?? '').includes('\uFFFD') || html.includes('\uFFFD')) return true;
-  if (
-    mail.attachments.some(
-      (a) => TEXT_TYPES.has(a.contentType) && !KNOWN_DISPOSITIONS.has(String(a.contentDisposition ?? '')),
-    )
-  )
-    return true;
-  const utf7 = ['tf-7', 'TF-7', 'tf7', 'TF7'].some((s) => raw.includes(s));
-  const base64 = ['base64', 'BASE64', 'Base64'].some((s) => raw.includes(s));
-  if (!utf7 && !base64) return false;
-  const text = raw.toString('latin1');
-  return (utf7 && UTF7_DECLARED.test(text)) || (base64 && BASE64_THEN_TEXT.test(text));
+  let base64 = false;
+  for (const a of mail.attachments) {
+    if (TEXT_TYPES.has(a.contentType) && !KNOWN_DISPOSITIONS.has(String(a.contentDisposition ?? ''))) return true;
+    base64 ||= String(a.headers?.get('content-transfer-encoding') ?? '').toLowerCase() === 'base64';
+  }
+  // UTF-7 left undecoded reads as `Fr+APY-sche`: only text with such a run can be UTF-7.
+  const utf7 = UTF7_RUN.test(mail.text ?? '') || UTF7_RUN.test(html);
+  return (utf7 && declaresUtf7(raw)) || (base64 && textAfterBase64(raw));
+}
+
+const UTF7_RUN = /\+[A-Za-z0-9+/]{2,}-?/;
+
+/** Whether a charset parameter names UTF-7: a look at each `charset` (there are a few). */
+function declaresUtf7(raw: Buffer): boolean {
+  for (const name of ['harset', 'HARSET'])
+    for (let at = raw.indexOf(name); at >= 0; at = raw.indexOf(name, at + 6))
+      if (UTF7_DECLARED.test(raw.toString('latin1', at - 1, at + 40))) return true;
+  return false;
+}
+
+/**
+ * Whether a part may end in text after its base64 data: where a part ends (before a boundary
+ * line, or at the end of the message), its last line is not base64 but one of the few lines
+ * before it is (a long base64 line, or one with padding). A look at the ends of parts only.
+ */
+function textAfterBase64(raw: Buffer): boolean {
+  for (let end = raw.indexOf('\n--'); ; end = raw.indexOf('\n--', end + 3)) {
+    let stop = end < 0 ? raw.length : end;
+    for (let n = 0; n < 6 && stop > 0; n++) {
+      const start = raw.lastIndexOf(0x0a, stop - 1) + 1;
+      const line = raw.toString('latin1', start, stop).trim();
+      stop = start - 1;
+      if (line === '') continue;
+      if (line.startsWith('--')) break; // a boundary, or a signature delimiter: looked at from its own end
+      if (BASE64_LINE.test(line)) {
+        // The part's last line is base64 itself: nothing after its data. Further up, a line
+        // that is surely base64 (long, or padded) means text follows data; a short one may be
+        // the data's last line, so the look goes on up.
+        if (n > 0 && (line.length >= 40 || line.endsWith('='))) return true;
+        if (n === 0) break;
+      }
+    }
+    if (end < 0) return false;
+  }
 }
 
 /** The message with its parts repaired, and what was guessed; null when nothing changed. */
