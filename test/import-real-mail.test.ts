@@ -7,7 +7,10 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { openArchive } from '../engine/db/open.js';
+import { importPaths, MAX_LISTED_REPAIRS } from '../engine/import/importer.js';
 import { parseMailDate } from '../engine/import/mail-date.js';
+import { addAccount } from '../engine/store/accounts.js';
 import { readMbox } from '../engine/import/mbox.js';
 import { cliArchive, STORE_KINDS, type CliArchive, type StoreKind } from './helpers/cli-archive.js';
 import { runCli } from './helpers/cli.js';
@@ -359,3 +362,22 @@ eachStore(
     );
   },
 );
+
+test('the summary lists at most MAX_LISTED_REPAIRS messages per reason; the count goes on', async (t) => {
+  const { dir, cleanup } = tempDir('mag-repair-bound-');
+  t.teardown(cleanup);
+  const n = MAX_LISTED_REPAIRS + 1;
+  // An mbox of old Mac mail: every entry is stored with the CR line ends repair.
+  let mbox = '';
+  for (let i = 0; i < n; i++)
+    mbox += `From a@example.com Mon May  6 10:00:00 2024\rFrom: a@example.com\rSubject: Mac ${i}\rMessage-ID: <mac${i}@example.com>\r\rBody ${i}.\r\r`;
+  writeFileSync(join(dir, 'mac.mbox'), b(mbox));
+  const db = openArchive(join(dir, 'a.db'));
+  t.teardown(() => db.close());
+  const accountId = addAccount(db, { name: 'A', emailAddress: 'a@example.com' }).id;
+  const s = await importPaths(db, [join(dir, 'mac.mbox')], { accountId, attachmentText: false });
+  t.is(s.imported, n);
+  t.is(s.repaired.crLineEnds?.count, n);
+  t.is(s.repaired.crLineEnds?.messages.length, MAX_LISTED_REPAIRS);
+  t.regex(s.repaired.crLineEnds!.messages[0]!, /mac\.mbox at byte 0$/);
+});

@@ -169,8 +169,7 @@ async function decoded(node: MimeNode, body: Buffer): Promise<Buffer> {
  */
 function base64Only(body: Buffer): Buffer {
   const text = body.toString('latin1');
-  const padded: number[] = []; // ends of lines that end in padding
-  let end = 0;
+  const lines: Array<{ stop: number; chars: number; padded: boolean }> = [];
   for (let start = 0; start < text.length;) {
     const lf = text.indexOf('\n', start);
     const stop = lf < 0 ? text.length : lf + 1;
@@ -178,18 +177,20 @@ function base64Only(body: Buffer): Buffer {
     start = stop;
     if (line === '') continue;
     if (!BASE64_LINE.test(line)) break;
-    end = stop;
-    if (line.endsWith('=')) padded.push(stop);
+    lines.push({ stop, chars: line.length, padded: line.endsWith('=') });
   }
-  // At a padding, the data ends unless whole base64 groups follow up to the end found above.
-  const at = padded.find((p) => p < end && !isMoreBase64(text.slice(p, end).replace(/\s+/g, '')));
-  if (at !== undefined) end = at;
+  // At a padding the data ends, unless whole groups of four follow (up to the end found above).
+  let rest = lines.reduce((n, l) => n + l.chars, 0);
+  let end = lines.at(-1)?.stop ?? 0;
+  for (const line of lines) {
+    rest -= line.chars;
+    if (line.padded && rest > 0 && rest % 4 !== 0) {
+      end = line.stop;
+      break;
+    }
+  }
   // What is cut must be more than blank lines.
   return text.slice(end).trim() === '' ? body : body.subarray(0, end);
 }
 
 const BASE64_LINE = /^[A-Za-z0-9+/]+=*$/;
-/** More base64: whole groups of four, nothing else. */
-function isMoreBase64(rest: string): boolean {
-  return rest.length > 0 && rest.length % 4 === 0 && /^[A-Za-z0-9+/=]+$/.test(rest);
-}
