@@ -24,6 +24,11 @@ export interface ArchiveContents {
 /** Writes mail in batches; each batch is one transaction. Null for a message already there. */
 export interface MailWriter {
   writeBatch(emails: readonly NewEmail[]): Promise<Array<number | null>>;
+  /**
+   * Messages stored so far that share their Message-ID with another message in their folder: the
+   * same Message-ID, different content (engine/import/fingerprint.ts).
+   */
+  readonly sameIdDifferentContent: number;
 }
 
 export interface ArchiveAdmin {

@@ -89,6 +89,9 @@ export class SqliteAdmin implements ArchiveAdmin {
     return {
       // Synchronous inside: one better-sqlite3 transaction per batch, exactly as before.
       writeBatch: async (emails) => writer.batch(() => emails.map((e) => writer.add(e))),
+      get sameIdDifferentContent() {
+        return writer.sameIdDifferentContent;
+      },
     };
   }
 

@@ -5,13 +5,11 @@
 import anyTest, { type TestFn } from 'ava';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openArchive } from '../engine/db/open.js';
-import { importPaths } from '../engine/import/importer.js';
 import { parseMailDate } from '../engine/import/mail-date.js';
-import { bearer, rawBody, startApi, type ApiHarness } from './helpers/api.js';
-import { createFixture, tempDir, type Fixture } from './helpers/fixture.js';
+import { tempDir } from './helpers/fixture.js';
+import { closeImported, detail, download, importAndServe, search, type ImportedMail } from './helpers/imported-mail.js';
 
-const test = anyTest as TestFn<{ f: Fixture; api: ApiHarness; ids: Record<string, number> }>;
+const test = anyTest as TestFn<ImportedMail>;
 
 const HEAD = 'To: alice@example.com\nDate: Mon, 06 May 2024 10:00:00 +0000\n';
 const b = (text: string) => Buffer.from(text, 'latin1');
@@ -115,67 +113,21 @@ const MESSAGES: Record<string, Buffer> = {
 };
 
 test.before(async (t) => {
-  const f = createFixture();
   const { dir, cleanup } = tempDir('mag-fidelity-');
   try {
     const mail = join(dir, 'mail');
     mkdirSync(mail);
     for (const [name, raw] of Object.entries(MESSAGES)) writeFileSync(join(mail, `${name}.eml`), raw);
-    const db = openArchive(f.dbPath);
-    try {
-      const summary = await importPaths(db, [mail], { accountId: f.accounts.work, folder: 'Fidelity' });
-      if (summary.imported !== Object.keys(MESSAGES).length || summary.failed !== 0)
-        throw new Error(`fixture import: ${JSON.stringify(summary)}`);
-    } finally {
-      db.close();
-    }
+    t.context = await importAndServe([mail], 'Fidelity');
   } finally {
     cleanup();
   }
-  const api = await startApi({}, { useFixture: f });
-  const page = await api.request.get('/api/v1/emails?folder=Fidelity&pageSize=100').set(bearer(f.keys.admin));
-  const ids: Record<string, number> = {};
-  for (const item of page.body.items as Array<{ id: number; subject: string }>) ids[item.subject] = item.id;
-  t.context = { f, api, ids };
+  const [summary] = t.context.summaries;
+  if (summary!.imported !== Object.keys(MESSAGES).length || summary!.failed !== 0)
+    throw new Error(`fixture import: ${JSON.stringify(summary)}`);
 });
 
-test.after.always(async (t) => {
-  await t.context.api?.close();
-  t.context.f?.cleanup();
-});
-
-async function detail(
-  t: import('ava').ExecutionContext<{ f: Fixture; api: ApiHarness; ids: Record<string, number> }>,
-  subject: string,
-) {
-  const id = t.context.ids[subject];
-  t.truthy(id, `imported: ${subject} (have ${Object.keys(t.context.ids).join(' | ')})`);
-  const res = await t.context.api.request.get(`/api/v1/emails/${id}`).set(bearer(t.context.f.keys.admin));
-  t.is(res.status, 200);
-  return res.body as {
-    id: number;
-    from: string;
-    to: string;
-    cc: string;
-    subject: string;
-    sentDate: string;
-    textBody: string;
-    hasAttachments: boolean;
-    attachments: Array<{ id: number; fileName: string; contentType: string; size: number }>;
-  };
-}
-
-async function search(
-  t: import('ava').ExecutionContext<{ f: Fixture; api: ApiHarness; ids: Record<string, number> }>,
-  q: string,
-) {
-  const res = await t.context.api.request
-    .get('/api/v1/emails')
-    .query({ q, folder: 'Fidelity', pageSize: 100 })
-    .set(bearer(t.context.f.keys.admin));
-  t.is(res.status, 200, q);
-  return (res.body.items as Array<{ subject: string }>).map((i) => i.subject).sort();
-}
+test.after.always(async (t) => closeImported(t.context));
 
 test('raw 8-bit header bytes are read as windows-1252: Jürgen stays Jürgen, and from: finds him', async (t) => {
   const e = await detail(t, 'Grüße aus Köln');
@@ -205,11 +157,7 @@ test('an x-uuencode part is the decoded file (size and bytes) with its declared 
     e.attachments.map((a) => [a.fileName, a.contentType, a.size]),
     [['data.bin', 'application/octet-stream', FILE_BYTES.length]],
   );
-  const file = await t.context.api.request
-    .get(`/api/v1/emails/${e.id}/attachments/${e.attachments[0]!.id}`)
-    .set(bearer(t.context.f.keys.admin))
-    .buffer(true)
-    .parse(rawBody);
+  const file = await download(t, e.id, e.attachments[0]!.id);
   t.deepEqual(file.body, FILE_BYTES);
 });
 
@@ -219,13 +167,9 @@ test('a declared application/octet-stream stays that, in the API and in the down
     e.attachments.map((a) => [a.fileName, a.contentType, a.size]),
     [['report.pdf', 'application/octet-stream', 9]],
   );
-  const file = await t.context.api.request
-    .get(`/api/v1/emails/${e.id}/attachments/${e.attachments[0]!.id}`)
-    .set(bearer(t.context.f.keys.admin))
-    .buffer(true)
-    .parse(rawBody);
+  const file = await download(t, e.id, e.attachments[0]!.id);
   t.is(file.headers['content-type'], 'application/octet-stream');
-  t.is((file.body as Buffer).toString('latin1'), '%PDF-1.4\n');
+  t.is(file.body.toString('latin1'), '%PDF-1.4\n');
 });
 
 test('text outside <body> of an HTML-only message is in the text body and searchable; <head> is not', async (t) => {
@@ -279,11 +223,7 @@ test('a winmail.dat (TNEF) is followed by the files it carries, each with its by
     ],
   );
   for (const [i, a] of e.attachments.entries()) {
-    const file = await t.context.api.request
-      .get(`/api/v1/emails/${e.id}/attachments/${a.id}`)
-      .set(bearer(t.context.f.keys.admin))
-      .buffer(true)
-      .parse(rawBody);
+    const file = await download(t, e.id, a.id);
     t.deepEqual(file.body, i === 0 ? WINMAIL : TNEF_FILES[i - 1]!.data, a.fileName);
   }
   t.deepEqual(await search(t, 'filename:photo'), ['From Outlook']);

@@ -497,6 +497,8 @@ eachStore(
       'failed',
       'ignored',
       'ignoredFiles',
+      'sameIdDifferentContent',
+      'repaired',
       'dryRun',
       'seconds',
     ]);

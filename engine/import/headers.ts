@@ -7,17 +7,27 @@
 //     names written by old mailers with no encoded word ("Jürgen" as the byte 0xFC);
 //   - an encoded word that declares UTF-8 but whose bytes are not UTF-8 is windows-1252 too
 //     (`=?UTF-8?Q?Fr=F6sche?=`);
+//   - raw 8-bit bytes inside an encoded word belong to the word's charset, whatever it is
+//     (`=?iso-8859-1?Q?Fr<0xF6>sche?=` is Frösche, not the byte read twice);
+//   - a UTF-7 encoded word is decoded here (mailparser refuses UTF-7) and given on as UTF-8;
+//   - leading blank or whitespace-only lines are not part of the message, lines that end in a
+//     bare CR (old Mac mail) end in LF, and a header block not closed by a blank line ends at the
+//     first line that is neither a header field nor a continuation: the body starts there.
 //   - comments in address fields are not names: `Pete(his account)@silly.test` is
 //     Pete@silly.test; a comment right after a bare address is that address's display name, the
 //     old convention (`jdoe@example.com (John Doe)`), as Python's email package reads it; a
 //     comment anywhere else is dropped (`unlisted-recipients:; (no To-header on input)`).
 //
-// Only the header block is rewritten; the body's bytes are untouched.
+// Only the header block is rewritten; the body's bytes are untouched (but for bare CR line ends).
+// What was guessed is reported (Repair) so the import summary can list it.
+import iconv from 'iconv-lite';
+import type { Repair } from './repairs.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 const cp1252 = new TextDecoder('windows-1252');
 
-function isUtf8(bytes: Uint8Array): boolean {
+/** Whether these bytes are valid UTF-8. */
+export function isUtf8(bytes: Uint8Array): boolean {
   try {
     utf8.decode(bytes);
     return true;
@@ -34,35 +44,120 @@ export function headerEnd(raw: Buffer): number {
   return ends.length ? Math.min(...ends) : raw.length;
 }
 
+/** Whether the line at `start` is a continuation (leading blank) or a field: ftext (RFC 5322), blanks, a colon. */
+function isFieldOrContinuation(raw: Buffer, start: number, stop: number): boolean {
+  const first = raw[start]!;
+  if (first === 0x20 || first === 0x09) return true;
+  let i = start;
+  while (i < stop && raw[i]! >= 0x21 && raw[i]! <= 0x7e && raw[i] !== 0x3a) i++;
+  if (i === start) return false;
+  while (i < stop && (raw[i] === 0x20 || raw[i] === 0x09)) i++;
+  return raw[i] === 0x3a;
+}
+
+/**
+ * Where the header block really ends: at its blank line, or earlier, at the first line after a
+ * field that is neither a field nor a continuation (a block nobody closed: that line is body).
+ */
+function blockEnd(raw: Buffer): { end: number; closed: boolean } {
+  const blank = headerEnd(raw);
+  let start = raw.indexOf(0x0a) + 1; // the first line is the parser's to judge
+  while (start > 0 && start < blank) {
+    const lf = raw.indexOf(0x0a, start);
+    const stop = lf < 0 || lf > blank ? blank : lf + 1;
+    if (!isFieldOrContinuation(raw, start, stop)) return { end: start, closed: false };
+    start = stop;
+  }
+  return { end: blank, closed: true };
+}
+
+const BLANK_LINES = /^(?:[ \t]*\r?\n)+/;
+
+/** The message without leading blank or whitespace-only lines, its bare CR line ends made LF. */
+function normalised(raw: Buffer, repairs: Repair[]): Buffer {
+  let out = raw;
+  // Bare CR line ends: the first line ends in CR without LF (old Mac mail, some exports).
+  const firstEnd = out.findIndex((b) => b === 0x0a || b === 0x0d);
+  if (firstEnd >= 0 && out[firstEnd] === 0x0d && out[firstEnd + 1] !== 0x0a) {
+    repairs.push('crLineEnds');
+    out = Buffer.from(out.toString('latin1').replace(/\r(?!\n)/g, '\n'), 'latin1');
+  }
+  if (out[0] === 0x20 || out[0] === 0x09 || out[0] === 0x0a || out[0] === 0x0d) {
+    const skip = BLANK_LINES.exec(out.toString('latin1', 0, Math.min(out.length, 4096)))?.[0].length ?? 0;
+    out = out.subarray(skip);
+  }
+  return out;
+}
+
 export interface RepairedMessage {
   /** The message to parse: the repaired header block, then the body as it was. */
   raw: Buffer;
   /** The header block as text, 8-bit lines read as windows-1252 (what is stored as raw headers). */
   headerText: string;
+  /** What had to be guessed, if anything. */
+  repairs: Repair[];
+  /**
+   * The header fields as written (8-bit lines read as windows-1252), each with its continuation
+   * lines, and the body: what fingerprint.ts hashes, not changed by the repairs here.
+   */
+  fields: string[];
+  body: Buffer;
 }
 
 const ADDRESS_FIELDS = new Set(['from', 'sender', 'reply-to', 'to', 'cc', 'bcc']);
-const ENCODED_WORD = /=\?(utf-?8)((?:\*[^?]*)?)\?([qb])\?([^?]*)\?=/gi;
+const ENCODED_WORD = /=\?([^?*\s]+)((?:\*[^?]*)?)\?([qb])\?([^?]*)\?=/gi;
+const UTF8_NAME = /^utf-?8$/i;
+const UTF7_NAME = /^(?:(?:cs)?unicode-1-1-)?utf-?7$/i;
+/** An encoded word with raw 8-bit bytes in it, on a line read as latin1 (one char per byte). */
+const WORD_WITH_8BIT = /=\?[^?\s]+\?([qb])\?[^?\s]*[\x80-\xff][^?\s]*\?=/gi;
 
-export function repairHeaders(raw: Buffer): RepairedMessage {
-  const end = headerEnd(raw);
+export function repairHeaders(input: Buffer): RepairedMessage {
+  const repairs: Repair[] = [];
+  const raw = normalised(input, repairs);
+  const { end, closed } = blockEnd(raw);
+  if (!closed) repairs.push('unterminatedHeaders');
   const block = raw.subarray(0, end);
   // Line by line: one bad line says nothing about the others' charset.
   const lines: string[] = [];
   let start = 0;
+  let eightBit = false;
   while (start < block.length) {
     const lf = block.indexOf(0x0a, start);
     const stop = lf < 0 ? block.length : lf + 1;
-    const line = block.subarray(start, stop);
-    lines.push(isUtf8(line) ? line.toString('utf8') : cp1252.decode(line));
+    let line = block.subarray(start, stop);
+    if (!isUtf8(line)) {
+      // Raw bytes inside an encoded word are the word's own: written as =XX they keep its charset.
+      const text = line.toString('latin1');
+      const escaped = text.replace(WORD_WITH_8BIT, (word, enc: string) =>
+        enc.toLowerCase() === 'q'
+          ? word.replace(/[\x80-\xff]/g, (c) => `=${c.charCodeAt(0).toString(16).toUpperCase()}`)
+          : word,
+      );
+      if (escaped !== text) line = Buffer.from(escaped, 'latin1');
+    }
+    if (isUtf8(line)) lines.push(line.toString('utf8'));
+    else {
+      eightBit = true;
+      lines.push(cp1252.decode(line));
+    }
     start = stop;
   }
   const headerText = lines.join('');
-  const repaired = unfoldFields(headerText)
-    .map((field) => repairField(field))
-    .join('');
-  if (repaired === block.toString('latin1') && isUtf8(block)) return { raw, headerText };
-  return { raw: Buffer.concat([Buffer.from(repaired, 'utf8'), raw.subarray(end)]), headerText };
+  const fields = unfoldFields(headerText);
+  const repairedFields = fields.map((field) => repairField(field));
+  const body = raw.subarray(end);
+  if (eightBit || repairedFields.some((f) => f.relabelled)) repairs.push('eightBitHeaders');
+  const repaired = repairedFields.map((f) => f.text).join('');
+  const gap = closed ? '' : headerText.endsWith('\r\n') ? '\r\n' : '\n';
+  if (closed && raw === input && repaired === block.toString('latin1') && isUtf8(block))
+    return { raw, headerText, repairs, fields, body };
+  return {
+    raw: Buffer.concat([Buffer.from(repaired + gap, 'utf8'), raw.subarray(end)]),
+    headerText,
+    repairs,
+    fields,
+    body,
+  };
 }
 
 /** The header block cut into fields, each with its continuation lines and line endings. */
@@ -75,19 +170,27 @@ function unfoldFields(text: string): string[] {
   return fields;
 }
 
-function repairField(field: string): string {
+function repairField(field: string): { text: string; relabelled: boolean } {
   const colon = field.indexOf(':');
-  if (colon <= 0) return field;
+  if (colon <= 0) return { text: field, relabelled: false };
   const name = field.slice(0, colon).trim().toLowerCase();
   let value = field.slice(colon + 1);
   const ending = /\r?\n$/.exec(value)?.[0] ?? '';
   value = value.slice(0, value.length - ending.length);
-  value = value.replace(ENCODED_WORD, (word, _charset: string, lang: string, enc: string, text: string) =>
-    isUtf8(wordBytes(enc, text)) ? word : `=?windows-1252${lang}?${enc}?${text}?=`,
-  );
+  let relabelled = false;
+  if (value.includes('=?'))
+    value = value.replace(ENCODED_WORD, (word, charset: string, lang: string, enc: string, text: string) => {
+      if (UTF7_NAME.test(charset)) {
+        const decoded = iconv.decode(wordBytes(enc, text), 'utf7');
+        return `=?UTF-8${lang}?B?${Buffer.from(decoded, 'utf8').toString('base64')}?=`;
+      }
+      if (!UTF8_NAME.test(charset) || isUtf8(wordBytes(enc, text))) return word;
+      relabelled = true;
+      return `=?windows-1252${lang}?${enc}?${text}?=`;
+    });
   if (ADDRESS_FIELDS.has(name) && value.includes('('))
     value = ' ' + withoutComments(value.replace(/\r?\n[ \t]+/g, ' ').trim());
-  return `${field.slice(0, colon)}:${value}${ending}`;
+  return { text: `${field.slice(0, colon)}:${value}${ending}`, relabelled };
 }
 
 /** The bytes an encoded word's text stands for. */

@@ -4,8 +4,8 @@
 // through callbacks.
 import { asAdmin, type ArchiveAdmin } from '../admin.js';
 import type { Db } from '../db/open.js';
-import type { NewEmail } from '../store/writer.js';
-import { parseMessage } from './parse.js';
+import { parseMessage, type ParsedMessage } from './parse.js';
+import type { Repair } from './repairs.js';
 import { planSources, readSources, type IgnoredFile, type RawMessage } from './sources.js';
 import type { ExtractLimits } from '../attachments/extract.js';
 import { Extractor } from '../attachments/extractor.js';
@@ -28,8 +28,15 @@ export interface ImportSummary {
   failed: number;
   /** Files under the import paths that were not read, each with the reason (planSources). */
   ignored: IgnoredFile[];
+  /** Imported messages whose Message-ID another message in their folder has: different content. */
+  sameIdDifferentContent: number;
+  /** Imported messages stored with a repair, by reason: how many, and where the first ones came from. */
+  repaired: Partial<Record<Repair, { count: number; messages: string[] }>>;
   seconds: number;
 }
+
+/** Origins listed per repair reason in a summary; the count goes on beyond. */
+export const MAX_LISTED_REPAIRS = 1000;
 
 export interface ImportOptions {
   accountId: number;
@@ -112,7 +119,9 @@ export async function importMessages(
     duplicates: 0,
     failed: 0,
   };
-  let pending: NewEmail[] = [];
+  let pending: ParsedMessage[] = [];
+  let origins: string[] = [];
+  const repaired: ImportSummary['repaired'] = {};
   let pendingBytes = 0;
   let lastRead: RawMessage | undefined;
   let committed: RawMessage | undefined;
@@ -133,14 +142,20 @@ export async function importMessages(
       return;
     }
     const batch = pending;
+    const from = origins;
     pending = [];
+    origins = [];
     pendingBytes = 0;
     await inflight;
     inflight = writer.writeBatch(batch).then(async (ids) => {
-      for (const id of ids) {
-        if (id === null) progress.duplicates++;
-        else progress.imported++;
-      }
+      ids.forEach((id, i) => {
+        if (id === null) return void progress.duplicates++;
+        progress.imported++;
+        for (const reason of batch[i]!.repairs) {
+          const r = (repaired[reason] ??= { count: 0, messages: [] });
+          if (++r.count <= MAX_LISTED_REPAIRS) r.messages.push(from[i]!);
+        }
+      });
       // Attachment text after the commit, in its own transaction: the mail is safe whatever
       // happens here, and a content left unread is what reindex --attachments picks up.
       // Meanwhile the next batch is parsed; the extracting itself runs on its own thread.
@@ -168,7 +183,9 @@ export async function importMessages(
         folder: m.folder,
         fallbackDate: m.mtime,
       });
+      if (m.crLineEnds && !email.repairs.includes('crLineEnds')) email.repairs.unshift('crLineEnds');
       pending.push(email);
+      origins.push(m.origin);
       pendingBytes += m.raw.length;
     } catch (err) {
       // Parsing touches nothing but the message, so any failure there is that message's fault.
@@ -187,5 +204,7 @@ export async function importMessages(
   if (options.touchLastSync !== false) await admin.touchLastSync(account.id, Date.now());
   options.onProgress?.(progress);
   const { imported, duplicates, failed } = progress;
-  return { imported, duplicates, failed, ignored: [], seconds: (performance.now() - started) / 1000 };
+  const { sameIdDifferentContent } = writer;
+  const seconds = (performance.now() - started) / 1000;
+  return { imported, duplicates, failed, ignored: [], sameIdDifferentContent, repaired, seconds };
 }

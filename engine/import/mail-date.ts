@@ -36,7 +36,7 @@ const ZONES: Record<string, number> = {
 
 // [day-of-week ","] day month year hour ":" minute [":" second] [zone]
 const RFC5322 =
-  /(?:^|[\s,])(\d{1,2})[\s-]+([a-z]{3})[a-z]*\.?[\s-]+(\d{2,4})\s+(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\.\d+)?\s*([+-]\d{4}|[a-z]{1,5})?(?![a-z\d])/i;
+  /(?:^|[\s,])(\d{1,2})[\s-]+([a-z]{3})[a-z]*\.?[\s-]+(\d{2,4})\s+(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\.\d+)?\s*([+-]\d{3,4}|[a-z]{1,5})?(?![a-z\d])/i;
 
 // Some mailers and scripts write ISO 8601 instead, with "T" or a space, "-" or "/", seconds or
 // not, and often no zone at all ("2012-12-08 00:48"): no zone means UTC, as everywhere here.
@@ -75,7 +75,9 @@ export function parseMailDate(text: string | null | undefined): number | null {
 
 function zoneOffsetMinutes(zone: string | undefined): number {
   if (!zone) return 0;
-  const numeric = /^([+-])(\d{2})(\d{2})$/.exec(zone);
+  // `-600` is -06:00 and `+100` is +01:00, as mail readers take a zone written without its
+  // leading zero; `+0100` is the RFC form.
+  const numeric = /^([+-])(\d{1,2})(\d{2})$/.exec(zone);
   if (numeric) {
     const minutes = Number(numeric[2]) * 60 + Number(numeric[3]);
     return numeric[1] === '-' ? -minutes : minutes;

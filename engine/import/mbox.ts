@@ -12,7 +12,8 @@
 // at most one blank line. Then the "From " lines inside its body are body, escaped or not. When
 // the length is not consistent it is ignored and the rules above apply.
 // Lines of the form ">From ", ">>From " … are mboxrd escapes: one ">" is removed on reading and
-// added on writing, so a body line that begins with "From " survives the round trip.
+// added on writing, so a body line that begins with "From " survives the round trip. An entry
+// delimited by its Content-Length is mboxcl2, which escapes nothing: its ">From " lines are kept.
 import { createReadStream } from 'node:fs';
 
 export interface MboxEntry {
@@ -22,6 +23,8 @@ export interface MboxEntry {
   offset: number;
   /** Bytes the entry takes in the file, separator included. */
   length: number;
+  /** Set when the file's lines end in a bare CR, read as LF. */
+  crLineEnds?: true;
 }
 
 const LF = 0x0a;
@@ -124,7 +127,8 @@ export class MboxSplitter {
         const at = this.#separatorAt(buf, lengthEnd, atEnd);
         if (at === undefined) return out; // not enough read yet to tell
         if (at !== null) {
-          this.#emit(at, out);
+          // mboxcl2: a Content-Length entry is not escaped, so its ">From " lines are literal.
+          this.#emit(at, out, true);
           continue;
         }
         this.#lengthEnd = null; // inconsistent: ignore it, and look from the start again
@@ -199,7 +203,7 @@ export class MboxSplitter {
     return length ? bodyStart + Number(length[1]) : null;
   }
 
-  #emit(n: number, out: MboxEntry[]): void {
+  #emit(n: number, out: MboxEntry[], literal = false): void {
     const bytes = this.#buf.take(n);
     const offset = this.#base;
     this.#base += n;
@@ -212,7 +216,8 @@ export class MboxSplitter {
       if (bytes.toString('latin1').trim() !== '') out.push({ raw: bytes, offset, length: n });
       return;
     }
-    out.push({ raw: unescape(stripEnvelope(bytes)), offset, length: n });
+    const raw = stripEnvelope(bytes);
+    out.push({ raw: literal ? raw : unescape(raw), offset, length: n });
   }
 }
 
@@ -236,9 +241,37 @@ function unescape(raw: Buffer): Buffer {
 /** Streams the entries of an mbox file in order, with their byte offsets. */
 export async function* readMbox(path: string, chunkBytes = 1 << 20): AsyncGenerator<MboxEntry> {
   const splitter = new MboxSplitter();
-  for await (const chunk of createReadStream(path, { highWaterMark: chunkBytes }))
-    yield* splitter.push(chunk as Buffer);
-  yield* splitter.end();
+  // An mbox whose lines end in a bare CR (old Mac mail programs) is read as if they ended in LF:
+  // byte for byte, so offsets stay those of the file. Decided by its first line.
+  let crLines: boolean | undefined;
+  let held: Buffer | null = null;
+  for await (const read of createReadStream(path, { highWaterMark: chunkBytes })) {
+    let chunk = read as Buffer;
+    crLines ??= endsFirstLineInCr(chunk);
+    if (crLines) {
+      if (held) chunk = Buffer.concat([held, chunk]);
+      // A CR at the end may be the first half of a CRLF: decided with the next chunk.
+      held = chunk[chunk.length - 1] === CR ? chunk.subarray(chunk.length - 1) : null;
+      chunk = crToLf(held ? chunk.subarray(0, chunk.length - 1) : chunk);
+    }
+    for (const e of splitter.push(chunk)) yield crLines ? { ...e, crLineEnds: true } : e;
+  }
+  const rest = [...(held ? splitter.push(crToLf(held)) : []), ...splitter.end()];
+  for (const e of rest) yield crLines ? { ...e, crLineEnds: true } : e;
+}
+
+/** Whether the first line ends in a bare CR (a byte-order mark and "From " come before). */
+function endsFirstLineInCr(chunk: Buffer): boolean {
+  const cr = chunk.indexOf(CR);
+  const lf = chunk.indexOf(LF);
+  return cr >= 0 && (lf < 0 || cr < lf) && chunk[cr + 1] !== LF && cr + 1 < chunk.length;
+}
+
+/** Bare CRs as LF, one byte for one. */
+function crToLf(bytes: Buffer): Buffer {
+  const out = Buffer.from(bytes);
+  for (let i = out.indexOf(CR); i >= 0; i = out.indexOf(CR, i + 1)) if (out[i + 1] !== LF) out[i] = LF;
+  return out;
 }
 
 /** asctime in UTC, the date form of a From_ line: "Sat Jan  3 01:05:34 1996". */

@@ -3,8 +3,11 @@ import { compile } from 'html-to-text';
 import { simpleParser, type AddressObject, type EmailAddress, type ParsedMail, type Attachment } from 'mailparser';
 import { dedupKeyFor, type NewAttachment, type NewEmail } from '../store/writer.js';
 import { referencedIds } from '../threads.js';
+import { contentFingerprint } from './fingerprint.js';
 import { repairHeaders } from './headers.js';
 import { parseMailDate, receivedHeaderDate } from './mail-date.js';
+import { partsNeedRepair, repairParts } from './parts.js';
+import type { Repair } from './repairs.js';
 import { tnefFiles } from './tnef.js';
 import { uudecode } from './uuencode.js';
 
@@ -52,16 +55,33 @@ const htmlToText = compile({
 /** Valid header field names (RFC 5322 ftext), as mailparser keys them: lower case. */
 const FIELD_NAME = /^[!-9;-~]+$/;
 
-export async function parseMessage(raw: Buffer, ctx: ParseContext): Promise<NewEmail> {
+/** A message ready for the writer, and what had to be guessed to read it (for the import summary). */
+export interface ParsedMessage extends NewEmail {
+  repairs: Repair[];
+}
+
+async function parsed(raw: Buffer): Promise<ParsedMail> {
+  try {
+    return await simpleParser(raw, PARSER_OPTIONS);
+  } catch (err) {
+    throw new MalformedMessageError(`it cannot be parsed (${(err as Error).message})`);
+  }
+}
+
+export async function parseMessage(raw: Buffer, ctx: ParseContext): Promise<ParsedMessage> {
   if (raw.length === 0 || raw.toString('latin1', 0, Math.min(raw.length, 4096)).trim() === '') {
     throw new MalformedMessageError('the message is empty');
   }
-  let mail: ParsedMail;
   const repaired = repairHeaders(raw);
-  try {
-    mail = await simpleParser(repaired.raw, PARSER_OPTIONS);
-  } catch (err) {
-    throw new MalformedMessageError(`it cannot be parsed (${(err as Error).message})`);
+  const repairs = [...repaired.repairs];
+  let mail = await parsed(repaired.raw);
+  // Parts that declare what they are wrongly (parts.ts): read again, repaired, when it can apply.
+  if (partsNeedRepair(repaired.raw, mail)) {
+    const fixed = await repairParts(repaired.raw);
+    if (fixed) {
+      mail = await parsed(fixed.raw);
+      repairs.push(...fixed.repairs);
+    }
   }
   // A message starts with a header field. Anything else is not mail: a wrong mbox split, a
   // truncated file, a stray binary.
@@ -90,9 +110,10 @@ export async function parseMessage(raw: Buffer, ctx: ParseContext): Promise<NewE
     textBody: textBodyOf(mail, html),
     htmlBody: html,
     attachments: withTnefContents(mail.attachments.map(toAttachment)),
-    dedupKey: dedupKeyFor(messageId, raw),
+    dedupKey: dedupKeyFor(messageId, raw, contentFingerprint(repaired.fields, repaired.body)),
     refs: referencedIds(mail.references, mail.inReplyTo, messageId),
     rawHeaders: repaired.headerText.slice(0, MAX_RAW_HEADERS),
+    repairs,
   };
 }
 

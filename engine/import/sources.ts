@@ -31,6 +31,8 @@ export interface RawMessage {
   readError?: string;
   /** The message's IMAP UID, when it comes from a server (engine/sync/): the sync's checkpoint. */
   uid?: number;
+  /** Set when its lines ended in a bare CR, already read as LF (an mbox of old Mac mail). */
+  crLineEnds?: true;
 }
 
 function statOrFail(path: string): Stats {
@@ -111,9 +113,32 @@ const METADATA: Array<[RegExp, string]> = [
 /** A header field's start (RFC 5322 ftext, then a colon), or an mbox From_ line. */
 const HEADER_START = /^(?:[!-9;-~]+[ \t]*:|From )/;
 
-function firstLine(head: Buffer): string {
+/** The lines of a file's start, after a byte-order mark and blank or whitespace-only lines; CR, LF or CRLF ends. */
+function leadingLines(head: Buffer): string[] {
   const text = head.toString('latin1', head.subarray(0, 3).equals(UTF8_BOM) ? 3 : 0);
-  return text.replace(/^(?:\r?\n)+/, '').split(/\r?\n/, 1)[0] ?? '';
+  return text.replace(/^(?:[ \t]*(?:\r\n|\r|\n))+/, '').split(/\r\n|\r|\n/);
+}
+
+/**
+ * Whether a file starts with a header block: header fields (and their continuation lines) up to a
+ * blank line, with no NUL in them. Such a file is a message even when a part further on is
+ * binary (a UTF-16 or raw binary attachment puts NUL bytes in the first 4 KB).
+ */
+function startsWithHeaderBlock(head: Buffer): boolean {
+  const lines = leadingLines(head);
+  if (!HEADER_START.test(lines[0] ?? '')) return false;
+  for (const line of lines.slice(1, -1)) {
+    if (line === '') return true;
+    if (line.includes('\0') || !/^(?:[!-9;-~]+[ \t]*:|[ \t])/.test(line)) return false;
+  }
+  return false;
+}
+
+/** Where the first line ends, after its CR, LF or CRLF (old Mac mail ends lines in CR alone). */
+function lineEnd(bytes: Buffer): number {
+  const i = bytes.findIndex((b) => b === 0x0a || b === 0x0d);
+  if (i < 0) return bytes.length;
+  return bytes[i] === 0x0d && bytes[i + 1] === 0x0a ? i + 2 : i + 1;
 }
 
 /** Names of single-message files: `.eml`, and MH's numbered files. */
@@ -238,13 +263,13 @@ function fileSource(
     plan.sources.push({ kind: 'mbox', path, folder, size: st.size, mtime: st.mtimeMs });
     return;
   }
-  if (!isUtf16(head) && head.includes(0)) {
+  if (!isUtf16(head) && head.includes(0) && !startsWithHeaderBlock(head)) {
     plan.ignored.push({ path, reason: 'binary file, not a mail message' });
     return;
   }
   // A file named as a message is one, and fails with its reason if it is not; any other file must
   // look like mail from its first line (a README or a note beside the mail is not).
-  if (!isUtf16(head) && !MESSAGE_NAME.test(name) && !HEADER_START.test(firstLine(head))) {
+  if (!isUtf16(head) && !MESSAGE_NAME.test(name) && !HEADER_START.test(leadingLines(head)[0] ?? '')) {
     plan.ignored.push({ path, reason: 'not a mail message (its first line is not a header field)' });
     return;
   }
@@ -272,7 +297,7 @@ export async function* readSources(sources: readonly Source[]): AsyncGenerator<R
         // mbox envelope line that some tools leave at the top of a saved message: read alone as
         // an mbox, the same file gives the same message.
         let message = raw.subarray(0, 3).equals(UTF8_BOM) ? raw.subarray(3) : raw;
-        if (startsWithFromLine(message)) message = message.subarray(message.indexOf(0x0a) + 1);
+        if (startsWithFromLine(message)) message = message.subarray(lineEnd(message));
         yield { raw: message, folder: s.folder, origin: s.path, mtime: s.mtime, bytes: s.size };
       } catch (err) {
         const readError = `it cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
@@ -288,6 +313,7 @@ export async function* readSources(sources: readonly Source[]): AsyncGenerator<R
           origin: `${s.path} at byte ${e.offset}`,
           mtime: s.mtime,
           bytes: e.length,
+          ...(e.crLineEnds ? { crLineEnds: e.crLineEnds } : {}),
         };
       }
     } catch (err) {

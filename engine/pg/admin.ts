@@ -402,7 +402,12 @@ export class PgAdmin implements ArchiveAdmin {
 
   openWriter(): MailWriter {
     const writer = new PgArchiveWriter(this.ctx, AFTER_BATCH ? { afterBatch: AFTER_BATCH } : {});
-    return { writeBatch: (emails) => writer.writeBatch(emails) };
+    return {
+      writeBatch: (emails) => writer.writeBatch(emails),
+      get sameIdDifferentContent() {
+        return writer.sameIdDifferentContent;
+      },
+    };
   }
 
   async transaction<T>(work: (admin: ArchiveAdmin) => Promise<T>): Promise<T> {

@@ -13,12 +13,16 @@
 //   "ReceivedDate" is UTC.
 // - Duplicates: mail_archive_gateway.import_keys (migration 3) holds the dedup key of every
 //   message stored here, per account and folder; a message whose key is there (and whose row
-//   still exists) is skipped and counted as a duplicate, as on SQLite.
+//   still exists) is skipped and counted as a duplicate, as on SQLite. So is one whose Message-ID
+//   an earlier version stored under the Message-ID alone (messageIdOnlyKey). Beside each key, a
+//   `msgid:<Message-ID>` row names the first message stored with that Message-ID, so that one with
+//   the same Message-ID and different content is counted (sameIdDifferentContent) by key, as
+//   SQLite counts it from its message_id index.
 import { createHash } from 'node:crypto';
 import { hasFileAttachments } from '../attachments/counts.js';
 import { prepareBody, STORED_BODY_LIMIT, type PreparedBody } from '../body.js';
 import { toSecond } from '../search/fts-key.js';
-import { normalizeFolder, type NewEmail } from '../store/writer.js';
+import { messageIdOnlyKey, normalizeFolder, type NewEmail } from '../store/writer.js';
 import { T } from './columns.js';
 import { relinkFromHeaders } from './threads.js';
 import { sql } from './sql.js';
@@ -40,6 +44,8 @@ export class PgArchiveWriter {
   readonly #ctx: PgContext;
   readonly #bodyLimit: number;
   readonly #afterBatch: PgWriterOptions['afterBatch'];
+  /** Messages stored although another message in their folder has their Message-ID (their content differs). */
+  sameIdDifferentContent = 0;
 
   constructor(ctx: PgContext, options: PgWriterOptions = {}) {
     this.#ctx = ctx;
@@ -72,26 +78,50 @@ export class PgArchiveWriter {
       const id = JSON.stringify([k.account, k.folder, k.key]);
       if (!first.has(id)) first.set(id, i);
     });
-    const candidates = [...first.values()];
-    if (candidates.length === 0) return ids;
+    // Stored by an earlier version under the Message-ID alone: duplicates, as they were then.
+    const idOnly = await this.#liveKeys(
+      query,
+      [...first.values()].flatMap((i) => {
+        const key = messageIdOnlyKey(keys[i]!.key);
+        return key === null ? [] : [{ ...keys[i]!, key }];
+      }),
+    );
+    const earlier = new Set<number>();
+    keys.forEach((k, i) => {
+      const old = messageIdOnlyKey(k.key);
+      if (old === null || !idOnly.has(JSON.stringify([k.account, k.folder, old]))) return;
+      k.key = old; // what its stored copy is found by (#fillHeaders)
+      earlier.add(i);
+    });
+    const candidates = [...first.values()].filter((i) => !earlier.has(i));
     // Claim the keys (new ones, or ones whose message has since been deleted from the archive)
     // together with the messages' ids, taken from ArchivedEmails' own identity sequence, so the
     // message rows need no second update.
-    const claimed = await query<{ account_id: number; folder: string; dedup_key: string; id: number }>(
-      sql`INSERT INTO mail_archive_gateway.import_keys AS k (account_id, folder, dedup_key, email_id)
+    const claimed =
+      candidates.length === 0
+        ? []
+        : await query<{ account_id: number; folder: string; dedup_key: string; id: number }>(
+            sql`INSERT INTO mail_archive_gateway.import_keys AS k (account_id, folder, dedup_key, email_id)
           SELECT u.a, u.f, u.d, nextval(${EMAIL_ID_SEQUENCE})
             FROM unnest(${candidates.map((i) => keys[i]!.account)}::int[], ${candidates.map((i) => keys[i]!.folder)}::text[],
                         ${candidates.map((i) => keys[i]!.key)}::text[]) AS u(a, f, d)
           ON CONFLICT (account_id, folder, dedup_key) DO UPDATE SET email_id = EXCLUDED.email_id
             WHERE NOT EXISTS (SELECT 1 FROM ${T.emails} e WHERE e."Id" = k.email_id)
           RETURNING account_id, folder, dedup_key, email_id AS id`,
-    );
+          );
     for (const c of claimed) ids[first.get(JSON.stringify([c.account_id, c.folder, c.dedup_key]))!] = c.id;
     await this.#fillHeaders(
       query,
-      candidates.filter((i) => ids[i] === null && (emails[i]!.refs?.length ?? 0) > 0),
+      [...first.values()].filter((i) => ids[i] === null && (emails[i]!.refs?.length ?? 0) > 0),
       keys,
       emails,
+    );
+    await this.#countSharedIds(
+      query,
+      candidates.filter((i) => ids[i] !== null && messageIdOnlyKey(keys[i]!.key) !== null),
+      keys,
+      emails,
+      ids,
     );
     const fresh = emails.map((e, i) => ({ e, i, id: ids[i] })).filter((x) => x.id !== null);
     if (fresh.length === 0) return ids;
@@ -135,6 +165,60 @@ export class PgArchiveWriter {
       );
     }
     return ids;
+  }
+
+  /** Which of these keys are held by a message that still exists, as JSON [account, folder, key]. */
+  async #liveKeys(
+    query: Query,
+    wanted: ReadonlyArray<{ account: number; folder: string; key: string }>,
+  ): Promise<Set<string>> {
+    if (wanted.length === 0) return new Set();
+    const rows = await query<{ a: number; f: string; d: string }>(
+      sql`SELECT k.account_id AS a, k.folder AS f, k.dedup_key AS d
+            FROM unnest(${wanted.map((w) => w.account)}::int[], ${wanted.map((w) => w.folder)}::text[],
+                        ${wanted.map((w) => w.key)}::text[]) AS u(a, f, d)
+            JOIN mail_archive_gateway.import_keys k ON k.account_id = u.a AND k.folder = u.f AND k.dedup_key = u.d
+           WHERE EXISTS (SELECT 1 FROM ${T.emails} e WHERE e."Id" = k.email_id)`,
+    );
+    return new Set(rows.map((r) => JSON.stringify([r.a, r.f, r.d])));
+  }
+
+  /**
+   * Newly stored messages with a Message-ID: each claims `msgid:<Message-ID>` in its folder; one
+   * that finds it held by another existing message (or follows another in this batch) shares
+   * its Message-ID with different content, and is counted.
+   */
+  async #countSharedIds(
+    query: Query,
+    stored: number[],
+    keys: ReadonlyArray<{ account: number; folder: string; key: string }>,
+    emails: readonly NewEmail[],
+    ids: ReadonlyArray<number | null>,
+  ): Promise<void> {
+    const marks = new Map<string, { account: number; folder: string; key: string; id: number }>();
+    for (const i of stored) {
+      const mark = {
+        account: keys[i]!.account,
+        folder: keys[i]!.folder,
+        key: noNul(`msgid:${emails[i]!.messageId.trim()}`),
+      };
+      const id = JSON.stringify([mark.account, mark.folder, mark.key]);
+      if (marks.has(id)) this.sameIdDifferentContent++;
+      else marks.set(id, { ...mark, id: ids[i]! });
+    }
+    if (marks.size === 0) return;
+    const list = [...marks.values()];
+    const claimed = await query<{ n: number }>(
+      sql`WITH c AS (
+            INSERT INTO mail_archive_gateway.import_keys AS k (account_id, folder, dedup_key, email_id)
+            SELECT * FROM unnest(${list.map((m) => m.account)}::int[], ${list.map((m) => m.folder)}::text[],
+                                 ${list.map((m) => m.key)}::text[], ${list.map((m) => m.id)}::int[])
+            ON CONFLICT (account_id, folder, dedup_key) DO UPDATE SET email_id = EXCLUDED.email_id
+              WHERE NOT EXISTS (SELECT 1 FROM ${T.emails} e WHERE e."Id" = k.email_id)
+            RETURNING 1)
+          SELECT count(*)::int AS n FROM c`,
+    );
+    this.sameIdDifferentContent += list.length - claimed[0]!.n;
   }
 
   /**

@@ -49,11 +49,28 @@ export interface NewEmail {
   rawHeaders?: string;
 }
 
-/** Message-ID when the message has one, else a hash of its raw bytes. */
-export function dedupKeyFor(messageId: string | null | undefined, raw: Buffer | string): string {
+/**
+ * A message's identity inside its account and folder: its Message-ID together with a hash of its
+ * content (engine/import/fingerprint.ts; different messages do reuse Message-IDs), or without a
+ * Message-ID a hash of its raw bytes. Without a content hash, the Message-ID alone: the key mail
+ * imported before content counted has (messageIdOnlyKey).
+ */
+export function dedupKeyFor(messageId: string | null | undefined, raw: Buffer | string, contentHash?: string): string {
   const id = (messageId ?? '').trim();
-  if (id) return `mid:${id}`;
+  if (id) return contentHash ? `mid:${id}${CONTENT_MARK}${contentHash}` : `mid:${id}`;
   return `sha256:${createHash('sha256').update(raw).digest('hex')}`;
+}
+
+const CONTENT_MARK = ' content:';
+const CONTENT_SUFFIX = / content:[0-9a-f]{64}$/;
+
+/**
+ * For a key with a content hash, the key of the same Message-ID without one: what earlier versions
+ * stored. A message already stored under it is a duplicate, as it was then (docs/import.md).
+ */
+export function messageIdOnlyKey(key: string): string | null {
+  const suffix = key.startsWith('mid:') ? CONTENT_SUFFIX.exec(key) : null;
+  return suffix ? key.slice(0, suffix.index) : null;
 }
 
 /** Folder paths use `/`, have no empty segments and no surrounding slashes. */
@@ -76,6 +93,10 @@ export class ArchiveWriter {
   readonly #insertChunk;
   readonly #insertAttachment;
   readonly #lastSlot;
+  readonly #hasKey;
+  readonly #otherWithMessageId;
+  /** Messages stored although another message in their folder has their Message-ID (their content differs). */
+  sameIdDifferentContent = 0;
 
   constructor(db: Db, options: { bodyLimit?: number } = {}) {
     this.#db = db;
@@ -91,6 +112,10 @@ export class ArchiveWriter {
       `INSERT INTO email_bodies (email_id, text_body, html_body, text_untruncated, html_untruncated, text_original, html_original, fts_tags)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     );
+    this.#hasKey = db.prepare('SELECT 1 FROM emails WHERE account_id = ? AND folder = ? AND dedup_key = ?').pluck();
+    this.#otherWithMessageId = db
+      .prepare('SELECT 1 FROM emails WHERE account_id = ? AND message_id = ? AND folder = ? AND id <> ? LIMIT 1')
+      .pluck();
     this.#lastSlot = db.prepare('SELECT max(fts_key) FROM emails WHERE fts_key BETWEEN ? AND ?').pluck();
     this.#findContent = db.prepare('SELECT id FROM attachment_contents WHERE sha256 = ?').pluck();
     this.#insertContent = db.prepare('INSERT INTO attachment_contents (sha256, size, chunks) VALUES (?, ?, ?)');
@@ -105,6 +130,12 @@ export class ArchiveWriter {
     const folder = normalizeFolder(email.folder);
     const sentDate = toSecond(email.sentDate);
     const subject = normaliseSubject(email.subject);
+    // Stored by an earlier version under its Message-ID alone: a duplicate, as it was then.
+    const idOnly = messageIdOnlyKey(email.dedupKey);
+    if (idOnly !== null && this.#hasKey.get(email.accountId, folder, idOnly) !== undefined) {
+      relinkDuplicate(this.#db, { accountId: email.accountId, folder, dedupKey: idOnly }, email.refs ?? []);
+      return null;
+    }
     const info = this.#insertEmail.run(
       email.accountId,
       folder,
@@ -129,6 +160,8 @@ export class ArchiveWriter {
       return null;
     }
     const id = Number(info.lastInsertRowid);
+    if (idOnly !== null && this.#otherWithMessageId.get(email.accountId, email.messageId, folder, id) !== undefined)
+      this.sameIdDifferentContent++;
     // Attachments first: the body's insert trigger indexes their file names.
     for (const a of email.attachments) {
       this.#insertAttachment.run(

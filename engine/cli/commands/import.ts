@@ -1,6 +1,7 @@
 import { MultiBar, Presets } from 'cli-progress';
 import type { Command } from 'commander';
 import { importPaths, type ImportProgress, type ImportSummary } from '../../import/importer.js';
+import { REPAIR_LABELS, type Repair } from '../../import/repairs.js';
 import { parseId, printJson, withArchive } from '../context.js';
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
@@ -38,10 +39,29 @@ function progressBar(): { update: (p: ImportProgress) => void; log: (line: strin
 }
 
 function summaryLine(accountId: number, s: ImportSummary, dryRun: boolean): string {
-  const counts = `(${plural(s.duplicates, 'duplicate')}, ${s.failed} failed, ${s.ignored.length} ignored)`;
-  if (dryRun)
-    return `Dry run: would import ${plural(s.imported, 'message')} into account ${accountId} ${counts}; nothing was written (${s.seconds.toFixed(1)} s).\n`;
-  return `Imported ${plural(s.imported, 'message')} into account ${accountId} ${counts} in ${s.seconds.toFixed(1)} s.\n`;
+  const shared = s.sameIdDifferentContent
+    ? `, ${s.sameIdDifferentContent} with a Message-ID another message has (different content)`
+    : '';
+  const counts = `(${plural(s.duplicates, 'duplicate')}${shared}, ${s.failed} failed, ${s.ignored.length} ignored)`;
+  const line = dryRun
+    ? `Dry run: would import ${plural(s.imported, 'message')} into account ${accountId} ${counts}; nothing was written (${s.seconds.toFixed(1)} s).\n`
+    : `Imported ${plural(s.imported, 'message')} into account ${accountId} ${counts} in ${s.seconds.toFixed(1)} s.\n`;
+  return line + repairLines(s);
+}
+
+/** Per reason, the messages stored with a repair: how many, and the first few by where they came from. */
+function repairLines(s: ImportSummary): string {
+  const shown = 5;
+  return (Object.keys(REPAIR_LABELS) as Repair[])
+    .flatMap((reason) => {
+      const r = s.repaired[reason];
+      if (!r) return [];
+      const more = r.count > shown ? `, and ${r.count - shown} more (--json lists them)` : '';
+      return [
+        `Repaired (${REPAIR_LABELS[reason]}): ${plural(r.count, 'message')}: ${r.messages.slice(0, shown).join(', ')}${more}.\n`,
+      ];
+    })
+    .join('');
 }
 
 export function registerImport(program: Command): void {
@@ -57,7 +77,7 @@ export function registerImport(program: Command): void {
     .option('--dry-run', 'read and parse everything and print the summary, writing nothing')
     .option(
       '--json',
-      'print {"imported":N,"duplicates":N,"failed":N,"ignored":N,"ignoredFiles":[{"path","reason"}],"dryRun":B,"seconds":S} only',
+      'print {"imported":N,"duplicates":N,"failed":N,"ignored":N,"ignoredFiles":[{"path","reason"}],"sameIdDifferentContent":N,"repaired":{"<reason>":{"count":N,"messages":[origin]}},"dryRun":B,"seconds":S} only',
     )
     .action(
       async (
@@ -84,13 +104,15 @@ export function registerImport(program: Command): void {
           progress.stop();
         }
         if (opts.json) {
-          const { imported, duplicates, failed, ignored, seconds } = summary;
+          const { imported, duplicates, failed, ignored, sameIdDifferentContent, repaired, seconds } = summary;
           printJson({
             imported,
             duplicates,
             failed,
             ignored: ignored.length,
             ignoredFiles: ignored,
+            sameIdDifferentContent,
+            repaired,
             dryRun: opts.dryRun === true,
             seconds: Math.round(seconds * 1000) / 1000,
           });
