@@ -37,7 +37,7 @@ export const handlers: Handlers = {
     return getEmailDetail(db, job.principal, job.id);
   },
   detailJson: (db, job) => encodeDetail(handlers.detail(db, { ...job, kind: 'detail' })),
-  thread: (db, job) => getThread(db, job.principal, job.id),
+  thread: (db, job) => getThread(db, job.principal, job.id, job.excerpts === true),
   attachment: (db, job) => getAttachmentHandle(db, job.principal, job.emailId, job.attachmentId),
   attachmentText: (db, job) =>
     getAttachmentText(db, job.principal, job.emailId, job.attachmentId, job.offset, job.maxChars),

@@ -102,8 +102,8 @@ export class ArchiveService {
    * The conversation of a message, oldest first; null when the message is missing or hidden.
    * Logged as a Search (it lists messages, as a search does) with the message id in its parameters.
    */
-  async thread(caller: Caller, id: number, options: { record?: boolean } = {}) {
-    const items = await caller.key.run({ kind: 'thread', id });
+  async thread(caller: Caller, id: number, options: { record?: boolean; excerpts?: boolean } = {}) {
+    const items = await caller.key.run({ kind: 'thread', id, ...(options.excerpts ? { excerpts: true } : {}) });
     if (items && options.record !== false) {
       const accountId = items.find((i) => i.id === id)?.accountId;
       this.#log(caller, 'Search', { searchParams: { thread: id }, ...(accountId !== undefined ? { accountId } : {}) });

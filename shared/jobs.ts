@@ -191,7 +191,11 @@ export interface JobMap {
    * The conversation of a message, oldest first (at most MAX_THREAD_LENGTH members, engine/threads.ts);
    * null when the message does not exist or is not visible.
    */
-  thread: { args: { principal: Principal; id: number }; result: EmailSummaryDto[] | null };
+  /** `excerpts`: each item also carries an `excerpt`, the beginning of its text body (MCP get_thread). */
+  thread: {
+    args: { principal: Principal; id: number; excerpts?: boolean };
+    result: Array<EmailSummaryDto & { excerpt?: string }> | null;
+  };
   /** null when the message or attachment does not exist or is not visible. */
   attachment: {
     args: { principal: Principal; emailId: number; attachmentId: number };

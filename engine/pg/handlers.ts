@@ -420,7 +420,7 @@ export const pgHandlers: PgHandlers = {
     return detail(ctx, job.principal, job.id);
   },
   detailJson: async (ctx, job) => encodeDetail(await pgHandlers.detail(ctx, { ...job, kind: 'detail' })),
-  thread: (ctx, job) => getThread(ctx, job.principal, job.id),
+  thread: (ctx, job) => getThread(ctx, job.principal, job.id, job.excerpts === true),
   attachment: (ctx, job) => attachment(ctx, job.principal, job.emailId, job.attachmentId),
   attachmentText: (ctx, job) =>
     attachmentText(ctx, job.principal, job.emailId, job.attachmentId, job.offset, job.maxChars),
