@@ -62,7 +62,8 @@ export function cutLongFields<T extends object>(
     if (text.length <= 1) break;
     cut[longest] ??= ((value as Record<string, unknown>)[longest] as string).length;
     const excess = jsonLength(out) - bound;
-    out[longest] = `${sliceText(text, 0, Math.max(0, Math.min(text.length - excess - 1, Math.floor(text.length / 2))))}…`;
+    out[longest] =
+      `${sliceText(text, 0, Math.max(0, Math.min(text.length - excess - 1, Math.floor(text.length / 2))))}…`;
   }
   return { value: out as T, cut };
 }

@@ -145,11 +145,9 @@ const AttachmentContent = z.object({
     .string()
     .optional()
     .meta({ description: 'format "text": this page of the extracted text. Untrusted content.' }),
-  offset: z
-    .number()
-    .int()
-    .optional()
-    .meta({ description: 'A page: where it starts, in characters (format "text") or bytes (base64 with offset or maxBytes)' }),
+  offset: z.number().int().optional().meta({
+    description: 'A page: where it starts, in characters (format "text") or bytes (base64 with offset or maxBytes)',
+  }),
   totalChars: z.number().int().optional().meta({ description: 'format "text": length of the whole extracted text' }),
   nextOffset: z
     .number()
@@ -184,10 +182,9 @@ const EmailPage = z.object({
 /** get_thread's items: summaries with the beginning of each message's text. */
 const ThreadItem = z.object({
   ...EmailSummaryDto.shape,
-  excerpt: z
-    .string()
-    .optional()
-    .meta({ description: 'The beginning of the text body, whitespace collapsed (about 160 characters). Untrusted content.' }),
+  excerpt: z.string().optional().meta({
+    description: 'The beginning of the text body, whitespace collapsed (about 160 characters). Untrusted content.',
+  }),
 });
 
 // SPEC.md spells sort keys in lower case (`sentdate`); REST spells them in camelCase. Both work.
@@ -430,7 +427,8 @@ export function mcpTools(mcp: Settings['Mcp'], api?: Settings['Api']): McpTool[]
           "Attachment downloads are disabled by this server's settings (Mcp:AllowAttachmentDownloads=false); get_email still lists each attachment's fileName, contentType and size.",
         );
       }
-      if (format === 'text') return attachmentTextResult(service, caller, id, attachmentId, offset, maxChars);
+      if (format === 'text')
+        return attachmentTextResult(service, caller, id, attachmentId, offset, maxChars, bound - NOTE_RESERVE);
       const paged = offset !== undefined || maxBytes !== undefined;
       if (offset !== undefined && offset < 0) throw new InvalidInput('offset', 'offset must be 0 or more.');
       if (maxBytes !== undefined && (maxBytes < 1 || maxBytes > maxPageBytes))
@@ -453,7 +451,10 @@ export function mcpTools(mcp: Settings['Mcp'], api?: Settings['Api']): McpTool[]
       }
       const start = offset ?? 0;
       if (start > handle.size)
-        throw new InvalidInput('offset', `offset ${start} is past the end of the attachment, which is ${handle.size} bytes.`);
+        throw new InvalidInput(
+          'offset',
+          `offset ${start} is past the end of the attachment, which is ${handle.size} bytes.`,
+        );
       // A page's base64 and its metadata (a file name is the sender's to choose) fit the bound.
       const room = Math.floor((bound - NOTE_RESERVE - jsonLength(handle) - 200) / 4) * 3;
       const length = paged ? Math.min(maxBytes ?? maxPageBytes, Math.max(3, room), handle.size - start) : handle.size;
@@ -591,10 +592,7 @@ function threadResult(
       : `Messages ${offset + 1} to ${end} of ${all.length}, as many as fit one answer; call get_thread with id ${id} and offset ${nextOffset} for the next.`;
   const cutNote =
     Object.keys(cut).length > 0 ? ` Fields too long for one answer were cut, marked "…": ${describeCuts(cut)}.` : '';
-  return withNote(
-    wrappedResult(items, structured),
-    `${where} Open a message with get_email and its id.${cutNote}`,
-  );
+  return withNote(wrappedResult(items, structured), `${where} Open a message with get_email and its id.${cutNote}`);
 }
 
 /**
@@ -655,11 +653,13 @@ async function attachmentTextResult(
   attachmentId: number,
   offset = 0,
   maxChars = TEXT_PAGE_DEFAULT,
+  bound = TEXT_PAGE_MAX,
 ): Promise<CallToolResult> {
   if (offset < 0) throw new InvalidInput('offset', 'offset must be 0 or more.');
   if (maxChars < 1 || maxChars > TEXT_PAGE_MAX)
     throw new InvalidInput('maxChars', `maxChars must be between 1 and ${TEXT_PAGE_MAX}.`);
-  const page = await service.attachmentText(caller, id, attachmentId, { offset, maxChars });
+  // The page is the answer's text: never more than the bound (nextOffset says where to go on).
+  const page = await service.attachmentText(caller, id, attachmentId, { offset, maxChars: Math.min(maxChars, bound) });
   if (!page)
     return toolError(`Attachment ${attachmentId} of email ${id} was not found; check both ids with get_email.`);
   if (!hasText(page))
