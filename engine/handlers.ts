@@ -16,6 +16,7 @@ import {
 import { getAttachmentText } from './store/attachment-text.js';
 import { authenticate } from './store/keys.js';
 import { getThread } from './store/threads.js';
+import { aggregateEmails } from './search/aggregate.js';
 import { encodeDetail } from './encoded-detail.js';
 import { movedToQueryLane } from './large-detail.js';
 import { snapshotInfo } from './search/bitsets/share.js';
@@ -28,6 +29,7 @@ export const handlers: Handlers = {
   accounts: (db, job) => listVisibleAccounts(db, job.principal),
   folders: (db, job) => getFolderTree(db, job.principal, job.accountId),
   search: (db, job) => searchPage(db, job.principal, job.query),
+  aggregate: (db, job) => aggregateEmails(db, job.principal, job.aggregate),
   detail: (db, job) => {
     if (job.interactiveMaxBytes !== undefined) {
       const bytes = storedBodyBytes(db, job.id);

@@ -93,6 +93,7 @@ export const LANES: Record<JobKind, Lane> = {
   createKeyFor: 'interactive',
   revokeKeyAs: 'interactive',
   search: 'query',
+  aggregate: 'query', // a scan of the matches, like a search's count
   folders: 'query',
   stats: 'query',
   attachmentChunk: 'query',

@@ -7,6 +7,7 @@ import { currentRequestSignal } from '../engine/job-budget.js';
 import {
   ATTACHMENT_CHUNK_BYTES,
   type AttachmentHandle,
+  type AggregateQuery,
   type AttachmentTextPage,
   type SearchQuery,
 } from '../shared/jobs.js';
@@ -77,6 +78,16 @@ export class ArchiveService {
     this.#log(caller, 'Search', {
       searchParams: loggedParams(params),
       ...(query.accountId !== undefined ? { accountId: query.accountId } : {}),
+    });
+    return result;
+  }
+
+  /** The top groups of a search's matches; logged as the search it is (Search, with its parameters). */
+  async aggregate(caller: Caller, aggregate: AggregateQuery, params: Record<string, unknown>) {
+    const result = await caller.key.run({ kind: 'aggregate', aggregate });
+    this.#log(caller, 'Search', {
+      searchParams: loggedParams(params),
+      ...(aggregate.query.accountId !== undefined ? { accountId: aggregate.query.accountId } : {}),
     });
     return result;
   }

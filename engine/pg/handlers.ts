@@ -38,6 +38,7 @@ import { iso } from '../time.js';
 import { summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './columns.js';
 import { searchPage } from './search.js';
 import { getThread } from './threads.js';
+import { aggregateEmails } from './aggregate.js';
 import { sql } from './sql.js';
 import type { PgContext } from './store.js';
 import { SEARCH_PARAMS } from '../../shared/search-input.js';
@@ -411,6 +412,7 @@ export const pgHandlers: PgHandlers = {
   accounts: (ctx, job) => accounts(ctx, job.principal),
   folders: (ctx, job) => folders(ctx, job.principal, job.accountId),
   search: (ctx, job) => searchPage(ctx, job.principal, job.query),
+  aggregate: (ctx, job) => aggregateEmails(ctx, job.principal, job.aggregate),
   detail: async (ctx, job) => {
     if (job.interactiveMaxBytes !== undefined) {
       const bytes = await storedBodyBytes(ctx, job.id);

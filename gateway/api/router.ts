@@ -4,7 +4,7 @@ import type { Context, Middleware } from 'koa';
 import type { EnginePool } from '../../engine/pool.js';
 import { Readable } from 'node:stream';
 import type { Settings } from '../../shared/config.js';
-import { parseInt32, parseSearchInput } from '../../shared/search-input.js';
+import { parseAggregateInput, parseInt32, parseSearchInput } from '../../shared/search-input.js';
 import { hasText, noTextReason, type ArchiveService } from '../archive-service.js';
 import { requireApiKey, type AuthState } from '../auth.js';
 import { callerOf } from '../client.js';
@@ -49,6 +49,12 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
     const params = ctx.query as Record<string, unknown>;
     const query = parseSearchInput(params, limits);
     ctx.body = await service.search(caller(ctx), query, params);
+  });
+
+  // Before /emails/:id, which would take "aggregate" for an id.
+  router.get('/emails/aggregate', auth, async (ctx) => {
+    const params = ctx.query as Record<string, unknown>;
+    ctx.body = await service.aggregate(caller(ctx), parseAggregateInput(params), params);
   });
 
   router.get('/emails/:id', auth, async (ctx) => {
@@ -158,8 +164,9 @@ async function startedStream(chunks: AsyncGenerator<Buffer>): Promise<Readable> 
 }
 
 /** The query-lane job of each route that runs one: what a full query lane refuses. */
-const QUERY_LANE_ROUTES: Record<string, 'search' | 'folders' | 'stats'> = {
+const QUERY_LANE_ROUTES: Record<string, 'search' | 'aggregate' | 'folders' | 'stats'> = {
   '/api/v1/emails': 'search',
+  '/api/v1/emails/aggregate': 'aggregate',
   '/api/v1/accounts/:id/folders': 'folders',
   '/api/v1/stats': 'stats',
 };

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Settings } from '../../shared/config.js';
 import {
+  AggregateResultDto,
   AttachmentDto,
   EmailDetailDto,
   EmailSummaryDto,
@@ -17,7 +18,16 @@ import {
   PagedResultDtoOfEmailSummaryDto,
   type PagedResult,
 } from '../../shared/dto.js';
-import { MAX_THREAD_LENGTH, SORT_KEYS, TEXT_PAGE_DEFAULT, TEXT_PAGE_MAX, type JobKind } from '../../shared/jobs.js';
+import {
+  AGGREGATE_LIMIT_DEFAULT,
+  AGGREGATE_LIMIT_MAX,
+  GROUP_BY,
+  MAX_THREAD_LENGTH,
+  SORT_KEYS,
+  TEXT_PAGE_DEFAULT,
+  TEXT_PAGE_MAX,
+  type JobKind,
+} from '../../shared/jobs.js';
 import { TEXT_FIELDS } from '../../shared/query-language.js';
 import { EngineOverloaded } from '../../engine/overloaded.js';
 import { EngineTimedOut } from '../../engine/job-budget.js';
@@ -26,6 +36,7 @@ import { isArchiveUnavailable } from '../../engine/unavailable.js';
 import {
   INCLUDE_FIELDS,
   InvalidInput,
+  parseAggregateInput,
   parseSearchInput,
   RELEVANCE_WINDOW,
   SNIPPET_CHARS,
@@ -301,6 +312,56 @@ export function mcpTools(mcp: Settings['Mcp'], api?: Settings['Api']): McpTool[]
     },
   });
 
+  const aggregateEmails = defineTool({
+    name: 'aggregate_emails',
+    title: 'Count emails by group',
+    description:
+      'Counts the archived emails this API key may read that match a search (the same q, from, to, accountId, folder and direction as ' +
+      'search_emails) by group, and returns the largest groups with exact counts: {groupBy, total, distinctGroups, groups: [{key, count}]}, ' +
+      'most messages first. One call answers "who writes most about X", "how many invoices a month", "which folders hold mail from this domain". ' +
+      'groupBy: from (sender address), fromDomain, to (each recipient address; a message counts once per recipient), folder, account (account id), ' +
+      'year, month (2024-03), week (ISO week in UTC, 2024-W09) or hasAttachments. total counts matching messages once each. ' +
+      'To see the messages of a group, call search_emails with the same arguments narrowed to it (e.g. q from:<address>, folder, or from/to dates).',
+    heavyJob: 'aggregate',
+    input: z.object({
+      groupBy: enumParam('groupBy', GROUP_BY, `What to group by: ${GROUP_BY.join(', ')}.`),
+      q: stringParam('q', 'Full-text query, as search_emails q (the same language).').optional(),
+      from: stringParam(
+        'from',
+        'Sent on or after: a date (YYYY-MM-DD) or an ISO 8601 date-time, UTC unless it names an offset.',
+      ).optional(),
+      to: stringParam(
+        'to',
+        'Sent on or before: a date (YYYY-MM-DD, covering that whole day) or an ISO 8601 date-time.',
+      ).optional(),
+      accountId: intParam('accountId', 'Only this account: an account id from list_accounts.').optional(),
+      folder: stringParam(
+        'folder',
+        'Only this folder, by the fullPath list_folders gives; sub-folders are not included.',
+      ).optional(),
+      direction: enumParam(
+        'direction',
+        ['incoming', 'outgoing'],
+        'Only received (incoming) or only sent (outgoing) messages.',
+      ).optional(),
+      limit: intParam(
+        'limit',
+        `How many of the largest groups to return, clamped to 1..${AGGREGATE_LIMIT_MAX}; omitted or 0 means ${AGGREGATE_LIMIT_DEFAULT}.`,
+      ).optional(),
+    }),
+    output: z.object(AggregateResultDto.shape),
+    async run(args, { service, caller }) {
+      const result = await service.aggregate(caller, parseAggregateInput(args), args);
+      const answer = objectResult(result);
+      return result.distinctGroups > result.groups.length
+        ? withNote(
+            answer,
+            `The ${result.groups.length} largest of ${result.distinctGroups} groups; call aggregate_emails again with a larger limit (at most ${AGGREGATE_LIMIT_MAX}) or narrower arguments for the others.`,
+          )
+        : answer;
+    },
+  });
+
   const getEmail = defineTool({
     name: 'get_email',
     title: 'Open an email',
@@ -497,7 +558,7 @@ export function mcpTools(mcp: Settings['Mcp'], api?: Settings['Api']): McpTool[]
     },
   });
 
-  return [listAccounts, listFolders, searchEmails, getEmail, getThread, getAttachment];
+  return [listAccounts, listFolders, searchEmails, aggregateEmails, getEmail, getThread, getAttachment];
 }
 
 /**
