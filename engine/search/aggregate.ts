@@ -33,16 +33,22 @@ export function aggregateEmails(
   aggregate: AggregateQuery,
   options: PlanOptions = {},
 ): AggregateResultDto {
-  const { query } = aggregate;
   const snap = options.reference ? undefined : currentSnapshot(db);
-  if (snap) {
-    const root = query.q?.trim() ? parseQuery(query.q) : null;
-    if (!query.q?.trim() || root) {
-      const bits = matchSet(db, snap, viewer, query, root);
-      if (bits) return countBits(db, snap, bits, aggregate);
-    }
-  }
-  return countSql(db, viewer, aggregate);
+  return (snap && aggregateFromIndex(db, snap, viewer, aggregate)) ?? countSql(db, viewer, aggregate);
+}
+
+/** The aggregate counted with the in-memory index `snap`; undefined when it cannot answer (stale). */
+export function aggregateFromIndex(
+  db: Db,
+  snap: Snapshot,
+  viewer: Viewer,
+  aggregate: AggregateQuery,
+): AggregateResultDto | undefined {
+  const { query } = aggregate;
+  const root = query.q?.trim() ? parseQuery(query.q) : null;
+  if (query.q?.trim() && !root) return undefined; // nothing can match: SQL says so
+  const bits = matchSet(db, snap, viewer, query, root);
+  return bits && countBits(db, snap, bits, aggregate);
 }
 
 // ---- With the in-memory index -------------------------------------------------------------
