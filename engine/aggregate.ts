@@ -103,16 +103,30 @@ export function topGroups(
 ): AggregateResultDto {
   const present: number[] = [];
   for (let i = 0; i < counts.length; i++) if (counts[i]! > 0) present.push(i);
-  let candidates = present;
-  if (present.length > limit) {
-    const sorted = Int32Array.from(present, (i) => counts[i]!).sort();
-    const threshold = sorted[sorted.length - limit]!;
-    candidates = present.filter((i) => counts[i]! >= threshold);
+  const group = (i: number) => ({ key: keys[i]!, count: counts[i]! });
+  if (present.length <= limit)
+    return { groupBy, total, distinctGroups: present.length, groups: present.map(group).sort(byCountThenKey) };
+  // Every group above the limit-th largest count is in; of those at that count (often thousands
+  // of senders with one message each), the smallest keys fill the rest, kept sorted as they come.
+  const threshold = Int32Array.from(present, (i) => counts[i]!).sort()[present.length - limit]!;
+  const above = present.filter((i) => counts[i]! > threshold).map(group);
+  const need = limit - above.length;
+  const ties: string[] = [];
+  for (const i of present) {
+    if (counts[i] !== threshold) continue;
+    const key = keys[i]!;
+    if (ties.length === need && compareCodePoints(key, ties[need - 1]!) >= 0) continue;
+    let lo = 0;
+    let hi = ties.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compareCodePoints(ties[mid]!, key) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    ties.splice(lo, 0, key);
+    if (ties.length > need) ties.pop();
   }
-  const groups = candidates
-    .map((i) => ({ key: keys[i]!, count: counts[i]! }))
-    .sort(byCountThenKey)
-    .slice(0, limit);
+  const groups = [...above.sort(byCountThenKey), ...ties.map((key) => ({ key, count: threshold }))];
   return { groupBy, total, distinctGroups: present.length, groups };
 }
 

@@ -266,13 +266,16 @@ test('bad parameters are 400 problems naming them; the aggregate is logged as a 
 test('the aggregate route is rate-limited with the REST budget', async (t) => {
   const h = await startApi({ Api: { RateLimitPerMinute: 2 } });
   t.teardown(() => h.close());
+  // Five calls at two a minute: even if a minute ends between them, at least one is refused.
   const statuses: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    statuses.push(
-      (await h.request.get('/api/v1/emails/aggregate?groupBy=from').set(bearer(h.fixture.keys.admin))).status,
-    );
+  for (let i = 0; i < 5; i++) {
+    const res = await h.request.get('/api/v1/emails/aggregate?groupBy=from').set(bearer(h.fixture.keys.admin));
+    statuses.push(res.status);
+    if (res.status === 429) t.truthy(res.headers['retry-after']);
   }
-  t.deepEqual(statuses, [200, 200, 429]);
+  t.is(statuses[0], 200);
+  t.true(statuses.includes(429), statuses.join());
+  t.true(statuses.filter((s) => s === 200).length <= 4);
 });
 
 test('MCP aggregate_emails answers as REST does, says when there are more groups, and refuses a bad groupBy', async (t) => {

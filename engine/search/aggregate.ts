@@ -140,19 +140,33 @@ function columnFor(db: Db, snap: Snapshot, kind: ColumnKind): Column {
   return col;
 }
 
-/** UTC day numbers by message id, from the snapshot's sent dates (NaN: no message). */
-const dayColumns = new WeakMap<Snapshot, Int32Array>();
-function daysOf(snap: Snapshot): Int32Array {
-  let days = dayColumns.get(snap);
-  if (!days) {
-    days = new Int32Array(snap.sent.length);
-    for (let id = 0; id < snap.sent.length; id++) {
-      const ms = snap.sent[id]!;
-      days[id] = Number.isNaN(ms) ? 0 : dayOf(ms);
+/** Group numbers of a date grouping by message id, from the snapshot's own sent dates. */
+const dateColumns = new WeakMap<Snapshot, Map<GroupBy, Pick<Column, 'keys' | 'of'>>>();
+function dateColumn(snap: Snapshot, groupBy: 'year' | 'month' | 'week'): Pick<Column, 'keys' | 'of'> {
+  let cache = dateColumns.get(snap);
+  if (!cache) dateColumns.set(snap, (cache = new Map()));
+  let col = cache.get(groupBy);
+  if (col) return col;
+  const of = new Int32Array(snap.sent.length).fill(-1);
+  const keys: string[] = [];
+  const numbers = new Map<string, number>();
+  const byDay = new Map<number, number>();
+  for (let id = 0; id < snap.sent.length; id++) {
+    const ms = snap.sent[id]!;
+    if (Number.isNaN(ms)) continue;
+    const day = dayOf(ms);
+    let n = byDay.get(day);
+    if (n === undefined) {
+      const key = dayKey(groupBy, day);
+      n = numbers.get(key);
+      if (n === undefined) numbers.set(key, (n = keys.push(key) - 1));
+      byDay.set(day, n);
     }
-    dayColumns.set(snap, days);
+    of[id] = n;
   }
-  return days;
+  col = { keys, of };
+  cache.set(groupBy, col);
+  return col;
 }
 
 /** Calls visit(id) for every id in the set whose sent date is within the query's dates. */
@@ -180,22 +194,9 @@ function eachMatch(snap: Snapshot, bits: Uint32Array, aggregate: AggregateQuery,
 function countBits(db: Db, snap: Snapshot, bits: Uint32Array, aggregate: AggregateQuery): AggregateResultDto {
   const { groupBy, limit } = aggregate;
   let total = 0;
-  if (isDateGrouping(groupBy)) {
-    const days = daysOf(snap);
-    const perDay = new Map<number, number>();
-    eachMatch(snap, bits, aggregate, (id) => {
-      total++;
-      const day = days[id]!;
-      perDay.set(day, (perDay.get(day) ?? 0) + 1);
-    });
-    const byKey = new Map<string, number>();
-    for (const [day, n] of perDay) {
-      const key = dayKey(groupBy, day);
-      byKey.set(key, (byKey.get(key) ?? 0) + n);
-    }
-    return topGroups(groupBy, total, [...byKey.keys()], [...byKey.values()], limit);
-  }
-  const col = columnFor(db, snap, groupBy === 'fromDomain' ? 'from' : groupBy);
+  const col: Pick<Column, 'keys' | 'of' | 'starts' | 'members'> = isDateGrouping(groupBy)
+    ? dateColumn(snap, groupBy)
+    : columnFor(db, snap, groupBy === 'fromDomain' ? 'from' : groupBy);
   const counts = new Int32Array(col.keys.length);
   if (col.starts) {
     const { starts, members } = col as Required<Column>;
