@@ -39,10 +39,11 @@ test('initialize names this product, its package version and gives instructions 
   t.is(instructions.split(/(?<=\.)\s+/).length, 2, 'two sentences');
 });
 
-test('tools/list offers the five tools of SPEC.md and get_thread, with parameters, required flags and annotations', async (t) => {
+test('tools/list offers the five tools of SPEC.md, get_thread and aggregate_emails, with parameters, required flags and annotations', async (t) => {
   const { tools } = await t.context.admin.listTools();
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   t.deepEqual([...byName.keys()].sort(), [
+    'aggregate_emails',
     'get_attachment',
     'get_email',
     'get_thread',
