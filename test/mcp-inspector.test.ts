@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { startMcpGateway, type McpHarness } from './helpers/mcp.js';
+import { startMcpGateway, TOOL_NAMES_SORTED, type McpHarness } from './helpers/mcp.js';
 
 const test = anyTest as TestFn<{ h: McpHarness }>;
 const run = promisify(execFile);
@@ -61,15 +61,7 @@ test.serial(
     const { tools } = JSON.parse(out.stdout) as {
       tools: Array<{ name: string; annotations: { readOnlyHint: boolean } }>;
     };
-    t.deepEqual(tools.map((x) => x.name).sort(), [
-      'aggregate_emails',
-      'get_attachment',
-      'get_email',
-      'get_thread',
-      'list_accounts',
-      'list_folders',
-      'search_emails',
-    ]);
+    t.deepEqual(tools.map((x) => x.name).sort(), TOOL_NAMES_SORTED);
     t.true(tools.every((x) => x.annotations.readOnlyHint));
   },
 );

@@ -87,6 +87,17 @@ export async function connectClient(
   return client;
 }
 
+/** The tools /mcp offers, sorted: SPEC.md section 4's five, get_thread and aggregate_emails. */
+export const TOOL_NAMES_SORTED = [
+  'aggregate_emails',
+  'get_attachment',
+  'get_email',
+  'get_thread',
+  'list_accounts',
+  'list_folders',
+  'search_emails',
+];
+
 /** The two protocol revisions /mcp serves to current clients. */
 export const MODERN_REVISION = '2026-07-28';
 export const LEGACY_REVISION = '2025-11-25';
