@@ -69,6 +69,10 @@ test.before(async (t) => {
           )!,
         );
       }
+      // A folder tree too large for a 4,000-character answer: one root with 120 sub-folders.
+      for (let i = 0; i < 40; i++)
+        for (const leaf of ['Invoices', 'Contracts', 'Letters'])
+          writer.add(email({ accountId, folder: `Clients/Client number ${i}/${leaf}`, subject: 'x', textBody: 'x' }));
       return { long, hostile, thread };
     });
   } finally {
@@ -302,4 +306,33 @@ test('every tool description and input schema says how to page', async (t) => {
   t.regex(by.get('get_email')!.description!, /nextOffset/);
   t.regex(by.get('get_thread')!.description!, /nextOffset/);
   for (const tool of tools) t.truthy(tool.outputSchema, tool.name);
+});
+
+test('list_folders: a tree too large for one answer comes in parts, and a root too large alone loses its deepest levels, said so', async (t) => {
+  const { narrow, fixture } = t.context;
+  const c = await admin(t, narrow);
+  const accountId = fixture.accounts.work;
+  const roots: string[] = [];
+  let offset: number | null = 0;
+  let pruned = false;
+  while (offset !== null) {
+    const r = await call(c, 'list_folders', { accountId, offset });
+    t.falsy(r.isError);
+    t.true(textSize(r) <= 4_000, `${textSize(r)}`);
+    const items = jsonOf<Array<{ fullPath: string; children: unknown[] }>>(r);
+    const s = r.structuredContent as { items: unknown[]; total: number; offset: number; nextOffset: number | null };
+    t.deepEqual(s.items, items);
+    t.is(s.offset, offset);
+    if (/Clients has more sub-folders than fit one answer/.test(noteOf(r) ?? '')) pruned = true;
+    roots.push(...items.map((i) => i.fullPath));
+    offset = s.nextOffset;
+  }
+  t.true(pruned, 'the Clients tree was cut, and the note said so');
+  const whole = await call(await admin(t, t.context.wide), 'list_folders', { accountId });
+  t.is(whole.content.length, 1, 'at the default bound the tree fits, unchanged');
+  t.deepEqual(
+    roots,
+    jsonOf<Array<{ fullPath: string }>>(whole).map((f) => f.fullPath),
+    'every top-level folder once, in order',
+  );
 });
