@@ -23,6 +23,7 @@ import {
   registerOAuthClient,
   revokeOAuthToken,
 } from './store/oauth.js';
+import { aggregateEmails } from './search/aggregate.js';
 import { encodeDetail } from './encoded-detail.js';
 import { movedToQueryLane } from './large-detail.js';
 import { snapshotInfo } from './search/bitsets/share.js';
@@ -35,6 +36,7 @@ export const handlers: Handlers = {
   accounts: (db, job) => listVisibleAccounts(db, job.principal),
   folders: (db, job) => getFolderTree(db, job.principal, job.accountId),
   search: (db, job) => searchPage(db, job.principal, job.query),
+  aggregate: (db, job) => aggregateEmails(db, job.principal, job.aggregate),
   detail: (db, job) => {
     if (job.interactiveMaxBytes !== undefined) {
       const bytes = storedBodyBytes(db, job.id);
@@ -44,7 +46,7 @@ export const handlers: Handlers = {
     return getEmailDetail(db, job.principal, job.id);
   },
   detailJson: (db, job) => encodeDetail(handlers.detail(db, { ...job, kind: 'detail' })),
-  thread: (db, job) => getThread(db, job.principal, job.id),
+  thread: (db, job) => getThread(db, job.principal, job.id, job.excerpts === true),
   attachment: (db, job) => getAttachmentHandle(db, job.principal, job.emailId, job.attachmentId),
   attachmentText: (db, job) =>
     getAttachmentText(db, job.principal, job.emailId, job.attachmentId, job.offset, job.maxChars),

@@ -117,6 +117,7 @@ export const JOB_KINDS: { readonly [K in JobKind]: JobKindPolicy<K> } = {
   createKeyFor: { lane: 'interactive', keepIfAbandoned: true },
   revokeKeyAs: { lane: 'interactive', keepIfAbandoned: true },
   search: { lane: 'query' },
+  aggregate: { lane: 'query' }, // a scan of the matches, like a search's count
   folders: { lane: 'query' },
   stats: { lane: 'query' },
   attachmentChunk: { lane: 'query', shed: 'first chunk only' },

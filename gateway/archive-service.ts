@@ -6,6 +6,7 @@ import { currentRequestSignal, type EnginePool } from '../engine/index.js';
 import {
   ATTACHMENT_CHUNK_BYTES,
   type AttachmentHandle,
+  type AggregateQuery,
   type AttachmentTextPage,
   type SearchQuery,
 } from '../shared/jobs.js';
@@ -80,6 +81,16 @@ export class ArchiveService {
     return result;
   }
 
+  /** The top groups of a search's matches; logged as the search it is (Search, with its parameters). */
+  async aggregate(caller: Caller, aggregate: AggregateQuery, params: Record<string, unknown>) {
+    const result = await caller.key.run({ kind: 'aggregate', aggregate });
+    this.#log(caller, 'Search', {
+      searchParams: loggedParams(params),
+      ...(aggregate.query.accountId !== undefined ? { accountId: aggregate.query.accountId } : {}),
+    });
+    return result;
+  }
+
   /** `record: false` reads without logging an Open (a REST HEAD shows no content). */
   async email(caller: Caller, id: number, options: { record?: boolean } = {}) {
     const email = await caller.key.run({ kind: 'detail', id });
@@ -101,8 +112,8 @@ export class ArchiveService {
    * The conversation of a message, oldest first; null when the message is missing or hidden.
    * Logged as a Search (it lists messages, as a search does) with the message id in its parameters.
    */
-  async thread(caller: Caller, id: number, options: { record?: boolean } = {}) {
-    const items = await caller.key.run({ kind: 'thread', id });
+  async thread(caller: Caller, id: number, options: { record?: boolean; excerpts?: boolean } = {}) {
+    const items = await caller.key.run({ kind: 'thread', id, ...(options.excerpts ? { excerpts: true } : {}) });
     if (items && options.record !== false) {
       const accountId = items.find((i) => i.id === id)?.accountId;
       this.#log(caller, 'Search', { searchParams: { thread: id }, ...(accountId !== undefined ? { accountId } : {}) });

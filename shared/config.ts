@@ -60,7 +60,15 @@ const schema = z.strictObject({
       AllowAttachmentDownloads: z.boolean().default(true),
       DefaultPageSize: int(1).default(20),
       MaxResults: int(1).default(100),
-      MaxAttachmentBytes: int(0).default(10_000_000),
+      // Largest attachment get_attachment returns whole, inline, as base64. SPEC.md's default is
+      // 10,000,000; this one keeps the answer within MaxResultChars (docs/mcp.md, "Answers that fit").
+      MaxAttachmentBytes: int(0).default(56_000),
+      // Largest attachment get_attachment returns in pages (offset, maxBytes): SPEC.md's old inline limit.
+      MaxPagedAttachmentBytes: int(0).default(10_000_000),
+      // The size bound of every tool result's text, in characters (about 4 to a token: 80,000 is
+      // about 20,000 tokens, under the 25,000 a client such as Claude Code keeps). Larger results
+      // are paged, never cut without a word (gateway/mcp/bounds.ts).
+      MaxResultChars: int(4_000, 100_000_000).default(80_000),
       // Attachment bytes get_attachment may hold at once over all calls (each is encoded whole as
       // base64); a call past it waits up to AttachmentWaitSeconds for its turn, then gets a tool
       // error saying to retry. Bounds the process's memory under many concurrent downloads.

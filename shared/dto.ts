@@ -2,6 +2,7 @@
 // output schemas and the OpenAPI document's components all come from these definitions.
 // Timestamps are UTC ISO 8601 strings ending in `Z`; the engine produces them with toISOString().
 import { z } from 'zod';
+import { AGGREGATE_LIMIT_MAX, GROUP_BY } from './jobs.js';
 
 const dateTime = (description: string) => z.string().meta({ format: 'date-time', description });
 const int32 = (description?: string) =>
@@ -125,6 +126,28 @@ export const StatsDto = z
   })
   .meta({ id: 'StatsDto' });
 export type StatsDto = z.infer<typeof StatsDto>;
+
+export const AggregateGroupDto = z
+  .object({
+    key: z.string().meta({
+      description:
+        'The group: an address (from, to), a domain (fromDomain), a folder path, an account id, `2024`, `2024-03`, `2024-W09` (ISO week, UTC), or `true`/`false` (hasAttachments).',
+    }),
+    count: int32('Matching messages in the group, exact'),
+  })
+  .meta({ id: 'AggregateGroupDto' });
+
+export const AggregateResultDto = z
+  .object({
+    groupBy: z.enum(GROUP_BY).meta({ description: 'What the messages were grouped by, as asked' }),
+    total: int32('Messages the query and filters match (each counted once, whatever its groups)'),
+    distinctGroups: int32('Groups with at least one matching message; at most `limit` of them are listed'),
+    groups: z.array(AggregateGroupDto).max(AGGREGATE_LIMIT_MAX).meta({
+      description: 'The largest groups, most messages first; equal counts by key (code point order)',
+    }),
+  })
+  .meta({ id: 'AggregateResultDto' });
+export type AggregateResultDto = z.infer<typeof AggregateResultDto>;
 
 export const ProblemDetails = z
   .object({

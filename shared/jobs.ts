@@ -5,6 +5,7 @@
 // exist once, inside the engine.
 import type {
   AccessType,
+  AggregateResultDto,
   EmailDetailDto,
   EmailSummaryDto,
   FolderNodeDto,
@@ -52,6 +53,30 @@ export interface SearchQuery {
   snippets?: boolean;
   /** `include=threadId`: each item also carries its conversation's threadId. */
   includeThreadId?: boolean;
+}
+
+/** What `aggregate_emails` / `GET /api/v1/emails/aggregate` can group by (docs/search.md, "Aggregates"). */
+export const GROUP_BY = [
+  'from',
+  'fromDomain',
+  'to',
+  'folder',
+  'account',
+  'year',
+  'month',
+  'week',
+  'hasAttachments',
+] as const;
+export type GroupBy = (typeof GROUP_BY)[number];
+/** Groups an aggregate returns: `limit`'s default and largest value. */
+export const AGGREGATE_LIMIT_DEFAULT = 20;
+export const AGGREGATE_LIMIT_MAX = 100;
+
+/** An aggregate after validation: a search's query and filters (its paging and sort unused), grouped. */
+export interface AggregateQuery {
+  query: SearchQuery;
+  groupBy: GroupBy;
+  limit: number;
 }
 
 /** At most this many messages of one conversation are returned (the oldest); documented in the API. */
@@ -235,6 +260,8 @@ export interface JobMap {
   /** null when the account does not exist or is not visible. */
   folders: { args: { principal: Principal; accountId: number }; result: FolderNodeDto[] | null };
   search: { args: { principal: Principal; query: SearchQuery }; result: PagedResult<EmailSummaryDto> };
+  /** The top groups of a search's matches, with exact counts (engine/aggregate.ts). */
+  aggregate: { args: { principal: Principal; aggregate: AggregateQuery }; result: AggregateResultDto };
   /** null when the message does not exist or is not visible. */
   /**
    * With `interactiveMaxBytes` (the pool sets it on the interactive lane), a message whose stored
@@ -255,7 +282,11 @@ export interface JobMap {
    * The conversation of a message, oldest first (at most MAX_THREAD_LENGTH members, engine/threads.ts);
    * null when the message does not exist or is not visible.
    */
-  thread: { args: { principal: Principal; id: number }; result: EmailSummaryDto[] | null };
+  /** `excerpts`: each item also carries an `excerpt`, the beginning of its text body (MCP get_thread). */
+  thread: {
+    args: { principal: Principal; id: number; excerpts?: boolean };
+    result: Array<EmailSummaryDto & { excerpt?: string }> | null;
+  };
   /** null when the message or attachment does not exist or is not visible. */
   attachment: {
     args: { principal: Principal; emailId: number; attachmentId: number };

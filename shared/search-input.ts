@@ -1,7 +1,18 @@
 // Validation of search parameters, shared by REST (query strings) and MCP (typed JSON).
 // Both front ends hand over what the caller sent; this turns it into a SearchQuery or throws
 // InvalidInput naming the parameter and what was wrong, which each front end reports its way.
-import { SORT_KEYS, type Direction, type SearchQuery, type SortKey, type SortOrder } from './jobs.js';
+import {
+  AGGREGATE_LIMIT_DEFAULT,
+  AGGREGATE_LIMIT_MAX,
+  GROUP_BY,
+  SORT_KEYS,
+  type AggregateQuery,
+  type Direction,
+  type GroupBy,
+  type SearchQuery,
+  type SortKey,
+  type SortOrder,
+} from './jobs.js';
 import { parseQuery, QuerySyntaxError } from './query-language.js';
 
 export class InvalidInput extends Error {
@@ -41,6 +52,9 @@ export const SEARCH_PARAMS = [
   'sortOrder',
   'snippets',
   'include',
+  // aggregate_emails / GET /api/v1/emails/aggregate
+  'groupBy',
+  'limit',
 ] as const;
 
 /** The longest `folder` accepted: far beyond any IMAP folder path, short of a pasted document. */
@@ -212,4 +226,22 @@ export function parseSearchInput(raw: RawSearchInput, limits: PageLimits): Searc
   if (present(raw.snippets) && parseBoolean('snippets', raw.snippets)) query.snippets = true;
   if (present(raw.include) && parseInclude(raw.include).has('threadId')) query.includeThreadId = true;
   return query;
+}
+
+/**
+ * An aggregate's parameters: a search's query and filters (q, from, to, accountId, folder,
+ * direction; validated as a search validates them, paging and sort ignored), `groupBy` (required,
+ * any case) and `limit` (groups, default 20, clamped to [1, 100] as pageSize is clamped).
+ */
+export function parseAggregateInput(raw: RawSearchInput): AggregateQuery {
+  const { q, from, to, accountId, folder, direction } = raw;
+  const query = parseSearchInput({ q, from, to, accountId, folder, direction }, { defaultPageSize: 1, maxPageSize: 1 });
+  if (!present(raw.groupBy)) throw new InvalidInput('groupBy', `groupBy is required: one of ${GROUP_BY.join(', ')}.`);
+  const groupBy = oneOf<GroupBy>('groupBy', raw.groupBy, GROUP_BY);
+  let limit = AGGREGATE_LIMIT_DEFAULT;
+  if (present(raw.limit)) {
+    const asked = parseInt32('limit', raw.limit);
+    limit = asked === 0 ? AGGREGATE_LIMIT_DEFAULT : Math.min(Math.max(asked, 1), AGGREGATE_LIMIT_MAX);
+  }
+  return { query, groupBy, limit };
 }

@@ -421,6 +421,12 @@ if (TEST_STORE === 'sqlite') {
     // The default page.
     const first = await call(client, 'get_attachment', { id, attachmentId, format: 'text' });
     t.is((first.structuredContent as { text: string }).text.length, 20_000);
+    // The largest page asked for is cut to the answer bound (Mcp:MaxResultChars, 80,000), and says where to go on.
+    const most = await call(client, 'get_attachment', { id, attachmentId, format: 'text', maxChars: 100_000 });
+    const shown = most.structuredContent as { text: string; nextOffset: number };
+    t.is(shown.text, LONG_TEXT.slice(0, shown.text.length));
+    t.true(shown.text.length <= 80_000 - 600 && shown.text.length > 70_000, `${shown.text.length}`);
+    t.is(shown.nextOffset, shown.text.length);
     // Bounds and refusals.
     const tooMany = await call(client, 'get_attachment', { id, attachmentId, format: 'text', maxChars: 100_001 });
     t.true(tooMany.isError);
@@ -439,11 +445,25 @@ if (TEST_STORE === 'sqlite') {
     });
     t.true(locked.isError);
     t.regex(JSON.stringify(locked.content), /encrypted/);
-    // base64 stays the default and unchanged.
-    const bytes = await call(client, 'get_attachment', { id, attachmentId });
-    t.is(Buffer.from(jsonOf<{ base64Data: string }>(bytes).base64Data, 'base64').toString(), LONG_TEXT);
+    // base64 stays the default; this file is above Mcp:MaxAttachmentBytes (56,000), so it comes in
+    // pages when asked for them (test/mcp-bounds.test.ts), and whole when the limit allows.
+    const refused = await call(client, 'get_attachment', { id, attachmentId });
+    t.regex(JSON.stringify(refused.content), /Mcp:MaxAttachmentBytes/);
+    const parts: string[] = [];
+    for (let offset: number | null = 0; offset !== null;) {
+      const page: { base64Data: string; nextOffset: number | null } = jsonOf(
+        await call(client, 'get_attachment', { id, attachmentId, offset }),
+      );
+      parts.push(page.base64Data);
+      offset = page.nextOffset;
+    }
+    t.is(Buffer.concat(parts.map((p) => Buffer.from(p, 'base64'))).toString(), LONG_TEXT);
     const downloads = (await accessLogRows(h)).filter((r) => r.type === 'Download' && r.source === 'mcp');
-    t.is(downloads.length, pages + 1 + 1, 'each text page and the bytes, not the refusals');
+    t.is(
+      downloads.length,
+      pages + 2 + 1,
+      'each text page (two read alone) and the bytes (once, with their first page), not the refusals',
+    );
     t.true(downloads.every((r) => r.email_id === id && r.account_id === a.fixture.accounts.work));
   });
 

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { startMcpGateway, type McpHarness } from './helpers/mcp.js';
+import { startMcpGateway, TOOL_NAMES_SORTED, type McpHarness } from './helpers/mcp.js';
 
 const test = anyTest as TestFn<{ h: McpHarness }>;
 const run = promisify(execFile);
@@ -52,23 +52,19 @@ test.after.always(async (t) => {
   await t.context.h?.close();
 });
 
-test.serial('the Inspector CLI lists the five tools of SPEC.md and get_thread, with their annotations', async (t) => {
-  const { h } = t.context;
-  const out = await inspector(h, h.fixture.keys.admin, '--method', 'tools/list');
-  t.is(out.code, 0, out.stderr);
-  const { tools } = JSON.parse(out.stdout) as {
-    tools: Array<{ name: string; annotations: { readOnlyHint: boolean } }>;
-  };
-  t.deepEqual(tools.map((x) => x.name).sort(), [
-    'get_attachment',
-    'get_email',
-    'get_thread',
-    'list_accounts',
-    'list_folders',
-    'search_emails',
-  ]);
-  t.true(tools.every((x) => x.annotations.readOnlyHint));
-});
+test.serial(
+  'the Inspector CLI lists the five tools of SPEC.md, get_thread and aggregate_emails, with their annotations',
+  async (t) => {
+    const { h } = t.context;
+    const out = await inspector(h, h.fixture.keys.admin, '--method', 'tools/list');
+    t.is(out.code, 0, out.stderr);
+    const { tools } = JSON.parse(out.stdout) as {
+      tools: Array<{ name: string; annotations: { readOnlyHint: boolean } }>;
+    };
+    t.deepEqual(tools.map((x) => x.name).sort(), TOOL_NAMES_SORTED);
+    t.true(tools.every((x) => x.annotations.readOnlyHint));
+  },
+);
 
 test.serial("the Inspector CLI calls search_emails with the key owner's permissions", async (t) => {
   const { h } = t.context;

@@ -5,7 +5,15 @@ import anyTest, { type TestFn } from 'ava';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { readFileSync } from 'node:fs';
 import type { EmailDetailDto, EmailSummaryDto, FolderNodeDto, MailAccountDto, PagedResult } from '../shared/dto.js';
-import { call, connectClient, jsonOf, startMcpGateway, textOf, type McpHarness } from './helpers/mcp.js';
+import {
+  call,
+  connectClient,
+  jsonOf,
+  startMcpGateway,
+  textOf,
+  TOOL_NAMES_SORTED,
+  type McpHarness,
+} from './helpers/mcp.js';
 
 const test = anyTest as TestFn<{ h: McpHarness; admin: Client; alice: Client; bob: Client; carol: Client }>;
 
@@ -39,17 +47,10 @@ test('initialize names this product, its package version and gives instructions 
   t.is(instructions.split(/(?<=\.)\s+/).length, 2, 'two sentences');
 });
 
-test('tools/list offers the five tools of SPEC.md and get_thread, with parameters, required flags and annotations', async (t) => {
+test('tools/list offers the five tools of SPEC.md, get_thread and aggregate_emails, with parameters, required flags and annotations', async (t) => {
   const { tools } = await t.context.admin.listTools();
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  t.deepEqual([...byName.keys()].sort(), [
-    'get_attachment',
-    'get_email',
-    'get_thread',
-    'list_accounts',
-    'list_folders',
-    'search_emails',
-  ]);
+  t.deepEqual([...byName.keys()].sort(), TOOL_NAMES_SORTED);
 
   const params = (name: string) => byName.get(name)!.inputSchema;
   t.deepEqual(Object.keys(params('list_accounts').properties ?? {}), []);

@@ -37,6 +37,8 @@ const MESSAGE_TEXT = [
   ...['cc', 'bcc', 'messageId', 'textBody', 'htmlBody'].map((f) => `EmailDetailDto.properties.${f}`),
   'AttachmentDto.properties.fileName',
   'AttachmentDto.properties.contentType',
+  // An aggregate's group is an address, a domain or a folder path: archived content too.
+  'AggregateGroupDto.properties.key',
 ].map((p) => `components.schemas.${p}`);
 
 const ATTACHMENT = 'paths./api/v1/emails/{id}/attachments/{attachmentId}';
@@ -64,6 +66,8 @@ const ACCEPTED: Array<{ code: string; paths: string[]; reason: string }> = [
       'components.schemas.ProblemDetails.properties.instance',
       'paths./api/v1/emails.get.parameters.0.schema',
       'paths./api/v1/emails.get.parameters.4.schema',
+      'paths./api/v1/emails/aggregate.get.parameters.0.schema',
+      'paths./api/v1/emails/aggregate.get.parameters.4.schema',
       `${ATTACHMENT_TEXT}.get.responses.200.content.text/plain.schema`,
     ],
     reason: 'free text: a query, a folder name, a message, a sentence',
@@ -73,6 +77,7 @@ const ACCEPTED: Array<{ code: string; paths: string[]; reason: string }> = [
     paths: [
       'paths./api/v1/accounts/{id}/folders.get.parameters.0.schema',
       'paths./api/v1/emails.get.parameters.3.schema',
+      'paths./api/v1/emails/aggregate.get.parameters.3.schema',
       'paths./api/v1/emails/{id}.get.parameters.0.schema',
       'paths./api/v1/emails/{id}/thread.get.parameters.0.schema',
       `${ATTACHMENT}.get.parameters.0.schema`,

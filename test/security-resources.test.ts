@@ -20,7 +20,8 @@ async function start(t: ExecutionContext, mcp: NonNullable<SettingsOverrides['Mc
   t.teardown(() => fixture.cleanup());
   const big = await writeBigAttachment(fixture.dbPath, fixture.accounts.work, SIZE);
   const harness = await startApi(
-    { Mcp: { Enabled: true, RateLimitPerMinute: 1_000_000, ...mcp } },
+    // SPEC.md's 10 MB inline limit, as an operator restores it (docs/mcp.md, "Answers that fit").
+    { Mcp: { Enabled: true, RateLimitPerMinute: 1_000_000, MaxAttachmentBytes: 10_000_000, ...mcp } },
     { useFixture: fixture, gateway: { faultInjection: true } },
   );
   const server = await listen(harness.gateway);

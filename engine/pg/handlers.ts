@@ -40,6 +40,7 @@ import { summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './colum
 import { searchPage } from './search.js';
 import { getThread } from './threads.js';
 import * as pgOAuth from './oauth.js';
+import { aggregateEmails } from './aggregate.js';
 import { sql } from './sql.js';
 import type { PgContext } from './context.js';
 import { SEARCH_PARAMS } from '../../shared/search-input.js';
@@ -418,6 +419,7 @@ export const pgHandlers: PgHandlers = {
   accounts: (ctx, job) => accounts(ctx, job.principal),
   folders: (ctx, job) => folders(ctx, job.principal, job.accountId),
   search: (ctx, job) => searchPage(ctx, job.principal, job.query),
+  aggregate: (ctx, job) => aggregateEmails(ctx, job.principal, job.aggregate),
   detail: async (ctx, job) => {
     if (job.interactiveMaxBytes !== undefined) {
       const bytes = await storedBodyBytes(ctx, job.id);
@@ -427,7 +429,7 @@ export const pgHandlers: PgHandlers = {
     return detail(ctx, job.principal, job.id);
   },
   detailJson: async (ctx, job) => encodeDetail(await pgHandlers.detail(ctx, { ...job, kind: 'detail' })),
-  thread: (ctx, job) => getThread(ctx, job.principal, job.id),
+  thread: (ctx, job) => getThread(ctx, job.principal, job.id, job.excerpts === true),
   attachment: (ctx, job) => attachment(ctx, job.principal, job.emailId, job.attachmentId),
   attachmentText: (ctx, job) =>
     attachmentText(ctx, job.principal, job.emailId, job.attachmentId, job.offset, job.maxChars),

@@ -12,6 +12,7 @@ import type { Viewer } from '../../shared/jobs.js';
 import type { EmailSummaryDto } from '../../shared/dto.js';
 import { MAX_THREAD_LENGTH } from '../../shared/jobs.js';
 import { toSummary, type RawSummary } from '../store/summary.js';
+import { EXCERPT_SOURCE_CHARS, withExcerpts } from '../search/snippet.js';
 import {
   linkDecision,
   normaliseMessageId,
@@ -176,7 +177,12 @@ export async function ensureThreads(ctx: PgContext): Promise<void> {
 }
 
 /** The conversation of a message the viewer may see, oldest first; null when missing or hidden. */
-export async function getThread(ctx: PgContext, viewer: Viewer, id: number): Promise<EmailSummaryDto[] | null> {
+export async function getThread(
+  ctx: PgContext,
+  viewer: Viewer,
+  id: number,
+  excerpts = false,
+): Promise<Array<EmailSummaryDto & { excerpt?: string }> | null> {
   const visible = visibleAccounts(viewer, 'e."MailAccountId"');
   const own = await ctx.read<{ id: number }>(
     sql`SELECT e."Id" AS id FROM ${T.emails} e WHERE e."Id" = ${id} AND ${visible}`,
@@ -190,7 +196,14 @@ export async function getThread(ctx: PgContext, viewer: Viewer, id: number): Pro
            AND ${visible}
          ORDER BY e."SentDate", e."Id" LIMIT ${MAX_THREAD_LENGTH}`,
   );
-  return rows.map(toSummary);
+  const items = rows.map(toSummary);
+  if (!excerpts || items.length === 0) return items;
+  // Mail Archiver's text body, as snippets use it; only its beginning is read into the answer.
+  const bodies = await ctx.read<{ id: number; body: string | null }>(
+    sql`SELECT e."Id" AS id, left(e."Body", ${EXCERPT_SOURCE_CHARS}::int) AS body FROM ${T.emails} e
+         WHERE e."Id" = ANY(${items.map((i) => i.id)}::int[])`,
+  );
+  return withExcerpts(items, new Map(bodies.map((r) => [r.id, r.body])));
 }
 
 /** threadId of each of these messages (for include=threadId); a message not linked yet is its own. */

@@ -187,6 +187,55 @@ export function exactCount(db: Db, viewer: Viewer, query: SearchQuery): number {
   return searchEmails(db, viewer, { ...query, page: 1, pageSize: 1 }, { reference: true }).totalItems;
 }
 
+/**
+ * Where SQL finds a search's matches (dates, filters and visibility included): the emails table
+ * with conditions on `e` when there is no text to match; else the full-text index `f`, whose
+ * MATCH carries the filters as tags (tags.ts) and whose rowid range is the dates, joined to `e`
+ * for `extra` conditions (the query's parts FTS5 cannot run). `none`: nothing can match.
+ */
+export type SqlSource =
+  | { kind: 'none' }
+  | { kind: 'table'; filters: SqlCondition[] }
+  | { kind: 'fts'; fts: SqlCondition[]; extra: SqlCondition[] };
+
+export function sqlSource(
+  db: Db,
+  viewer: Viewer,
+  query: SearchQuery,
+  compiled: ReturnType<typeof compileSearch> = compileSearch(query.q),
+): SqlSource {
+  if (compiled.kind === 'none') return { kind: 'none' };
+  const match = compiled.kind === 'query' ? compiled.match : null;
+  const extra = compiled.kind === 'query' ? compiled.conditions : [];
+  if (match === null) {
+    const visible = visibleAccountsClause(viewer, 'e.account_id');
+    const filters: SqlCondition[] = [];
+    if (query.accountId !== undefined) filters.push({ sql: 'e.account_id = ?', params: [query.accountId] });
+    if (query.folder !== undefined) filters.push({ sql: 'e.folder = ?', params: [query.folder] });
+    if (query.direction !== undefined)
+      filters.push({ sql: 'e.is_outgoing = ?', params: [query.direction === 'outgoing' ? 1 : 0] });
+    if (query.from !== undefined) filters.push({ sql: 'e.sent_date >= ?', params: [query.from] });
+    if (query.to !== undefined) filters.push({ sql: 'e.sent_date <= ?', params: [query.to] });
+    if (visible.params.length) filters.push(visible);
+    filters.push(...extra);
+    return { kind: 'table', filters };
+  }
+  const tags: string[] = [];
+  if (query.accountId !== undefined) tags.push(`{tags} : "${accountTag(query.accountId)}"`);
+  if (query.folder !== undefined) tags.push(`{tags} : "${folderTag(query.folder)}"`);
+  if (query.direction !== undefined) tags.push(`{tags} : "${directionTag(query.direction === 'outgoing')}"`);
+  const accounts = visibleAccountIds(db, viewer);
+  if (accounts) {
+    if (accounts.length === 0) return { kind: 'none' };
+    tags.push(`{tags} : (${accounts.map((a) => `"${accountTag(a)}"`).join(' OR ')})`);
+  }
+  const fts: SqlCondition[] = [{ sql: 'f.email_fts MATCH ?', params: [[match, ...tags].join(' AND ')] }];
+  const range = keyRange(query.from, query.to);
+  if (range.low !== undefined) fts.push({ sql: 'f.rowid >= ?', params: [range.low] });
+  if (range.high !== undefined) fts.push({ sql: 'f.rowid <= ?', params: [range.high] });
+  return { kind: 'fts', fts, extra };
+}
+
 export function searchEmails(
   db: Db,
   viewer: Viewer,
@@ -196,7 +245,6 @@ export function searchEmails(
   const page = (items: EmailSummaryDto[], totalItems: number) => pageOf(query, items, totalItems);
   const compiled = compileSearch(query.q);
   if (compiled.kind === 'none') return page([], 0);
-  const match = compiled.kind === 'query' ? compiled.match : null;
   const extra = compiled.kind === 'query' ? compiled.conditions : [];
   const offset = (query.page - 1) * query.pageSize;
   const desc = query.sortOrder === 'desc';
@@ -219,18 +267,11 @@ export function searchEmails(
     return page(summariesOf(db, ids), matched.total);
   }
 
-  if (match === null) {
+  const source = sqlSource(db, viewer, query, compiled);
+  if (source.kind === 'none') return page([], 0);
+  if (source.kind === 'table') {
     // No text to match: filters on the emails table, sorted through its indexes.
-    const visible = visibleAccountsClause(viewer, 'e.account_id');
-    const filters: SqlCondition[] = [];
-    if (query.accountId !== undefined) filters.push({ sql: 'e.account_id = ?', params: [query.accountId] });
-    if (query.folder !== undefined) filters.push({ sql: 'e.folder = ?', params: [query.folder] });
-    if (query.direction !== undefined)
-      filters.push({ sql: 'e.is_outgoing = ?', params: [query.direction === 'outgoing' ? 1 : 0] });
-    if (query.from !== undefined) filters.push({ sql: 'e.sent_date >= ?', params: [query.from] });
-    if (query.to !== undefined) filters.push({ sql: 'e.sent_date <= ?', params: [query.to] });
-    if (visible.params.length) filters.push(visible);
-    filters.push(...extra);
+    const filters = source.filters;
     const sortBy = query.sortBy === 'relevance' ? 'sentDate' : query.sortBy; // nothing to rank by
     const total =
       indexed ??
@@ -253,19 +294,7 @@ export function searchEmails(
   }
 
   // Text to match: every filter the index can apply goes into the MATCH itself.
-  const tags: string[] = [];
-  if (query.accountId !== undefined) tags.push(`{tags} : "${accountTag(query.accountId)}"`);
-  if (query.folder !== undefined) tags.push(`{tags} : "${folderTag(query.folder)}"`);
-  if (query.direction !== undefined) tags.push(`{tags} : "${directionTag(query.direction === 'outgoing')}"`);
-  const accounts = visibleAccountIds(db, viewer);
-  if (accounts) {
-    if (accounts.length === 0) return page([], 0);
-    tags.push(`{tags} : (${accounts.map((a) => `"${accountTag(a)}"`).join(' OR ')})`);
-  }
-  const fts: SqlCondition[] = [{ sql: 'f.email_fts MATCH ?', params: [[match, ...tags].join(' AND ')] }];
-  const range = keyRange(query.from, query.to);
-  if (range.low !== undefined) fts.push({ sql: 'f.rowid >= ?', params: [range.low] });
-  if (range.high !== undefined) fts.push({ sql: 'f.rowid <= ?', params: [range.high] });
+  const { fts } = source;
   const all = [...fts, ...extra];
   const joined = 'FROM email_fts f JOIN emails e ON e.fts_key = f.rowid';
 

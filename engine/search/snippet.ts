@@ -176,3 +176,27 @@ export function withSnippets<T extends { id: number; subject: string }>(
 ): Array<T & { snippet: string }> {
   return items.map((item) => ({ ...item, snippet: makeSnippet(item.subject, bodies.get(item.id) ?? null, terms) }));
 }
+
+/** About how many characters get_thread's `excerpt` of each message holds (shared/jobs.ts). */
+export const EXCERPT_CHARS = 160;
+/** How much of a body an excerpt is read from (the stores cut it in SQL). */
+export const EXCERPT_SOURCE_CHARS = 2_000;
+
+/**
+ * The beginning of a message's text body as plain text: whitespace collapsed, cut at a word
+ * boundary near `size` characters, "…" when the body goes on. Not escaped, unlike a snippet: it
+ * goes out as a JSON string, never as HTML. Empty when the message has no text body.
+ */
+export function excerptOf(body: string | null, size = EXCERPT_CHARS): string {
+  const text = collapse(body ?? '').trim();
+  if (text.length <= size) return text;
+  return `${text.slice(0, cutEnd(text, size, Math.floor(size / 2))).trimEnd()}…`;
+}
+
+/** Adds each item's excerpt (excerptOf its body in `bodies`); keeps the order. */
+export function withExcerpts<T extends { id: number }>(
+  items: T[],
+  bodies: Map<number, string | null>,
+): Array<T & { excerpt: string }> {
+  return items.map((item) => ({ ...item, excerpt: excerptOf(bodies.get(item.id) ?? null) }));
+}

@@ -16,6 +16,7 @@ import {
 } from '../threads.js';
 import { visibleAccountsClause } from './accounts.js';
 import { SUMMARY_COLUMNS, toSummary, type RawSummary } from './summary.js';
+import { EXCERPT_SOURCE_CHARS, withExcerpts } from '../search/snippet.js';
 
 type Db = BetterSqlite3.Database;
 
@@ -160,7 +161,12 @@ export function relinkDuplicate(
  * Members in accounts the viewer cannot see are left out (a conversation is per account, so
  * there are none, but the rule is applied where it is read, not assumed).
  */
-export function getThread(db: Db, viewer: Viewer, id: number): EmailSummaryDto[] | null {
+export function getThread(
+  db: Db,
+  viewer: Viewer,
+  id: number,
+  excerpts = false,
+): Array<EmailSummaryDto & { excerpt?: string }> | null {
   const visible = visibleAccountsClause(viewer, 'e.account_id');
   const threadId = prepared(db, `SELECT coalesce(e.thread_id, e.id) FROM emails e WHERE e.id = ? AND ${visible.sql}`)
     .pluck()
@@ -171,7 +177,17 @@ export function getThread(db: Db, viewer: Viewer, id: number): EmailSummaryDto[]
     `SELECT ${SUMMARY_COLUMNS} FROM emails e WHERE (e.thread_id = ? OR e.id = ?) AND ${visible.sql}
       ORDER BY e.sent_date, e.id LIMIT ${MAX_THREAD_LENGTH}`,
   ).all(threadId, id, ...visible.params) as RawSummary[];
-  return rows.map(toSummary);
+  const items = rows.map(toSummary);
+  if (!excerpts || items.length === 0) return items;
+  // Only the beginning of each body is read into the answer (the stored, searchable text body).
+  const bodies = prepared(
+    db,
+    `SELECT email_id, substr(text_body, 1, ${EXCERPT_SOURCE_CHARS}) FROM email_bodies
+      WHERE email_id IN (SELECT value FROM json_each(?))`,
+  )
+    .raw()
+    .all(JSON.stringify(items.map((i) => i.id))) as Array<[number, string | null]>;
+  return withExcerpts(items, new Map(bodies));
 }
 
 /** threadId of each of these messages (for `include=threadId`). */

@@ -15,7 +15,14 @@
 import { z } from 'zod';
 import type { Settings } from '../../shared/config.js';
 import * as dto from '../../shared/dto.js';
-import { MAX_THREAD_LENGTH, SORT_KEYS, type SortKey } from '../../shared/jobs.js';
+import {
+  AGGREGATE_LIMIT_DEFAULT,
+  AGGREGATE_LIMIT_MAX,
+  GROUP_BY,
+  MAX_THREAD_LENGTH,
+  SORT_KEYS,
+  type SortKey,
+} from '../../shared/jobs.js';
 import {
   INCLUDE_FIELDS,
   INT32_MAX,
@@ -41,6 +48,8 @@ export const DTO_SCHEMAS = {
   AttachmentDto: dto.AttachmentDto,
   PagedResultDtoOfEmailSummaryDto: dto.PagedResultDtoOfEmailSummaryDto,
   StatsDto: dto.StatsDto,
+  AggregateGroupDto: dto.AggregateGroupDto,
+  AggregateResultDto: dto.AggregateResultDto,
   ProblemDetails: dto.ProblemDetails,
 } as const satisfies Record<string, z.ZodType>;
 export type DtoSchemaName = keyof typeof DTO_SCHEMAS;
@@ -399,6 +408,42 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
           ),
           '400': problem(
             'A malformed parameter, such as an unparseable date, a `from` after `to`, an unknown `sortBy` or a non-integer `page`.',
+          ),
+          ...COMMON,
+        }),
+      },
+    },
+    '/api/v1/emails/aggregate': {
+      get: {
+        operationId: 'aggregateEmails',
+        tags: ['Emails'],
+        summary: 'Count archived emails by group',
+        description:
+          'The messages a search would find (the same `q` and filters; only the accounts visible to the caller), counted by `groupBy`: the largest groups with exact counts, most messages first, equal counts ordered by key. ' +
+          "`from`: the sender address (the first `<address>` of From, else its first address), lower-cased; `fromDomain`: its part after `@`; `to`: each distinct address of To, so a message counts once in each of its recipients' groups; `folder`: full path; `account`: account id; `year`, `month` (`2024-03`), `week` (ISO 8601 week of the sent date in UTC, `2024-W09`); `hasAttachments`: `true` or `false`. " +
+          '`total` counts the matching messages once each. An addition to SPEC.md. Logged in the access log as Search, with its parameters. See docs/search.md.',
+        parameters: [
+          ...searchParameters(settings).filter((p) =>
+            ['q', 'from', 'to', 'accountId', 'folder', 'direction'].includes(p.name),
+          ),
+          {
+            name: 'groupBy',
+            in: 'query',
+            required: true,
+            description: `What to group by (case-insensitive): ${GROUP_BY.map((g) => `\`${g}\``).join(', ')}. Any other value, or none, is a 400.`,
+            schema: { type: 'string', enum: [...GROUP_BY] },
+          },
+          {
+            name: 'limit',
+            in: 'query',
+            description: `How many of the largest groups to return. 0 (the default) means ${AGGREGATE_LIMIT_DEFAULT}; other values are clamped to [1, ${AGGREGATE_LIMIT_MAX}].`,
+            schema: { ...int32, default: 0 },
+          },
+        ],
+        responses: byStatus({
+          '200': ok('The largest groups and the number of matching messages.', ref('AggregateResultDto')),
+          '400': problem(
+            'A malformed parameter: no or an unknown `groupBy`, an unparseable date, a non-integer `limit`.',
           ),
           ...COMMON,
         }),

@@ -4,7 +4,7 @@ import type { Context, Middleware } from 'koa';
 import { Readable } from 'node:stream';
 import type { Settings } from '../../shared/config.js';
 import type { JobKind } from '../../shared/jobs.js';
-import { parseInt32, parseSearchInput } from '../../shared/search-input.js';
+import { parseAggregateInput, parseInt32, parseSearchInput } from '../../shared/search-input.js';
 import { hasText, noTextReason, type ArchiveService } from '../archive-service.js';
 import { requireApiKey, type AuthState } from '../auth.js';
 import { callerOf } from '../client.js';
@@ -63,6 +63,12 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
     const params = ctx.query as Record<string, unknown>;
     const query = parseSearchInput(params, limits);
     ctx.body = await service.search(caller(ctx), query, params);
+  });
+
+  // Before /emails/:id, which would take "aggregate" for an id.
+  router.get('/emails/aggregate', shed('aggregate'), auth, async (ctx) => {
+    const params = ctx.query as Record<string, unknown>;
+    ctx.body = await service.aggregate(caller(ctx), parseAggregateInput(params), params);
   });
 
   router.get('/emails/:id', auth, async (ctx) => {

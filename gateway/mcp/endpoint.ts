@@ -49,7 +49,7 @@ export function mcpEndpoint(
   admits: { work: Middleware; free: Middleware },
   logger: Logger,
 ): Middleware {
-  const tools = mcpTools(settings.Mcp);
+  const tools = mcpTools(settings.Mcp, settings.Api);
   const parseJson = bodyParser({ enableTypes: ['json'], jsonLimit: '1mb', strict: true });
 
   const gate: Middleware = async (ctx, next) => {

@@ -34,3 +34,11 @@ export function attachmentResult(value: { base64Data: string } & Record<string, 
   const { base64Data: _bytes, ...metadata } = value;
   return { content: [{ type: 'text', text: JSON.stringify(value) }], structuredContent: metadata };
 }
+
+/**
+ * The result with one more text block: a sentence saying what to call next (or what was cut).
+ * The first block stays the result's JSON, as SPEC.md gives it.
+ */
+export function withNote(result: CallToolResult, note: string): CallToolResult {
+  return { ...result, content: [...result.content, { type: 'text', text: note }] };
+}

@@ -10,11 +10,12 @@ import type { GatewayMetrics } from './metrics.js';
 const FIXED_ROUTES = new Set(['/mcp', '/healthz', '/readyz', '/metrics']);
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
-/** The five tools of SPEC.md section 4; any other name a client sends is counted as `other`. */
+/** The tools this server offers (SPEC.md section 4's five and ours); any other name a client sends is counted as `other`. */
 export const TOOL_NAMES = new Set([
   'list_accounts',
   'list_folders',
   'search_emails',
+  'aggregate_emails',
   'get_email',
   'get_thread',
   'get_attachment',

@@ -87,6 +87,17 @@ export async function connectClient(
   return client;
 }
 
+/** The tools /mcp offers, sorted: SPEC.md section 4's five, get_thread and aggregate_emails. */
+export const TOOL_NAMES_SORTED = [
+  'aggregate_emails',
+  'get_attachment',
+  'get_email',
+  'get_thread',
+  'list_accounts',
+  'list_folders',
+  'search_emails',
+];
+
 /** The two protocol revisions /mcp serves to current clients. */
 export const MODERN_REVISION = '2026-07-28';
 export const LEGACY_REVISION = '2025-11-25';
@@ -159,9 +170,21 @@ export function textOf(result: CallToolResult): string {
   return block.text;
 }
 
-/** The text block parsed as JSON. */
+/**
+ * The first text block parsed as JSON: the result as SPEC.md gives it. A result may carry a
+ * second text block, a sentence saying what to call next (noteOf), never a second JSON value.
+ */
 export function jsonOf<T = unknown>(result: CallToolResult): T {
-  return JSON.parse(textOf(result)) as T;
+  const [block, note, ...rest] = result.content;
+  if (block?.type !== 'text' || rest.length > 0 || (note && (note.type !== 'text' || /^[[{]/.test(note.text))))
+    throw new Error(`expected a JSON text block and at most one note, got ${JSON.stringify(result.content)}`);
+  return JSON.parse(block.text) as T;
+}
+
+/** The sentence a result adds after its JSON (what to call next, what was cut), or undefined. */
+export function noteOf(result: CallToolResult): string | undefined {
+  const note = result.content[1];
+  return note?.type === 'text' ? note.text : undefined;
 }
 
 /** A raw JSON-RPC POST, for what the SDK client would never send. */
