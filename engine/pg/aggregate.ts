@@ -13,7 +13,6 @@ import { join, raw, sql, type Sql } from './sql.js';
 import type { PgContext } from './context.js';
 import { ensureThreads, threadCondition } from './threads.js';
 
-
 /** ASCII letters lower-cased, whatever the database's locale (asciiLower). */
 const lowerAscii = (expression: Sql): Sql =>
   sql`translate(${expression}, ${UPPER_ASCII}::text, ${UPPER_ASCII.toLowerCase()}::text)`;

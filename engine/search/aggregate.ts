@@ -25,7 +25,6 @@ import type { Snapshot } from './bitsets/snapshot.js';
 import type { SqlCondition } from './compile.js';
 import { sqlSource, type PlanOptions } from './plan.js';
 
-
 export function aggregateEmails(
   db: Db,
   viewer: Viewer,
