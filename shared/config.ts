@@ -62,7 +62,7 @@ const schema = z.strictObject({
       MaxResults: int(1).default(100),
       // Largest attachment get_attachment returns whole, inline, as base64. SPEC.md's default is
       // 10,000,000; this one keeps the answer within MaxResultChars (docs/mcp.md, "Answers that fit").
-      MaxAttachmentBytes: int(0).default(56_000),
+      MaxAttachmentBytes: int(0).default(10_000_000),
       // Largest attachment get_attachment returns in pages (offset, maxBytes): SPEC.md's old inline limit.
       MaxPagedAttachmentBytes: int(0).default(10_000_000),
       // The size bound of every tool result's text, in characters (about 4 to a token: 80,000 is

@@ -395,7 +395,7 @@ test.serial('GET .../text is 403 when attachment downloads are disabled, as for 
 if (TEST_STORE === 'sqlite') {
   test.serial('MCP get_attachment format text pages through a long text; base64 is unchanged', async (t) => {
     const a = await archive;
-    const h: McpHarness = await startMcpGateway({}, { useFixture: a.fixture });
+    const h: McpHarness = await startMcpGateway({ Mcp: { MaxAttachmentBytes: 56_000 } }, { useFixture: a.fixture });
     t.teardown(() => h.close());
     const client = await connectClient(h.url, a.fixture.keys.alice);
     t.teardown(() => client.close());
@@ -445,7 +445,7 @@ if (TEST_STORE === 'sqlite') {
     });
     t.true(locked.isError);
     t.regex(JSON.stringify(locked.content), /encrypted/);
-    // base64 stays the default; this file is above Mcp:MaxAttachmentBytes (56,000), so it comes in
+    // base64 stays the default; this file is above Mcp:MaxAttachmentBytes (56,000 here), so it comes in
     // pages when asked for them (test/mcp-bounds.test.ts), and whole when the limit allows.
     const refused = await call(client, 'get_attachment', { id, attachmentId });
     t.regex(JSON.stringify(refused.content), /Mcp:MaxAttachmentBytes/);

@@ -53,7 +53,7 @@ test('every default of SPEC.md section 1, plus the service settings', (t) => {
     AllowAttachmentDownloads: true,
     DefaultPageSize: 20,
     MaxResults: 100,
-    MaxAttachmentBytes: 56_000,
+    MaxAttachmentBytes: 10_000_000,
     MaxPagedAttachmentBytes: 10_000_000,
     MaxResultChars: 80_000,
     MaxConcurrentAttachmentBytes: 64_000_000,

@@ -23,9 +23,9 @@ import {
 
 interface Context {
   fixture: Fixture;
-  /** Default settings: MaxResultChars 80,000, MaxAttachmentBytes 56,000. */
+  /** Default settings but MaxAttachmentBytes 56,000, the setting docs/mcp.md gives for chat connectors. */
   wide: McpHarness;
-  /** MaxResultChars 4,000, MaxPagedAttachmentBytes 50,000. */
+  /** MaxResultChars 4,000, MaxAttachmentBytes 56,000, MaxPagedAttachmentBytes 50,000. */
   narrow: McpHarness;
   ids: {
     long: number;
@@ -80,8 +80,11 @@ test.before(async (t) => {
   }
   const big = await writeBigAttachment(fixture.dbPath, fixture.accounts.work, 100_000);
   const [wide, narrow] = await Promise.all([
-    startMcpGateway({}, { useFixture: fixture }),
-    startMcpGateway({ Mcp: { MaxResultChars: 4_000, MaxPagedAttachmentBytes: 50_000 } }, { useFixture: fixture }),
+    startMcpGateway({ Mcp: { MaxAttachmentBytes: 56_000 } }, { useFixture: fixture }),
+    startMcpGateway(
+      { Mcp: { MaxResultChars: 4_000, MaxAttachmentBytes: 56_000, MaxPagedAttachmentBytes: 50_000 } },
+      { useFixture: fixture },
+    ),
   ]);
   t.context = { fixture, wide, narrow, ids: { ...ids, big }, clients: [] };
 });
