@@ -8,10 +8,13 @@ import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
 import { prepareArchive } from '../engine/archive.js';
 import { ArchiveOpenError } from '../engine/db/open.js';
+import { readdirSync, readFileSync } from 'node:fs';
 import { KNOWN_MIGRATIONS, MAIL_ARCHIVER_TESTED } from '../engine/pg/schema.js';
+import { OPTIONAL_COLUMNS, USED_COLUMNS } from '../engine/pg/shape.js';
 import { runCli } from './helpers/cli.js';
 import { tempDir, type Fixture } from './helpers/fixture.js';
 import { PgStore } from '../engine/pg/store.js';
+import type { SearchQuery } from '../shared/jobs.js';
 import {
   addMessage,
   createSmallArchive,
@@ -60,6 +63,28 @@ test('the known migration list runs from 2508.2 to 2609.4 and the CLI creates 26
   t.is(KNOWN_MIGRATIONS.length, 28);
   t.is(KNOWN_MIGRATIONS.at(-1), MAIL_ARCHIVER_TESTED);
   t.is(KNOWN_MIGRATIONS[23], '20260818120000_MigrateV2608_1');
+});
+
+test("every Mail Archiver name the PostgreSQL store's SQL quotes is in the checked list", (t) => {
+  // A query that starts using a column must add it to USED_COLUMNS (engine/pg/shape.ts), or the
+  // service would start on a database without it and fail at that query instead of at start.
+  const dir = new URL('../../engine/pg/', import.meta.url);
+  const known = new Set([
+    ...Object.keys(USED_COLUMNS),
+    ...Object.values(USED_COLUMNS).flatMap((c) => Object.keys(c)),
+    ...Object.keys(OPTIONAL_COLUMNS.ArchivedEmails),
+    'MigrationId', // public."__EFMigrationsHistory", read by schema.ts
+  ]);
+  const used = new Set<string>();
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts') && f !== 'shape.ts')) {
+    const code = readFileSync(new URL(file, dir), 'utf8').replace(/^\s*(\/\/|\*|\/\*\*).*$/gm, '');
+    for (const m of code.matchAll(/"([A-Z][A-Za-z]+)"/g)) used.add(m[1]!);
+  }
+  t.true(used.size > 50, "the scan finds the store's names");
+  t.deepEqual(
+    [...used].filter((n) => !known.has(n)),
+    [],
+  );
 });
 
 test('2608.1 is served without a notice', async (t) => {
@@ -209,15 +234,12 @@ test('the CLI says the newer-schema line on stderr and works; on a renamed colum
   t.is(refused.stderr.trim().split('\n').length, 1);
 });
 
-test('a word longer than a PostgreSQL 14 lexeme is indexed cut to 2046 bytes, and found', async (t) => {
-  // 14 refuses a lexeme of 2047 bytes in a tsvector and in a tsquery (15 takes it in a tsquery):
-  // the side index would fail on such a message, and a search for the word be a 500.
-  const db = await createTestDatabase('shape_lexeme');
+/** A small archive in `shape` with the service's schema, searched by its user through the store. */
+async function searchable(t: ExecutionContext, label: string, messages: number, shape?: MailArchiverShape) {
+  const db = await createTestDatabase(label);
   t.teardown(() => db.drop());
-  const archive = await createSmallArchive(db.url, 1);
+  const archive = await createSmallArchive(db.url, messages, shape);
   await prepareArchive({ path: db.url });
-  const word = 'x'.repeat(3000);
-  const id = await addMessage(db.url, archive.accountId, `${word} tail`);
   const store = new PgStore({ url: db.url, timeZone: 'UTC', connections: 1 });
   t.teardown(() => store.close());
   const principal = {
@@ -227,14 +249,52 @@ test('a word longer than a PostgreSQL 14 lexeme is indexed cut to 2046 bytes, an
     keyId: archive.keyId,
     keyPrefix: 'ma_',
   };
-  const found = await store.run({
-    kind: 'search',
-    principal,
-    query: { q: word, page: 1, pageSize: 10, sortBy: 'sentDate', sortOrder: 'desc' },
-  });
+  const search = (query: Partial<SearchQuery>) =>
+    store.run({
+      kind: 'search',
+      principal,
+      query: { page: 1, pageSize: 10, sortBy: 'sentDate', sortOrder: 'desc', ...query },
+    });
+  return { url: db.url, archive, search };
+}
+
+test('a word longer than a PostgreSQL 14 lexeme is indexed cut to 2046 bytes, and found', async (t) => {
+  // 14 refuses a lexeme of 2047 bytes in a tsvector and in a tsquery (15 takes it in a tsquery):
+  // the side index would fail on such a message, and a search for the word be a 500.
+  const { url, archive, search } = await searchable(t, 'shape_lexeme', 1);
+  const word = 'x'.repeat(3000);
+  const id = await addMessage(url, archive.accountId, `${word} tail`);
+  const found = await search({ q: word });
   t.deepEqual(
     found.items.map((i) => i.id),
     [id],
   );
   t.is(found.items[0]!.isRead, false, 'the newest shape has the read flag');
 });
+
+for (const shape of ['2608.1', 'newest'] as const) {
+  test(`a folder filter means that folder exactly, % and _ included, ${shape === '2608.1' ? 'without' : 'with'} the 2609 folder index`, async (t) => {
+    const { url, archive, search } = await searchable(t, `shape_folder_${shape}`, 7, shape);
+    // Names LIKE would confuse if its wildcards were not escaped, and one below the folder.
+    const folders = ['a_b%c', 'aXbYc', 'a_b%cd', 'a_b%c/sub', 'A_B%C', 'a\\_b%c', '%'];
+    await query(
+      url,
+      `UPDATE mail_archiver."ArchivedEmails" e SET "FolderName" = f.name
+         FROM unnest(ARRAY[${archive.emailIds.join(',')}], ARRAY[${folders.map((f) => `'${f}'`).join(',')}]) AS f(id, name)
+        WHERE e."Id" = f.id`,
+    );
+    const inFolder = async (folder: string) => (await search({ folder })).items.map((i) => i.folderName);
+    for (const folder of folders) t.deepEqual(await inFolder(folder), [folder], folder);
+    t.deepEqual(await inFolder('a_b'), []);
+    // The index serves the filter where it exists (on so small a table only when told to).
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    t.teardown(() => client.end());
+    await client.query('SET enable_seqscan = off; SET enable_bitmapscan = off');
+    const explained = await client.query<{ 'QUERY PLAN': string }>(
+      `EXPLAIN SELECT count(*) FROM mail_archiver."ArchivedEmails" e WHERE e."FolderName" = 'a_b%c'`,
+    );
+    const plan = explained.rows.map((r) => r['QUERY PLAN']).join('\n');
+    t.is(/ix_archivedemails_foldername_pattern/.test(plan), shape === 'newest', plan);
+  });
+}

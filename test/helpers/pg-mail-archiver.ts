@@ -84,8 +84,12 @@ export function addMessage(url: string, accountId: number, subject: string): Pro
 }
 
 /** Loads Mail Archiver's schema into the empty database at `url` and writes a small archive. */
-export async function createSmallArchive(url: string, messages = 3): Promise<SmallArchive> {
-  await loadMailArchiverSchema(url);
+export async function createSmallArchive(
+  url: string,
+  messages = 3,
+  shape: MailArchiverShape = DEFAULT_SHAPE,
+): Promise<SmallArchive> {
+  await loadMailArchiverSchema(url, shape);
   const ids = await withClient(url, async (c) => {
     const account = await c.query<{ Id: number }>(
       `INSERT INTO mail_archiver."MailAccounts" ("Name", "EmailAddress", "UseSSL", "LastSync", "IsEnabled")
