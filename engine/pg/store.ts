@@ -249,7 +249,8 @@ export class PgStore implements PgContext {
     const handler = pgHandlers[job.kind] as ((ctx: PgContext, job: Job<K>) => Promise<JobResult<K>>) | undefined;
     if (!handler) throw new Error(`Unknown job kind ${String(job.kind)}`);
     if (this.#isRead === undefined) {
-      const [row] = await this.primary<{ present: boolean }>(readFlagPresent);
+      // Where reads go: a replica has the primary's schema.
+      const [row] = await this.read<{ present: boolean }>(readFlagPresent);
       this.#isRead = row!.present;
     }
     return handler(this, job);
