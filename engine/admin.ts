@@ -131,6 +131,8 @@ export interface OpenAdminOptions {
   setting?: string;
   /** Sync:SecretKey: encrypts stored IMAP passwords (engine/secrets.ts). */
   secretKey?: string | undefined;
+  /** Hears the line said about a Mail Archiver schema newer than this release was tested with. */
+  onNotice?: (line: string) => void;
 }
 
 /**
@@ -143,7 +145,7 @@ export async function openAdmin(path: string, options: OpenAdminOptions = {}): P
     return new SqliteAdmin(openArchive(path, { mustExist: !options.create }), true, { secretKey: options.secretKey });
   await prepareArchive(
     { path, ...(options.setting ? { setting: options.setting } : {}) },
-    { createIfEmpty: options.create ?? false },
+    { createIfEmpty: options.create ?? false, ...(options.onNotice ? { onNotice: options.onNotice } : {}) },
   );
   const { PgAdmin } = await import('./pg/admin.js');
   return PgAdmin.open(path, options.timeZone ?? 'UTC', describeWhere(path), options.secretKey);

@@ -58,12 +58,16 @@ export async function openStore(config: ArchiveConfig): Promise<ArchiveStore> {
 
 /**
  * Run once per process before any worker opens the store: creates or migrates a SQLite file;
- * on PostgreSQL, checks that the server answers and that Mail Archiver's schema is the known
- * version, and migrates the service's own schema (with `createIfEmpty`, an empty database first
- * gets Mail Archiver's whole schema). Failures are ArchiveOpenError: one sentence naming the
- * setting, never a password.
+ * on PostgreSQL, checks that the server answers and that Mail Archiver's schema has every table
+ * and column the service uses (engine/pg/shape.ts), and migrates the service's own schema (with
+ * `createIfEmpty`, an empty database first gets Mail Archiver's whole schema). Failures are
+ * ArchiveOpenError: one sentence naming the setting, never a password. `onNotice` hears the one
+ * line said about a Mail Archiver schema newer than this release was tested with.
  */
-export async function prepareArchive(config: ArchiveConfig, options: { createIfEmpty?: boolean } = {}): Promise<void> {
+export async function prepareArchive(
+  config: ArchiveConfig,
+  options: { createIfEmpty?: boolean; onNotice?: (line: string) => void } = {},
+): Promise<void> {
   if (storeKind(config.path) === 'sqlite') {
     openArchive(config.path).close();
     return;

@@ -2,7 +2,7 @@
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { EngineOverloaded, EngineTimedOut, isArchiveUnavailable, JobAbandoned } from '../engine/index.js';
-import { InvalidInput } from '../shared/search-input.js';
+import { isInvalidInput } from '../shared/search-input.js';
 
 // Title and the `type` URI for each status: the RFC section that defines it, as ASP.NET does.
 const STATUSES: Record<number, [title: string, type: string]> = {
@@ -95,7 +95,7 @@ export function problems(logger: Logger): Middleware {
         sendProblem(ctx, 503, UNAVAILABLE_DETAIL, { 'Retry-After': String(UNAVAILABLE_RETRY_SECONDS) });
         return;
       }
-      if (err instanceof InvalidInput) {
+      if (isInvalidInput(err)) {
         sendProblem(ctx, 400, err.message);
         return;
       }

@@ -24,11 +24,13 @@ let settings = readSettings();
 const logger = createLogger();
 let gateway;
 try {
-  // A PostgreSQL archive is checked here, once: reachable, the known schema version, our own
-  // schema migrated. A failure is one sentence naming the setting, before anything listens.
+  // A PostgreSQL archive is checked here, once: reachable, every table and column the service
+  // uses there with its type, our own schema migrated. A failure is one sentence naming the
+  // setting, before anything listens; a Mail Archiver schema newer than this release was tested
+  // with is served, with one log line.
   await prepareArchive(
     { path: settings.Database.Path, timeZone: settings.Database.TimeZone },
-    { createIfEmpty: false },
+    { createIfEmpty: false, onNotice: (line) => logger.warn(line) },
   );
   // Every gateway on one PostgreSQL database signs web sessions with the key stored there, unless
   // Web:SessionSecret says otherwise: a session started on one host is valid on the others.

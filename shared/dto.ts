@@ -2,7 +2,23 @@
 // output schemas and the OpenAPI document's components all come from these definitions.
 // Timestamps are UTC ISO 8601 strings ending in `Z`; the engine produces them with toISOString().
 import { z } from 'zod';
-import { AGGREGATE_LIMIT_MAX, GROUP_BY } from './jobs.js';
+
+/** What `aggregate_emails` / `GET /api/v1/emails/aggregate` can group by (docs/search.md, "Aggregates"). */
+export const GROUP_BY = [
+  'from',
+  'fromDomain',
+  'to',
+  'folder',
+  'account',
+  'year',
+  'month',
+  'week',
+  'hasAttachments',
+] as const;
+export type GroupBy = (typeof GROUP_BY)[number];
+/** Groups an aggregate returns: `limit`'s default and largest value. */
+export const AGGREGATE_LIMIT_DEFAULT = 20;
+export const AGGREGATE_LIMIT_MAX = 100;
 
 const dateTime = (description: string) => z.string().meta({ format: 'date-time', description });
 const int32 = (description?: string) =>
@@ -52,6 +68,11 @@ const summaryShape = {
   isOutgoing: z.boolean(),
   hasAttachments: z.boolean(),
   folderName: z.string().meta({ description: 'Full path of the folder' }),
+  // Additive (not in SPEC.md): only on a Mail Archiver database with its read flag.
+  isRead: z.boolean().optional().meta({
+    description:
+      'Whether the message was read in Mail Archiver; only on a Mail Archiver database that has the read flag (ArchivedEmails."IsRead"), absent elsewhere. Search it with is:read or is:unread in q.',
+  }),
 };
 
 export const EmailSummaryDto = z

@@ -9,6 +9,7 @@ import type {
   EmailDetailDto,
   EmailSummaryDto,
   FolderNodeDto,
+  GroupBy,
   MailAccountDto,
   PagedResult,
   StatsDto,
@@ -55,22 +56,7 @@ export interface SearchQuery {
   includeThreadId?: boolean;
 }
 
-/** What `aggregate_emails` / `GET /api/v1/emails/aggregate` can group by (docs/search.md, "Aggregates"). */
-export const GROUP_BY = [
-  'from',
-  'fromDomain',
-  'to',
-  'folder',
-  'account',
-  'year',
-  'month',
-  'week',
-  'hasAttachments',
-] as const;
-export type GroupBy = (typeof GROUP_BY)[number];
-/** Groups an aggregate returns: `limit`'s default and largest value. */
-export const AGGREGATE_LIMIT_DEFAULT = 20;
-export const AGGREGATE_LIMIT_MAX = 100;
+export { AGGREGATE_LIMIT_DEFAULT, AGGREGATE_LIMIT_MAX, GROUP_BY, type GroupBy } from './dto.js';
 
 /** An aggregate after validation: a search's query and filters (its paging and sort unused), grouped. */
 export interface AggregateQuery {

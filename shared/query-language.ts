@@ -9,6 +9,10 @@
 //   primary := '(' or ')' | term
 //   term    := [field ':'] ('"' phrase '"' | word['*'])
 //
+// `is:read` and `is:unread` filter on Mail Archiver's read flag (ArchivedEmails."IsRead", open
+// upstream PR 501); only a PostgreSQL archive with that column answers them, any other store
+// refuses them as invalid input (docs/search.md).
+//
 // `attachment:` searches the text found inside attachments (docs/search.md); it is its own node
 // type because the engine answers it from its own index, never from the message's.
 //
@@ -25,6 +29,8 @@ export type Node =
   | { type: 'has'; what: 'attachment' }
   /** `thread:<id>`: the conversation the message `id` belongs to (any member's id works). */
   | { type: 'thread'; id: number }
+  /** `is:read` (read true), `is:unread` (read false). */
+  | { type: 'read'; read: boolean }
   /** attachment:word, attachment:"a phrase", attachment:prefix* over attachment text. */
   | { type: 'attachment'; text: string; words: string[]; prefix: boolean }
   | { type: 'and'; children: Node[] }
@@ -83,7 +89,9 @@ function tokenize(q: string): Token[] {
     const fieldMatch = /^([A-Za-z]+):(?=\S)/.exec(q.slice(i, i + 20));
     if (
       fieldMatch &&
-      (TEXT_FIELDS as readonly string[]).concat('has', 'thread', 'attachment').includes(fieldMatch[1]!.toLowerCase())
+      (TEXT_FIELDS as readonly string[])
+        .concat('has', 'thread', 'attachment', 'is')
+        .includes(fieldMatch[1]!.toLowerCase())
     ) {
       field = fieldMatch[1]!.toLowerCase();
       i += fieldMatch[0].length;
@@ -209,6 +217,13 @@ class Parser {
       if (/^attachments?$/i.test(t.text)) return { type: 'has', what: 'attachment' };
       throw new QuerySyntaxError(`has:${t.raw} is not supported; the one has: term is has:attachment.`);
     }
+    if (t.field === 'is') {
+      const what = t.text.toLowerCase();
+      if (what !== 'read' && what !== 'unread')
+        throw new QuerySyntaxError(`is:${t.raw} is not supported; the is: terms are is:read and is:unread.`);
+      this.#count();
+      return { type: 'read', read: what === 'read' };
+    }
     if (t.field === 'thread') {
       const id = /^\d{1,10}$/.test(t.text) ? Number(t.text) : Number.NaN;
       if (!Number.isInteger(id) || id < 1 || id > 2_147_483_647)
@@ -234,6 +249,13 @@ class Parser {
     return { type: 'text', field: t.field as TextField | null, text: t.text, words: w, prefix: t.prefix };
   }
 }
+
+/** Whether the tree holds an is:read or is:unread term (answered only where IsRead exists). */
+export const hasReadTerm = (node: Node | null): boolean =>
+  node !== null &&
+  (node.type === 'read' ||
+    ((node.type === 'and' || node.type === 'or') && node.children.some(hasReadTerm)) ||
+    (node.type === 'not' && hasReadTerm(node.child)));
 
 /** null when the query holds nothing searchable (empty, or punctuation only). */
 export function parseQuery(q: string): Node | null {

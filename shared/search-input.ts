@@ -15,8 +15,12 @@ import {
 } from './jobs.js';
 import { parseQuery, QuerySyntaxError } from './query-language.js';
 
+/** The code an InvalidInput keeps when it crosses the engine's thread boundary (engine/worker.ts). */
+const INVALID_INPUT = 'INVALID_INPUT';
+
 export class InvalidInput extends Error {
   override name = 'InvalidInput';
+  readonly code = INVALID_INPUT;
   constructor(
     readonly param: string,
     message: string,
@@ -24,6 +28,20 @@ export class InvalidInput extends Error {
     super(message);
   }
 }
+
+/** An InvalidInput, thrown here or by an engine job (which only the code survives). */
+export const isInvalidInput = (err: unknown): err is Error =>
+  err instanceof InvalidInput || (err as { code?: unknown } | null)?.code === INVALID_INPUT;
+
+/**
+ * What a store without Mail Archiver's IsRead column says to is:read / is:unread: the parameter
+ * is valid, this archive cannot answer it.
+ */
+export const readTermsUnsupported = () =>
+  new InvalidInput(
+    'q',
+    'is:read and is:unread need the read flag of Mail Archiver (ArchivedEmails."IsRead"), which this archive does not have; remove them from q.',
+  );
 
 export const MAX_QUERY_LENGTH = 10_000;
 

@@ -3,7 +3,7 @@
 // pool and a real SQLite archive.
 import anyTest, { type TestFn } from 'ava';
 import { openArchive } from '../engine/db/open.js';
-import { changeArchive } from './helpers/store.js';
+import { asServed, changeArchive, HAS_READ_FLAG, servedKeys } from './helpers/store.js';
 import { addAccount } from '../engine/store/accounts.js';
 import { ArchiveWriter } from '../engine/store/writer.js';
 import type {
@@ -380,18 +380,60 @@ test('GET /emails returns the paged envelope with every EmailSummaryDto field, n
     page.items.map((i) => i.id),
     [f.emails.lunch, f.emails.sent, f.emails.budget],
   );
-  t.deepEqual(page.items[2], {
-    id: f.emails.budget,
-    accountId: f.accounts.work,
-    subject: 'Quarterly budget review',
-    from: 'Carol Finance <carol@work.example>',
-    to: 'alice@work.example',
-    sentDate: '2024-03-05T09:30:00.000Z',
-    isOutgoing: false,
-    hasAttachments: true,
-    folderName: 'INBOX',
-  });
+  t.deepEqual(
+    page.items[2],
+    asServed({
+      id: f.emails.budget,
+      accountId: f.accounts.work,
+      subject: 'Quarterly budget review',
+      from: 'Carol Finance <carol@work.example>',
+      to: 'alice@work.example',
+      sentDate: '2024-03-05T09:30:00.000Z',
+      isOutgoing: false,
+      hasAttachments: true,
+      folderName: 'INBOX',
+    }),
+  );
   for (const item of page.items) t.regex(item.sentDate, ISO_Z);
+});
+
+test("is:read and is:unread: answered where the archive has Mail Archiver's read flag, else a 400 naming q", async (t) => {
+  const { api, f } = t.context;
+  t.is((await search(t, { q: 'is:seen' })).status, 400, 'an unknown is: term is a syntax error on every store');
+  if (!HAS_READ_FLAG) {
+    // SQLite, or a Mail Archiver database without ArchivedEmails."IsRead".
+    for (const q of ['is:read', 'budget -is:unread', 'ramen OR is:read']) {
+      const res = await search(t, { q });
+      t.is(res.status, 400, q);
+      t.is(res.type, 'application/problem+json');
+      t.regex(res.body.detail, /^is:read and is:unread need the read flag of Mail Archiver .*; remove them from q\.$/);
+    }
+    const [item] = (await search(t, { accountId: f.accounts.work })).body.items as EmailSummaryDto[];
+    t.false('isRead' in item!, "no read flag: items are exactly SPEC.md's");
+    return;
+  }
+  await changeArchive(api.settings.Database.Path, {
+    sqlite: () => t.fail('SQLite has no read flag'),
+    postgres: (c) =>
+      c.query('UPDATE mail_archiver."ArchivedEmails" SET "IsRead" = true WHERE "Id" = $1', [f.emails.lunch]),
+  });
+  const work = { accountId: f.accounts.work };
+  t.deepEqual(await ids(t, { ...work, q: 'is:read' }), [f.emails.lunch]);
+  const unread = await ids(t, { ...work, q: 'is:unread' });
+  t.is(unread.length, 4);
+  t.false(unread.includes(f.emails.lunch!));
+  t.deepEqual(await ids(t, { ...work, q: '-is:read' }), unread);
+  t.deepEqual(await ids(t, { q: 'ramen is:read' }), [f.emails.lunch]);
+  t.deepEqual(await ids(t, { q: 'ramen is:unread' }), []);
+  t.deepEqual((await ids(t, { q: 'standup OR is:read' })).sort(), [f.emails.lunch, f.emails.team].sort());
+  t.deepEqual(await ids(t, { q: 'ramen is:read', sortBy: 'relevance' }), [f.emails.lunch]);
+  const page = (await search(t, { ...work, q: 'is:read' })).body as PagedResult<EmailSummaryDto>;
+  t.is(page.items[0]!.isRead, true);
+  t.is(page.totalItems, 1);
+  const detail = await api.request.get(`/api/v1/emails/${f.emails.lunch}`).set(bearer(f.keys.admin));
+  t.is(detail.body.isRead, true);
+  const other = await api.request.get(`/api/v1/emails/${f.emails.budget}`).set(bearer(f.keys.admin));
+  t.is(other.body.isRead, false);
 });
 
 test('GET /emails q searches subject, body, from, to, cc and bcc', async (t) => {
@@ -730,24 +772,27 @@ test('GET /emails/{id} returns every EmailDetailDto field with UTC timestamps an
   const res = await api.request.get(`/api/v1/emails/${f.emails.budget}`).set(bearer(f.keys.alice));
   t.is(res.status, 200);
   const d = res.body as EmailDetailDto;
-  t.deepEqual(Object.keys(d).sort(), [
-    'accountId',
-    'attachments',
-    'bcc',
-    'cc',
-    'folderName',
-    'from',
-    'hasAttachments',
-    'htmlBody',
-    'id',
-    'isOutgoing',
-    'messageId',
-    'receivedDate',
-    'sentDate',
-    'subject',
-    'textBody',
-    'to',
-  ]);
+  t.deepEqual(
+    Object.keys(d).sort(),
+    servedKeys([
+      'accountId',
+      'attachments',
+      'bcc',
+      'cc',
+      'folderName',
+      'from',
+      'hasAttachments',
+      'htmlBody',
+      'id',
+      'isOutgoing',
+      'messageId',
+      'receivedDate',
+      'sentDate',
+      'subject',
+      'textBody',
+      'to',
+    ]),
+  );
   t.like(d, {
     id: f.emails.budget,
     accountId: f.accounts.work,

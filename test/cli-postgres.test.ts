@@ -28,14 +28,14 @@ function summary(t: ExecutionContext, r: Run): { imported: number; duplicates: n
 
 const ADMIN = { userId: 1, username: 'root', isAdmin: true, keyId: 1, keyPrefix: 'ma_x' };
 
-test('users add on an empty database creates Mail Archiver schema with its 24 history rows, and ours', async (t) => {
+test('users add on an empty database creates Mail Archiver schema with its 28 history rows, and ours', async (t) => {
   const a = await cliArchive(t, 'postgres');
   t.false(await a.exists());
   t.regex(ok(t, await a.cli(['users', 'add', 'alice'])), /^Created user alice \(id 1\)\.\n$/);
   const [history] = await a.pgQuery<{ n: number; newest: string }>(
     'SELECT count(*)::int AS n, max("MigrationId") AS newest FROM public."__EFMigrationsHistory"',
   );
-  t.deepEqual(history, { n: 24, newest: '20260818120000_MigrateV2608_1' });
+  t.deepEqual(history, { n: 28, newest: '20260929120000_MigrateV2609_4' });
   const [own] = await a.pgQuery<{ version: number }>('SELECT version FROM mail_archive_gateway.schema_version');
   t.is(own!.version, OWN_SCHEMA_VERSION);
   t.true(OWN_SCHEMA_VERSION >= 3, 'the import-keys migration is there');

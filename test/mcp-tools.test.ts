@@ -14,6 +14,7 @@ import {
   TOOL_NAMES_SORTED,
   type McpHarness,
 } from './helpers/mcp.js';
+import { HAS_READ_FLAG, servedKeys } from './helpers/store.js';
 
 const test = anyTest as TestFn<{ h: McpHarness; admin: Client; alice: Client; bob: Client; carol: Client }>;
 
@@ -157,17 +158,10 @@ test('search_emails finds only what the key may read, with the pagination envelo
     ids(page),
     [budget!, sent!, family!].sort((a, b) => a - b),
   );
-  t.deepEqual(Object.keys(page.items[0]!).sort(), [
-    'accountId',
-    'folderName',
-    'from',
-    'hasAttachments',
-    'id',
-    'isOutgoing',
-    'sentDate',
-    'subject',
-    'to',
-  ]);
+  t.deepEqual(
+    Object.keys(page.items[0]!).sort(),
+    servedKeys(['accountId', 'folderName', 'from', 'hasAttachments', 'id', 'isOutgoing', 'sentDate', 'subject', 'to']),
+  );
 
   t.deepEqual(
     ids(await search(alice, { q: 'budget' })),
@@ -326,4 +320,21 @@ test('get_attachment says "not found" in the same words for a hidden and a missi
   t.true(missing.isError);
   t.regex(textOf(hidden), /was not found; check both ids with get_email/);
   t.is(textOf(hidden).replace(/\d+/g, 'N'), textOf(missing).replace(/\d+/g, 'N'));
+});
+
+test('search_emails with is:read: an invalid argument where the archive has no read flag; isRead on items where it has', async (t) => {
+  const { admin } = t.context;
+  const result = await call(admin, 'search_emails', { q: 'is:unread' });
+  if (!HAS_READ_FLAG) {
+    t.true(result.isError);
+    t.regex(textOf(result), /^Invalid argument: is:read and is:unread need the read flag of Mail Archiver/);
+    return;
+  }
+  t.falsy(result.isError);
+  const page = jsonOf<Page>(result);
+  t.true(page.totalItems > 0);
+  t.true(page.items.every((i) => i.isRead === false));
+  t.is((await search(admin, { q: 'is:read' })).totalItems, 0, 'nothing was read in the fixture');
+  const detail = jsonOf<EmailDetailDto>(await call(admin, 'get_email', { id: page.items[0]!.id }));
+  t.is(detail.isRead, false);
 });

@@ -307,9 +307,12 @@ test('components: fields, formats, nullability and references as SPEC.md section
     'hasAttachments',
     'folderName',
   ];
-  // SPEC.md's fields, then the additions a search item carries only when asked for (snippets=true,
-  // include=threadId); like every field, optional in the document.
-  t.deepEqual(Object.keys(props('EmailSummaryDto')), [...summary, 'snippet', 'threadId']);
+  // SPEC.md's fields, Mail Archiver's read flag where the archive has it (docs/compat.md), then
+  // the additions a search item carries only when asked for (snippets=true, include=threadId);
+  // like every field, optional in the document.
+  t.deepEqual(Object.keys(props('EmailSummaryDto')), [...summary, 'isRead', 'snippet', 'threadId']);
+  t.like(props('EmailSummaryDto').isRead, { type: 'boolean' });
+  t.like(props('EmailDetailDto').isRead, { type: 'boolean' });
   t.like(props('EmailSummaryDto').snippet, { type: 'string' });
   t.like(props('EmailSummaryDto').threadId, int32);
   t.like(props('EmailSummaryDto').accountId, int32);
@@ -318,6 +321,7 @@ test('components: fields, formats, nullability and references as SPEC.md section
 
   t.deepEqual(Object.keys(props('EmailDetailDto')), [
     ...summary,
+    'isRead',
     'cc',
     'bcc',
     'receivedDate',

@@ -3,6 +3,7 @@
 // folder state in this service's schema, and Sync:SecretKey required.
 import test, { type ExecutionContext } from 'ava';
 import { spawnSync } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { openAdmin, type ArchiveAdmin } from '../engine/admin.js';
 import { StoreError } from '../engine/store/errors.js';
 import { PgSyncState } from '../engine/pg/sync.js';
@@ -147,6 +148,51 @@ test('an account whose password Mail Archiver holds is synced with it until we s
   t.is(row!.Password, 'plain-from-mail-archiver', "Mail Archiver's column is left as it was");
   const plain = await admin.addAccount({ name: 'Files', emailAddress: 'f@example.com' });
   t.is((await admin.sync().accounts([plain.id]))[0]!.imap, null);
+});
+
+test('a password Mail Archiver encrypted (enc:v1) is never tried: the outcome says so and how to set ours', async (t) => {
+  const a = await cliArchive(t, 'postgres');
+  const admin = await withAdmin(t, a);
+  // An IMAP server that only counts connections: sync must not even connect.
+  let connections = 0;
+  const imap = createServer((socket) => {
+    connections++;
+    socket.end();
+  });
+  await new Promise<void>((resolve) => imap.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => imap.close(() => resolve())));
+  const port = (imap.address() as AddressInfo).port;
+  const account = await admin.addAccount({ name: 'MA', emailAddress: 'ma@example.com', provider: 'IMAP' });
+  const encrypted = `enc:v1:${Buffer.alloc(44, 9).toString('base64')}`;
+  await a.pgQuery(
+    `UPDATE mail_archiver."MailAccounts" SET "ImapServer" = '127.0.0.1', "ImapPort" = $2, "Username" = 'ma',
+       "Password" = $3, "UseSSL" = false WHERE "Id" = $1`,
+    [account.id, port, encrypted],
+  );
+  const sentence = `Account ${account.id}'s IMAP password is encrypted by Mail Archiver, which this service cannot read: give it its own with accounts set ${account.id} --password-stdin.`;
+  const [seen] = await admin.sync().accounts([account.id]);
+  t.is(seen!.imap, null);
+  t.is(seen!.imapError, sentence);
+
+  const run = await a.cli(['sync', '--json'], { env: { ...env, Sync__Enabled: 'true' } });
+  t.is(run.code, 1, run.stderr);
+  t.like(JSON.parse(run.stdout), [{ accountId: account.id, status: 'failed', reason: sentence }]);
+  t.false(`${run.stdout}${run.stderr}`.includes(encrypted), 'the stored value is never printed');
+  const list = json<Array<Record<string, unknown>>>(t, await a.cli(['accounts', 'list', '--json'], { env }));
+  t.like(list[0], { id: account.id, lastOutcome: sentence, failures: 1 });
+  t.is(connections, 0, 'no connection was made with the encrypted value');
+
+  // An account with no IMAP settings yet: Mail Archiver's encrypted value is no password to keep.
+  const bare = await admin.addAccount({ name: 'Bare', emailAddress: 'bare@example.com', provider: 'IMAP' });
+  await a.pgQuery(`UPDATE mail_archiver."MailAccounts" SET "Password" = $2 WHERE "Id" = $1`, [bare.id, encrypted]);
+  fails(
+    t,
+    await a.cli(['accounts', 'set', String(bare.id), '--imap-host', 'other.example'], { env }),
+    'give the host and the password',
+  );
+  // Our own password, given as the sentence says, is used from then on.
+  ok(t, await a.cli(['accounts', 'set', String(account.id), '--password-stdin'], { env, input: PASSWORD }));
+  t.is((await admin.sync().accounts([account.id]))[0]!.imap!.password, PASSWORD);
 });
 
 test('SyncState on PostgreSQL: folder state, outcomes with LastSync, failures, the lease', async (t) => {

@@ -32,6 +32,8 @@ export async function withArchive<T>(
     setting: cmd.optsWithGlobals<GlobalOptions>().db !== undefined ? '--db' : 'Database:Path',
     // Encrypts and decrypts stored IMAP passwords (engine/secrets.ts).
     secretKey: loadSettings().Sync.SecretKey,
+    // A Mail Archiver schema newer than this release was tested with is served, with one line.
+    onNotice: (line) => process.stderr.write(`mail-archive: ${line}\n`),
     // SentDate is written in Mail Archiver's display zone (PostgreSQL only).
     ...(storeKind(path) === 'postgres' ? { timeZone: loadSettings().Database.TimeZone } : {}),
   });

@@ -415,6 +415,7 @@ export class PgAdmin implements ArchiveAdmin {
     return this.store.transaction((query) => {
       const inner: PgContext = {
         zone: this.ctx.zone,
+        isRead: this.ctx.isRead,
         read: query,
         primary: query,
         transaction: (nested) => nested(query),

@@ -31,10 +31,14 @@ export const utcTimestamp = (ms: number): Sql => sql`(to_timestamp(${ms}::float8
 export const zonedTimestamp = (ms: number, zone: string): Sql =>
   sql`(to_timestamp(${ms}::float8 / 1000) AT TIME ZONE ${zone}::text)`;
 
-/** RawSummary's columns from `mail_archiver."ArchivedEmails" e`. */
-export const summaryColumns = (zone: string): Sql => sql`e."Id" AS id, e."MailAccountId" AS account_id,
-  e."Subject" AS subject, e."From" AS from_addr, e."To" AS to_addr, ${zonedMs('e."SentDate"', zone)} AS sent_date,
-  e."IsOutgoing"::int AS is_outgoing, e."HasAttachments"::int AS has_attachments, e."FolderName" AS folder`;
+/**
+ * RawSummary's columns from `mail_archiver."ArchivedEmails" e`; with Mail Archiver's read flag
+ * where the database has it (PgContext.isRead).
+ */
+export const summaryColumns = (ctx: { zone: string; isRead: boolean }): Sql => sql`e."Id" AS id,
+  e."MailAccountId" AS account_id, e."Subject" AS subject, e."From" AS from_addr, e."To" AS to_addr,
+  ${zonedMs('e."SentDate"', ctx.zone)} AS sent_date, e."IsOutgoing"::int AS is_outgoing,
+  e."HasAttachments"::int AS has_attachments, e."FolderName" AS folder${raw(ctx.isRead ? ', e."IsRead" AS is_read' : '')}`;
 
 /** Limits `column` (an account id) to what the viewer may see: admins all, others assigned ones. */
 export function visibleAccounts(viewer: Viewer, column: string): Sql {

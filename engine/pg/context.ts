@@ -10,6 +10,12 @@ export type Query = <R extends Row = Record<string, unknown>>(q: Sql) => Promise
 export interface PgContext {
   /** Mail Archiver's display zone: SentDate is wall-clock time there. */
   readonly zone: string;
+  /**
+   * ArchivedEmails has Mail Archiver's read flag, "IsRead" boolean (open upstream PR 501):
+   * summaries and details carry `isRead`, and q may use is:read / is:unread. Looked up before a
+   * store's first job; a column added later shows after a restart.
+   */
+  readonly isRead: boolean;
   readonly read: Query;
   readonly primary: Query;
   /** Runs `work` in one transaction on the primary. */

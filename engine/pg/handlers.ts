@@ -156,7 +156,7 @@ async function storedBodyBytes(ctx: PgContext, id: number): Promise<number> {
 async function detail(ctx: PgContext, viewer: Viewer, id: number): Promise<EmailDetailDto | null> {
   // Mail Archiver stores '' for "no body"; an empty legacy untruncated body does not count.
   const rows = await ctx.read<RawDetail>(
-    sql`SELECT ${summaryColumns(ctx.zone)}, e."Cc" AS cc_addr, e."Bcc" AS bcc_addr,
+    sql`SELECT ${summaryColumns(ctx)}, e."Cc" AS cc_addr, e."Bcc" AS bcc_addr,
                ${utcMs('e."ReceivedDate"')} AS received_date, e."MessageId" AS message_id,
                NULLIF(e."Body", '') AS text_body, NULLIF(e."HtmlBody", '') AS html_body,
                NULLIF(e."BodyUntruncatedText", '') AS text_untruncated,

@@ -186,8 +186,8 @@ export const ourMigrations: OwnMigration[] = [
     version: 9,
     name: 'OAuth 2.1 for MCP',
     sql: /* sql */ `
-      -- The authorization server of docs/mcp.md ("OAuth"), as SQLite migration 7. A grant's access
-      -- token is a Mail Archiver ApiKeys row (named "OAuth: <client>", so Mail Archiver shows and
+      -- The authorization server of docs/mcp.md (its OAuth section), as SQLite migration 7. A grant's access
+      -- token is a Mail Archiver ApiKeys row (named 'OAuth: <client>', so Mail Archiver shows and
       -- can revoke it); which ApiKeys row is a grant, and everything a key has no column for, is
       -- kept here. No foreign keys into Mail Archiver's tables. Times are epoch ms, UTC.
       CREATE TABLE mail_archive_gateway.oauth_clients (

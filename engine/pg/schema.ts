@@ -1,22 +1,40 @@
 // The PostgreSQL archive's schema: Mail Archiver's, which this service never alters, plus the
 // service's own schema `mail_archive_gateway` for what it needs beyond it (docs/postgres.md).
 //
-// Mail Archiver's version is the newest id in EF Core's history table. This service knows one
-// version's shape (docs/compat.md); it refuses an older one (Mail Archiver migrates it when it
-// next starts) and a newer or unknown one (this service would have to be upgraded), each with
-// one sentence. An empty database is given the whole schema, history included, by the CLI.
+// Mail Archiver's schema is accepted by its shape (shape.ts, docs/compat.md): every table and
+// column the service uses must be there with its type. Its migration history only tells an
+// older schema (refused: Mail Archiver migrates it when it next starts) and one newer than this
+// release was tested with (served, with one line saying so). An empty database is given the
+// whole schema, history included, by the CLI.
 import { readFileSync } from 'node:fs';
 import type pg from 'pg';
 import { ArchiveOpenError } from '../db/open.js';
 import { ourMigrations } from './migrations.js';
+import { checkShape } from './shape.js';
 
-/** The Mail Archiver migration this service's queries are written against. */
-export const MAIL_ARCHIVER_VERSION = '20260818120000_MigrateV2608_1';
+/** The oldest Mail Archiver migration whose schema has every column this service uses. */
+export const MAIL_ARCHIVER_MINIMUM = '20260818120000_MigrateV2608_1';
+/** The newest Mail Archiver migration this release was tested with (docs/compat.md). */
+export const MAIL_ARCHIVER_TESTED = '20260929120000_MigrateV2609_4';
 
-/** The schema file is also the tests' fixture: one DDL, read from the source tree. */
+/**
+ * Mail Archiver's schema as this service creates it in an empty database (the CLI): 2608.1, then
+ * the four 2609 migrations. The files are also the tests' fixtures, read from the source tree.
+ */
 export const MAIL_ARCHIVER_DDL = new URL('../../../engine/pg/mail-archiver-schema.sql', import.meta.url);
+export const MAIL_ARCHIVER_2609_DDL = new URL('../../../engine/pg/mail-archiver-2609.sql', import.meta.url);
 
-export type SchemaState = { kind: 'empty' } | { kind: 'current' } | { kind: 'older' | 'unknown'; id: string };
+/** Every migration id of the schemas this release was tested with, oldest first. */
+export const KNOWN_MIGRATIONS: readonly string[] = [MAIL_ARCHIVER_DDL, MAIL_ARCHIVER_2609_DDL].flatMap((file) =>
+  [...readFileSync(file, 'utf8').matchAll(/'(\d{14}_MigrateV[\w]+)'/g)].map((m) => m[1]!),
+);
+
+export type SchemaState =
+  | { kind: 'empty' }
+  | { kind: 'current' }
+  | { kind: 'newer'; id: string }
+  | { kind: 'older' | 'unknown'; id: string }
+  | { kind: 'incompatible'; problem: string };
 
 export async function detectSchema(client: pg.ClientBase): Promise<SchemaState> {
   const exists = await client.query<{ history: boolean; app: boolean }>(
@@ -30,8 +48,11 @@ export async function detectSchema(client: pg.ClientBase): Promise<SchemaState> 
   );
   const id = newest.rows[0]?.id ?? null;
   if (id === null) return app ? { kind: 'unknown', id: '(none)' } : { kind: 'empty' };
-  if (id === MAIL_ARCHIVER_VERSION) return { kind: 'current' };
-  return id < MAIL_ARCHIVER_VERSION && /^\d{14}_/.test(id) ? { kind: 'older', id } : { kind: 'unknown', id };
+  if (!/^\d{14}_/.test(id)) return { kind: 'unknown', id };
+  if (id < MAIL_ARCHIVER_MINIMUM) return { kind: 'older', id };
+  const checked = await checkShape(client);
+  if ('problem' in checked) return { kind: 'incompatible', problem: checked.problem };
+  return KNOWN_MIGRATIONS.includes(id) ? { kind: 'current' } : { kind: 'newer', id };
 }
 
 export function describeState(state: SchemaState, where: string): string {
@@ -39,33 +60,43 @@ export function describeState(state: SchemaState, where: string): string {
     case 'empty':
       return `The PostgreSQL database ${where} holds no Mail Archiver schema; create it with \`mail-archive --db <url> users add …\` (or any command that writes), or point Database:Path at a Mail Archiver database.`;
     case 'older':
-      return `The Mail Archiver schema in ${where} is at migration ${state.id}, older than ${MAIL_ARCHIVER_VERSION} which this version of mail-archive-gateway needs; start Mail Archiver once to migrate it, then start this service again.`;
+      return `The Mail Archiver schema in ${where} is at migration ${state.id}, older than ${MAIL_ARCHIVER_MINIMUM} which this version of mail-archive-gateway needs; start Mail Archiver once to migrate it, then start this service again.`;
     case 'unknown':
-      return `The Mail Archiver schema in ${where} is at migration ${state.id}, which this version of mail-archive-gateway does not know (it knows ${MAIL_ARCHIVER_VERSION}); upgrade mail-archive-gateway.`;
+      return `The Mail Archiver schema in ${where} is at migration ${state.id}, which this version of mail-archive-gateway does not know (it knows ${MAIL_ARCHIVER_MINIMUM} to ${MAIL_ARCHIVER_TESTED}); upgrade mail-archive-gateway.`;
+    case 'incompatible':
+      return `The Mail Archiver schema in ${where} ${state.problem}, so this version of mail-archive-gateway cannot serve it (it was tested with Mail Archiver up to migration ${MAIL_ARCHIVER_TESTED}); upgrade mail-archive-gateway.`;
+    case 'newer':
+      return `The Mail Archiver schema in ${where} is at migration ${state.id}, newer than ${MAIL_ARCHIVER_TESTED}, the newest this version of mail-archive-gateway was tested with; every table and column it uses is unchanged, so it is served.`;
     case 'current':
       return `The Mail Archiver schema in ${where} is current.`;
   }
 }
 
+/** Mail Archiver's whole schema, history included, into an empty database (one transaction per file). */
+export async function createMailArchiverSchema(client: pg.ClientBase): Promise<void> {
+  for (const file of [MAIL_ARCHIVER_DDL, MAIL_ARCHIVER_2609_DDL]) await client.query(readFileSync(file, 'utf8'));
+}
+
 /**
- * Checks Mail Archiver's version and brings the service's own schema up to date. With
+ * Checks Mail Archiver's schema and brings the service's own schema up to date. With
  * `createIfEmpty`, an empty database first gets Mail Archiver's whole schema. Several processes
- * starting together serialise on an advisory lock, so each migration runs once.
+ * starting together serialise on an advisory lock, so each migration runs once. `onNotice` hears
+ * the one line said about a schema newer than this release was tested with.
  */
 export async function prepareSchema(
   client: pg.ClientBase,
   where: string,
-  options: { createIfEmpty?: boolean } = {},
+  options: { createIfEmpty?: boolean; onNotice?: (line: string) => void } = {},
 ): Promise<void> {
   await client.query('SELECT pg_advisory_lock(hashtext($1))', ['mail_archive_gateway.schema']);
   try {
     let state = await detectSchema(client);
     if (state.kind === 'empty' && options.createIfEmpty) {
-      // The file is one transaction (BEGIN … COMMIT) of plain DDL.
-      await client.query(readFileSync(MAIL_ARCHIVER_DDL, 'utf8'));
+      await createMailArchiverSchema(client);
       state = await detectSchema(client);
     }
-    if (state.kind !== 'current') throw new ArchiveOpenError(describeState(state, where));
+    if (state.kind === 'newer') options.onNotice?.(describeState(state, where));
+    else if (state.kind !== 'current') throw new ArchiveOpenError(describeState(state, where));
     await migrateOwnSchema(client);
   } finally {
     await client.query('SELECT pg_advisory_unlock(hashtext($1))', ['mail_archive_gateway.schema']);

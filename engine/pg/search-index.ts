@@ -44,9 +44,10 @@ type Field = keyof typeof FIELD;
 /** Free words search subject, body, from, to, cc and bcc, as on SQLite. */
 const DEFAULT_FIELDS: Field[] = ['subject', 'body', 'from', 'to', 'cc', 'bcc'];
 
-// PostgreSQL's tsvector limits: a lexeme of at most 2047 bytes, positions 1..16383, at most
-// 256 positions per lexeme, at most 1 MB of lexeme text per value.
-const MAX_LEXEME_BYTES = 2047;
+// PostgreSQL's tsvector limits: a lexeme of at most 2046 bytes (15 takes 2047 in a tsquery, 14
+// refuses it in both), positions 1..16383, at most 256 positions per lexeme, at most 1 MB of
+// lexeme text per value.
+const MAX_LEXEME_BYTES = 2046;
 const MAX_POSITION = 16383;
 const MAX_POSITIONS = 256;
 const MAX_LEXEME_TEXT = 1_000_000;
@@ -132,9 +133,10 @@ function phrase(field: Field, tokens: string[], prefix: boolean): string {
 function tsquery(node: Node): string {
   switch (node.type) {
     case 'thread':
-      // Not expressible as lexemes; engine/pg/search.ts turns a query holding thread: terms into
-      // SQL over per-leaf tsqueries (matchCondition) and never asks for this.
-      throw new Error('unreachable: thread: is compiled by matchCondition');
+    case 'read':
+      // Not expressible as lexemes; compileMatch turns a query holding thread: or is: terms
+      // into SQL over per-leaf tsqueries and never asks for this.
+      throw new Error('unreachable: thread: and is: are compiled by compileMatch');
     case 'has':
       return quote(lexeme('tag', ATTACHMENT_TAG));
     case 'attachment': {
@@ -166,24 +168,41 @@ function tsquery(node: Node): string {
   }
 }
 
-const hasThread = (node: Node): boolean =>
-  node.type === 'thread' ||
-  ((node.type === 'and' || node.type === 'or') && node.children.some(hasThread)) ||
-  (node.type === 'not' && hasThread(node.child));
+/** Whether the tree holds a term of `type`. */
+const holds = (node: Node, type: 'thread' | 'read'): boolean =>
+  node.type === type ||
+  ((node.type === 'and' || node.type === 'or') && node.children.some((c) => holds(c, type))) ||
+  (node.type === 'not' && holds(node.child, type));
+
+/**
+ * is:read / is:unread on the side-index row `d`: Mail Archiver's flag of its message, probed by
+ * primary key (the column exists: engine/pg/search.ts checks before compiling).
+ */
+const readCondition = (read: boolean): Sql =>
+  sql`EXISTS (SELECT 1 FROM ${T.emails} r WHERE r."Id" = d.email_id AND r."IsRead" = ${read})`;
 
 /**
  * `q` as a condition on the side-index row `d`, or null when q holds nothing searchable. One
- * tsquery when it can be (the GIN index answers it whole); a query with `thread:` terms, which
- * are not in the index, becomes SQL over a tsquery per leaf and `thread` (engine/pg/threads.ts).
+ * tsquery when it can be (the GIN index answers it whole); a query with `thread:` or `is:`
+ * terms, which are not in the index, becomes SQL (`bySql`) over a tsquery per leaf, `thread`
+ * (engine/pg/threads.ts) and the read flag.
  */
-export function compileMatch(q: string, thread: (id: number) => Sql): { sql: Sql; hasThread: boolean } | null {
+export function compileMatch(
+  q: string,
+  thread: (id: number) => Sql,
+): { sql: Sql; hasThread: boolean; bySql: boolean } | null {
   const root = parseQuery(q);
   if (!root) return null;
-  if (!hasThread(root)) return { sql: sql`d.doc @@ ${tsquery(root)}::tsquery`, hasThread: false };
+  const hasThread = holds(root, 'thread');
+  if (!hasThread && !holds(root, 'read')) {
+    return { sql: sql`d.doc @@ ${tsquery(root)}::tsquery`, hasThread: false, bySql: false };
+  }
   const toSql = (node: Node): Sql => {
     switch (node.type) {
       case 'thread':
         return thread(node.id);
+      case 'read':
+        return readCondition(node.read);
       case 'not':
         return sql`NOT (${toSql(node.child)})`;
       case 'and':
@@ -197,7 +216,7 @@ export function compileMatch(q: string, thread: (id: number) => Sql): { sql: Sql
     }
   };
   // Parenthesised whole: callers AND it with the filters, and a top-level OR must stay inside.
-  return { sql: sql`(${toSql(root)})`, hasThread: true };
+  return { sql: sql`(${toSql(root)})`, hasThread, bySql: true };
 }
 
 /** `q` as tsquery input; null when q holds nothing searchable (nothing can match). */

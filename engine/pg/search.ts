@@ -5,6 +5,8 @@
 import type { Viewer } from '../../shared/jobs.js';
 import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
 import type { SearchQuery, SortKey } from '../../shared/jobs.js';
+import { hasReadTerm, parseQuery } from '../../shared/query-language.js';
+import { readTermsUnsupported } from '../../shared/search-input.js';
 import { compileSearch } from '../search/compile.js';
 import { snippetTermsOf, withSnippets } from '../search/snippet.js';
 import { pageOf, toSummary, type RawSummary } from '../store/summary.js';
@@ -53,12 +55,14 @@ export async function searchEmails(
     const total = count!.n;
     if (offset >= total) return page([], total);
     const rows = await ctx.read<RawSummary>(
-      sql`SELECT ${summaryColumns(ctx.zone)} FROM ${T.emails} e WHERE ${where}
+      sql`SELECT ${summaryColumns(ctx)} FROM ${T.emails} e WHERE ${where}
            ORDER BY ${byKey} LIMIT ${query.pageSize} OFFSET ${offset}`,
     );
     return page(rows.map(toSummary), total);
   }
 
+  // is:read / is:unread need Mail Archiver's IsRead column (open upstream PR 501).
+  if (!ctx.isRead && hasReadTerm(parseQuery(query.q))) throw readTermsUnsupported();
   const compiledMatch = compileMatch(query.q, threadCondition);
   if (compiledMatch === null) return page([], 0);
   await ensureSearchIndex(ctx);
@@ -75,11 +79,13 @@ export async function searchEmails(
   );
   const total = count!.n;
   if (offset >= total) return page([], total);
-  // As on SQLite, a query with no positive part (`-spam`) has nothing to rank: date order.
-  const compiled = compileSearch(query.q);
-  // A query with thread: terms has no single tsquery to rank by: it is sorted by date.
-  const ranked =
-    query.sortBy === 'relevance' && compiled.kind === 'query' && compiled.match !== null && !compiledMatch.hasThread;
+  // As on SQLite, a query with no positive part (`-spam`) has nothing to rank: date order. A
+  // query with thread: or is: terms has no single tsquery to rank by: it is sorted by date too.
+  const positive = () => {
+    const compiled = compileSearch(query.q);
+    return compiled.kind === 'query' && compiled.match !== null;
+  };
+  const ranked = query.sortBy === 'relevance' && !compiledMatch.bySql && positive();
   const tsq = ranked ? compileTsQuery(query.q) : null;
 
   // Sorted by date, two plans, chosen with the exact count as on SQLite (engine/search/plan.ts).
@@ -98,7 +104,7 @@ export async function searchEmails(
     const walkRows = ((offset + query.pageSize) * (size?.n ?? total)) / total;
     if (walkRows < total) {
       const rows = await ctx.read<RawSummary>(
-        sql`SELECT ${summaryColumns(ctx.zone)} FROM ${T.emails} e
+        sql`SELECT ${summaryColumns(ctx)} FROM ${T.emails} e
              WHERE ${where} AND EXISTS (SELECT 1 FROM ${DOCS} d WHERE d.email_id = e."Id" AND ${matches})
              ORDER BY ${byKey} LIMIT ${query.pageSize} OFFSET ${offset}`,
       );
@@ -106,7 +112,7 @@ export async function searchEmails(
     }
     const rows = await ctx.read<RawSummary>(
       sql`WITH m AS MATERIALIZED (SELECT d.email_id FROM ${DOCS} d WHERE ${matches})
-          SELECT ${summaryColumns(ctx.zone)} FROM m JOIN ${T.emails} e ON e."Id" = m.email_id
+          SELECT ${summaryColumns(ctx)} FROM m JOIN ${T.emails} e ON e."Id" = m.email_id
            WHERE ${where} ORDER BY ${byKey} LIMIT ${query.pageSize} OFFSET ${offset}`,
     );
     return page(rows.map(toSummary), total);
@@ -114,7 +120,7 @@ export async function searchEmails(
   // Most relevant first for desc; ties newest first in either order (as on SQLite).
   const order = ranked ? sql`ts_rank(d.doc, ${tsq}::tsquery) ${dir}, e."SentDate" DESC, e."Id" DESC` : byKey;
   const rows = await ctx.read<RawSummary>(
-    sql`SELECT ${summaryColumns(ctx.zone)} FROM ${T.emails} e JOIN ${DOCS} d ON d.email_id = e."Id"
+    sql`SELECT ${summaryColumns(ctx)} FROM ${T.emails} e JOIN ${DOCS} d ON d.email_id = e."Id"
          WHERE ${where} AND ${matches} ORDER BY ${order} LIMIT ${query.pageSize} OFFSET ${offset}`,
   );
   return page(rows.map(toSummary), total);

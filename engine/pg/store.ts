@@ -8,7 +8,8 @@ import type { Job, JobKind, JobResult, PostgresHealth } from '../../shared/jobs.
 import { ArchiveUnavailable } from '../unavailable.js';
 import { createPgPool, isUnavailable, serverOf } from './connect.js';
 import { pgHandlers } from './handlers.js';
-import type { Sql } from './sql.js';
+import { OPTIONAL_COLUMNS } from './shape.js';
+import { sql, type Sql } from './sql.js';
 import type { PgContext, Query, Row } from './context.js';
 
 export interface PgStoreOptions {
@@ -76,6 +77,11 @@ async function execute(pool: pg.Pool, q: Sql): Promise<unknown[]> {
   }
 }
 
+/** Whether ArchivedEmails has Mail Archiver's read flag as a boolean (engine/pg/shape.ts). */
+const readFlagPresent = sql`SELECT EXISTS (SELECT 1 FROM information_schema.columns
+  WHERE table_schema = 'mail_archiver' AND table_name = 'ArchivedEmails' AND column_name = 'IsRead'
+    AND data_type = ${OPTIONAL_COLUMNS.ArchivedEmails.IsRead}) AS present`;
+
 /** A health probe waits this long for a server before calling it down. */
 const HEALTH_TIMEOUT_MS = 1_500;
 
@@ -101,6 +107,11 @@ export class PgStore implements PgContext {
 
   readonly #replicaUrls: readonly string[];
   #closed = false;
+  #isRead: boolean | undefined;
+
+  get isRead(): boolean {
+    return this.#isRead ?? false;
+  }
 
   readonly primary: Query = async <R extends Row>(q: Sql) => {
     try {
@@ -217,9 +228,14 @@ export class PgStore implements PgContext {
     }
   }
 
-  run<K extends JobKind>(job: Job<K>): Promise<JobResult<K>> {
+  async run<K extends JobKind>(job: Job<K>): Promise<JobResult<K>> {
     const handler = pgHandlers[job.kind] as ((ctx: PgContext, job: Job<K>) => Promise<JobResult<K>>) | undefined;
     if (!handler) throw new Error(`Unknown job kind ${String(job.kind)}`);
+    if (this.#isRead === undefined) {
+      // Where reads go: a replica has the primary's schema.
+      const [row] = await this.read<{ present: boolean }>(readFlagPresent);
+      this.#isRead = row!.present;
+    }
     return handler(this, job);
   }
 

@@ -3,7 +3,8 @@
 // folder list, the encrypted password, the outcome, the lease and the per-folder state live in
 // this service's schema (engine/pg/migrations.ts, version 5). Mail Archiver's plaintext Password
 // column is never written; an account whose password was entered in Mail Archiver is synced with
-// that one while this service has none of its own (docs/sync.md).
+// that one while this service has none of its own (docs/sync.md), unless Mail Archiver encrypted
+// it (`enc:v1:…`): then the account's outcome asks for our own.
 import type { MailAccountDto } from '../../shared/dto.js';
 import type { SecretBox } from '../secrets.js';
 import { EMAIL_ADDRESS } from '../store/accounts.js';
@@ -12,6 +13,8 @@ import {
   changedImap,
   checkPassword,
   defaultPort,
+  encryptedByMailArchiver,
+  encryptedPasswordError,
   resolveImap,
   type AccountChanges,
   type AccountStatus,
@@ -137,7 +140,8 @@ export async function pgSetAccount(
     if (!c || !Object.values(c).some((v) => v !== undefined)) return;
     const old = toPublic(current);
     if (!old) {
-      if (c.host === undefined || (c.password === undefined && !current.ma_password)) {
+      const theirs = current.ma_password && !encryptedByMailArchiver(current.ma_password);
+      if (c.host === undefined || (c.password === undefined && !theirs)) {
         throw new StoreError(`Account ${id} has no IMAP settings yet: give the host and the password.`);
       }
       const settings = resolveImap({ ...c, host: c.host, password: c.password ?? 'unused' }, email);
@@ -208,6 +212,9 @@ export class PgSyncState implements SyncState {
       try {
         const what = `the IMAP password of account ${account.id}`;
         const password = r.password_enc !== null ? this.box().decrypt(r.password_enc, what) : r.ma_password;
+        if (r.password_enc === null && password && encryptedByMailArchiver(password)) {
+          return { ...base, imap: null, imapError: encryptedPasswordError(account.id) };
+        }
         if (!password) {
           return {
             ...base,

@@ -190,7 +190,7 @@ export async function getThread(
   if (own.length === 0) return null;
   await ensureThreads(ctx);
   const rows = await ctx.read<RawSummary>(
-    sql`SELECT ${summaryColumns(ctx.zone)} FROM ${T.emails} e
+    sql`SELECT ${summaryColumns(ctx)} FROM ${T.emails} e
          WHERE (e."Id" = ${id} OR e."Id" IN (SELECT t.email_id FROM ${THREADS} t
                  WHERE t.thread_id = (SELECT thread_id FROM ${THREADS} WHERE email_id = ${id})))
            AND ${visible}

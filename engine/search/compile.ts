@@ -59,6 +59,8 @@ function fts(node: Node): string | null {
       return `{tags} : "${ATTACHMENT_TAG}"`;
     case 'thread':
       return null; // not in the full-text index: thread ids change when conversations merge
+    case 'read':
+      return null; // refused before a SQLite search (engine/store/emails.ts searchPage)
     case 'attachment':
       return null; // another table: a SQL condition (IN_ATTACHMENTS)
     case 'not':
@@ -111,6 +113,8 @@ function sql(node: Node): SqlCondition {
     }
     case 'thread':
       return { sql: THREAD_CONDITION, params: [node.id] };
+    case 'read':
+      throw new Error('unreachable: is:read is refused before a SQLite search');
     case 'text':
     case 'has':
       throw new Error('unreachable: terms always compile to FTS');

@@ -11,6 +11,8 @@ import type {
   StatsDto,
 } from '../../shared/dto.js';
 import type { AttachmentHandle, SearchQuery } from '../../shared/jobs.js';
+import { hasReadTerm, parseQuery } from '../../shared/query-language.js';
+import { readTermsUnsupported } from '../../shared/search-input.js';
 import { resolveBody } from '../body.js';
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
@@ -33,6 +35,8 @@ export { searchEmails };
  * (snippets, include=threadId) added to its items.
  */
 export function searchPage(db: Db, viewer: Viewer, query: SearchQuery): PagedResult<EmailSummaryDto> {
+  // A SQLite archive has no read flag (Mail Archiver's IsRead): is:read cannot be answered.
+  if (query.q !== undefined && hasReadTerm(parseQuery(query.q))) throw readTermsUnsupported();
   const result = searchEmails(db, viewer, query);
   if (result.items.length === 0) return result;
   let items = result.items;

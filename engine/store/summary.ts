@@ -15,6 +15,8 @@ export interface RawSummary {
   is_outgoing: number;
   has_attachments: number;
   folder: string;
+  /** Mail Archiver's read flag, where the store has it (a PostgreSQL archive with "IsRead"). */
+  is_read?: boolean;
 }
 
 export const toSummary = (r: RawSummary): EmailSummaryDto => ({
@@ -27,6 +29,9 @@ export const toSummary = (r: RawSummary): EmailSummaryDto => ({
   isOutgoing: r.is_outgoing === 1,
   hasAttachments: r.has_attachments === 1,
   folderName: r.folder,
+  // Additive (not in SPEC.md), and only where the store has the flag: elsewhere items carry
+  // exactly SPEC.md's fields.
+  ...(typeof r.is_read === 'boolean' ? { isRead: r.is_read } : {}),
 });
 
 /** One page of search results in SPEC.md's envelope; totalPages from the exact count. */

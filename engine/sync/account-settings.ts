@@ -134,3 +134,14 @@ export function changedImap(old: ImapPublicSettings, c: Partial<ImapInput>, emai
     exclude: c.exclude !== undefined ? checkFolders(c.exclude, 'exclude') : old.exclude,
   };
 }
+
+/**
+ * Mail Archiver (from 2609) may encrypt account secrets at rest, stored as `enc:v1:<base64>`
+ * (AES-256-GCM with its own key); a value without the prefix is legacy plaintext. An encrypted
+ * one is never tried as an IMAP password: it is not one, and a server would count the failure.
+ */
+export const encryptedByMailArchiver = (stored: string): boolean => stored.startsWith('enc:');
+
+/** The sync outcome of an account whose only password is Mail Archiver's encrypted one. */
+export const encryptedPasswordError = (accountId: number): string =>
+  `Account ${accountId}'s IMAP password is encrypted by Mail Archiver, which this service cannot read: give it its own with accounts set ${accountId} --password-stdin.`;

@@ -35,6 +35,7 @@ import {
   INCLUDE_FIELDS,
   InvalidInput,
   parseAggregateInput,
+  isInvalidInput,
   parseSearchInput,
   RELEVANCE_WINDOW,
   SNIPPET_CHARS,
@@ -114,7 +115,7 @@ async function guarded(tool: string, logger: Logger, run: () => Promise<CallTool
     return await run();
   } catch (err) {
     // Its message names the argument and what it accepts.
-    if (err instanceof InvalidInput) return toolError(`Invalid argument: ${err.message}`);
+    if (isInvalidInput(err)) return toolError(`Invalid argument: ${err.message}`);
     // The lane filled between the endpoint's check and this call: nothing ran; the agent may retry.
     if (err instanceof EngineOverloaded) {
       const s = err.retryAfterSeconds === 1 ? '' : 's';
@@ -286,7 +287,7 @@ export function mcpTools(mcp: Settings['Mcp'], api?: Settings['Api']): McpTool[]
       q: stringParam(
         'q',
         'Full-text query over subject, body and addresses; all words must match (case- and accent-insensitive). Also: "exact phrase", ' +
-          `a OR b, -word, prefix*, (groups), has:attachment, thread:<id> (the conversation of email id, as get_thread), and field:word with ${TEXT_FIELDS.join(', ')} (e.g. from:alice@example.com matches that exact address; filename: searches attachment names), ` +
+          `a OR b, -word, prefix*, (groups), has:attachment, is:read and is:unread (only where the archive has Mail Archiver's read flag; elsewhere an invalid-argument error), thread:<id> (the conversation of email id, as get_thread), and field:word with ${TEXT_FIELDS.join(', ')} (e.g. from:alice@example.com matches that exact address; filename: searches attachment names), ` +
           'and attachment:word or attachment:"phrase" for the text inside attachments (PDF, DOCX, text, HTML, attached messages; plain words do not search it).',
       ).optional(),
       from: stringParam(

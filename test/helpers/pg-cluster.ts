@@ -1,4 +1,4 @@
-// Private PostgreSQL 15 servers for tests that must stop, start or replicate a server: a primary
+// Private PostgreSQL servers (15, or the version in PG_BIN) for tests that must stop, start or replicate a server: a primary
 // made by initdb in a temporary directory and, from it, streaming replicas made by pg_basebackup.
 // Each listens on 127.0.0.1 on a free port, with its unix socket inside its own directory, so it
 // never meets the shared server at 127.0.0.1:5432 nor another test's.
@@ -196,6 +196,8 @@ const CONF = [
 ];
 
 export interface PrimaryOptions {
+  /** postgresql.conf lines after CONF's (a later line wins). */
+  settings?: readonly string[];
   /**
    * A login role that must give a password (scram-sha-256 over TCP); every other role stays
    * trusted. For tests of refused credentials.
@@ -225,7 +227,8 @@ export async function startPrimary(options: PrimaryOptions = {}): Promise<PgServ
     // The socket directory must exist and belong to the server user.
     mkdirSync(server.sockDir);
     chownSync(server.sockDir, uid, gid);
-    appendFileSync(join(server.dataDir, 'postgresql.conf'), `\n${CONF.join('\n')}\n`);
+    const conf = [...CONF, ...(options.settings ?? [])];
+    appendFileSync(join(server.dataDir, 'postgresql.conf'), `\n${conf.join('\n')}\n`);
     if (options.passwordRole) {
       // pg_hba.conf is read top down: the password line must come before the trust lines.
       const hba = join(server.dataDir, 'pg_hba.conf');

@@ -1,12 +1,37 @@
 // A small Mail Archiver database on any PostgreSQL server, written with plain SQL the way Mail
-// Archiver itself writes its rows (docs/compat.md): its schema from our DDL fixture, then one
+// Archiver itself writes its rows (docs/compat.md): its schema from our DDL fixtures, then one
 // account, one non-admin user assigned to it, a few messages and an API key (11-character
 // prefix, lowercase hex SHA-256, UTC CreatedAt).
 import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { MAIL_ARCHIVER_2609_DDL, MAIL_ARCHIVER_DDL } from '../../engine/pg/schema.js';
 import { loadSqlFile } from './postgres.js';
 
-export const MAIL_ARCHIVER_SCHEMA = new URL('../../../engine/pg/mail-archiver-schema.sql', import.meta.url);
+const OPEN_PRS = new URL('../../../test/fixtures/mail-archiver-open-prs.sql', import.meta.url);
+
+/**
+ * The Mail Archiver schemas the tests build (docs/compat.md): `2608.1`; `2609.4`, as upstream's
+ * release migrates it (and as the CLI creates it); `newest`, 2609.4 with what open upstream pull
+ * requests add (ArchivedEmails."IsRead", the pg_trgm index where the extension can be created).
+ */
+export type MailArchiverShape = '2608.1' | '2609.4' | 'newest';
+const SHAPE_FILES: Record<MailArchiverShape, URL[]> = {
+  '2608.1': [MAIL_ARCHIVER_DDL],
+  '2609.4': [MAIL_ARCHIVER_DDL, MAIL_ARCHIVER_2609_DDL],
+  newest: [MAIL_ARCHIVER_DDL, MAIL_ARCHIVER_2609_DDL, OPEN_PRS],
+};
+
+/** The shape the tests build unless they ask for another: `newest`, or TEST_MAIL_ARCHIVER_SHAPE. */
+export const DEFAULT_SHAPE: MailArchiverShape = (() => {
+  const wanted = process.env.TEST_MAIL_ARCHIVER_SHAPE ?? 'newest';
+  if (!(wanted in SHAPE_FILES)) throw new Error(`TEST_MAIL_ARCHIVER_SHAPE must be one of ${Object.keys(SHAPE_FILES)}`);
+  return wanted as MailArchiverShape;
+})();
+
+/** Builds Mail Archiver's schema in `shape` into the empty database at `url`. */
+export async function loadMailArchiverSchema(url: string, shape: MailArchiverShape = DEFAULT_SHAPE): Promise<void> {
+  for (const file of SHAPE_FILES[shape]) await loadSqlFile(url, file);
+}
 
 export interface SmallArchive {
   accountId: number;
@@ -59,8 +84,12 @@ export function addMessage(url: string, accountId: number, subject: string): Pro
 }
 
 /** Loads Mail Archiver's schema into the empty database at `url` and writes a small archive. */
-export async function createSmallArchive(url: string, messages = 3): Promise<SmallArchive> {
-  await loadSqlFile(url, MAIL_ARCHIVER_SCHEMA);
+export async function createSmallArchive(
+  url: string,
+  messages = 3,
+  shape: MailArchiverShape = DEFAULT_SHAPE,
+): Promise<SmallArchive> {
+  await loadMailArchiverSchema(url, shape);
   const ids = await withClient(url, async (c) => {
     const account = await c.query<{ Id: number }>(
       `INSERT INTO mail_archiver."MailAccounts" ("Name", "EmailAddress", "UseSSL", "LastSync", "IsEnabled")

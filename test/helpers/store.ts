@@ -1,18 +1,34 @@
 // Which store the gateway tests run on. `npm test` runs the suite on SQLite (the default), then
 // the REST, MCP and search suites again with TEST_STORE=postgres: the same test files, each
 // fixture built as usual, then copied into a fresh PostgreSQL database in Mail Archiver's schema
-// (test/helpers/pg-copy.ts) which the gateway serves. Nothing is copied between test bodies.
+// (test/helpers/pg-copy.ts) which the gateway serves. Nothing is copied between test bodies. The
+// schema is Mail Archiver's newest shape (2609.4 with IsRead and the trigram index;
+// TEST_MAIL_ARCHIVER_SHAPE picks another, test/helpers/pg-mail-archiver.ts).
 import pg from 'pg';
 import Database from '../../engine/db/driver.js';
 import { openAdmin, type ArchiveAdmin } from '../../engine/admin.js';
 import { prepareArchive } from '../../engine/archive.js';
 import { accessTypeOf } from '../../engine/pg/handlers.js';
 import { copySqliteToPostgres } from './pg-copy.js';
+import { DEFAULT_SHAPE, loadMailArchiverSchema } from './pg-mail-archiver.js';
 import { createTestDatabase } from './postgres.js';
 
 export type TestStore = 'sqlite' | 'postgres';
 
 export const TEST_STORE: TestStore = process.env.TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
+
+/**
+ * Whether the served archive has Mail Archiver's read flag (a PostgreSQL database in the newest
+ * shape, with ArchivedEmails."IsRead"): its summaries and details then carry `isRead`.
+ */
+export const HAS_READ_FLAG = TEST_STORE === 'postgres' && DEFAULT_SHAPE === 'newest';
+
+/** A summary or detail as the served store answers it: with `isRead` where it has the flag. */
+export const asServed = <T extends object>(item: T, isRead = false): T => (HAS_READ_FLAG ? { ...item, isRead } : item);
+
+/** A sorted key list as the served store's items have it: with `isRead` where it has the flag. */
+export const servedKeys = (keys: readonly string[]): string[] =>
+  (HAS_READ_FLAG ? [...keys, 'isRead'] : [...keys]).sort();
 
 export interface ServedArchive {
   /** Database:Path for the gateway. */
@@ -27,7 +43,9 @@ export async function serveArchive(sqlitePath: string, store: TestStore = TEST_S
   if (store === 'sqlite') return { path: sqlitePath, store, drop: async () => {} };
   const database = await createTestDatabase('gw');
   try {
-    await prepareArchive({ path: database.url }, { createIfEmpty: true });
+    // Mail Archiver's newest shape (test/helpers/pg-mail-archiver.ts), then the service's own schema.
+    await loadMailArchiverSchema(database.url);
+    await prepareArchive({ path: database.url });
     await copySqliteToPostgres(sqlitePath, database.url);
   } catch (err) {
     await database.drop();

@@ -136,6 +136,8 @@ class Evaluator {
         return this.text(node);
       case 'thread':
         return this.thread(node.id);
+      case 'read':
+        throw new Error('unreachable: is:read is refused before a SQLite search');
       case 'attachment':
         // Not cached with the snapshot: attachment text arrives without the snapshot changing.
         return this.ftsInto(new Uint32Array(this.snap.words), attachmentExpression(node), 'attachment_fts');
