@@ -111,21 +111,49 @@ test('a call past the budget waits its turn when a wait is allowed', async (t) =
   for (const call of await Promise.all(calls)) t.falsy(call.result.isError);
 });
 
-/** Adds a message whose text body is `size` bytes; returns its id. */
-async function addLargeMessage(dbPath: string, accountId: number, size: number): Promise<number> {
+/** Adds a message whose text body is `size` bytes, with `attachments` small files; returns its id. */
+async function addLargeMessage(dbPath: string, accountId: number, size: number, attachments = 0): Promise<number> {
   const { openArchive } = await import('../engine/db/open.js');
   const { ArchiveWriter } = await import('../engine/store/writer.js');
   const { email } = await import('./helpers/fixture.js');
   const db = openArchive(dbPath);
   try {
     const writer = new ArchiveWriter(db);
+    const files = Array.from({ length: attachments }, (_, i) => ({
+      fileName: `f${i}.txt`,
+      contentType: 'text/plain',
+      content: Buffer.from(`file ${i}`),
+    }));
     return writer.batch(() =>
-      writer.add(email({ accountId, subject: 'A very long message', textBody: 'word '.repeat(size / 5) }))!,
+      writer.add(
+        email({
+          accountId,
+          subject: 'A very long message',
+          textBody: 'word '.repeat(size / 5),
+          attachments: files,
+        }),
+      )!,
     );
   } finally {
     db.close();
   }
 }
+
+test('a message of many attachments and a short body is read on the query lane too (issue 29, item 3)', async (t) => {
+  const fixture = createFixture();
+  t.teardown(() => fixture.cleanup());
+  const many = await addLargeMessage(fixture.dbPath, fixture.accounts.work, 100, 1_100);
+  const harness = await startApi({}, { useFixture: fixture });
+  t.teardown(() => harness.close());
+  const engine = harness.gateway.engine;
+  const auth = { Authorization: `Bearer ${fixture.keys.alice}` };
+  t.is((await harness.request.get(`/api/v1/emails/${fixture.emails.budget}`).set(auth)).status, 200);
+  t.is(engine.movedDetails, 0, 'a small message stays on the interactive lane');
+  const res = await harness.request.get(`/api/v1/emails/${many}`).set(auth);
+  t.is(res.status, 200);
+  t.is(res.body.attachments.length, 1_100);
+  t.is(engine.movedDetails, 1, 'sized by its attachments as well as its body');
+});
 
 test('a large message is read on the query lane: key checks and /accounts do not wait for it', async (t) => {
   const fixture = createFixture();
