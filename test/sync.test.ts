@@ -484,7 +484,7 @@ test.serial(
         'Message 4 in INBOX',
         'Message 5 in INBOX',
       ]);
-      t.is(db.prepare("SELECT last_uid FROM sync_folders WHERE folder = 'INBOX'").pluck().get(), 5);
+      t.deepEqual(db.prepare("SELECT folder, last_uid FROM sync_folders").all(), [{ folder: "INBOX", last_uid: 5 }]);
     } finally {
       db.close();
     }

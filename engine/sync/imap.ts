@@ -133,7 +133,8 @@ export async function* messagesAfter(
       listed.map((uid) => ({ uid, size: sizes.get(uid)! })),
       limits,
     );
-    // Messages too large to fetch, handed on in UID order between the windows.
+    // Messages too large to fetch, handed on in UID order among the others: the checkpoint
+    // (the last UID handed on) never passes a message not yet handed on.
     const tooLarge = listed.filter((uid) => sizes.get(uid)! > limits.maxMessageBytes);
     const skipped = (below: number) => {
       const out: RawMessage[] = [];
@@ -151,10 +152,6 @@ export async function* messagesAfter(
       return out;
     };
     for (const window of windows) {
-      for (const m of skipped(window[0]!)) {
-        yield m;
-        if (signal?.aborted) return;
-      }
       // Handed on in UID order as they arrive; one that arrives early waits for those before it.
       const order = [...window];
       const early = new Map<number, RawMessage>();
@@ -176,6 +173,10 @@ export async function* messagesAfter(
         while (order.length > 0 && early.has(order[0]!)) {
           const next = early.get(order.shift()!)!;
           early.delete(next.uid!);
+          for (const m of skipped(next.uid!)) {
+            yield m;
+            if (signal?.aborted) return;
+          }
           yield next;
           // SIGTERM: the message in hand is finished (written and checkpointed), nothing after it.
           if (signal?.aborted) return;
@@ -185,6 +186,10 @@ export async function* messagesAfter(
       for (const uid of order) {
         const next = early.get(uid);
         if (!next) continue;
+        for (const m of skipped(uid)) {
+          yield m;
+          if (signal?.aborted) return;
+        }
         yield next;
         if (signal?.aborted) return;
       }
