@@ -11,6 +11,7 @@ import {
   type SearchQuery,
 } from '../shared/jobs.js';
 import type { AccessLogWriter } from './access-log.js';
+import { ArchiveUnavailable } from '../engine/unavailable.js';
 import type { KeyCheck } from './auth.js';
 import { SEARCH_PARAMS } from '../shared/search-input.js';
 
@@ -73,6 +74,7 @@ export class ArchiveService {
    * not land in the database).
    */
   async search(caller: Caller, query: SearchQuery, params: Record<string, unknown>) {
+    this.#recordable();
     const result = await caller.key.run({ kind: 'search', query });
     this.#log(caller, 'Search', {
       searchParams: loggedParams(params),
@@ -83,6 +85,7 @@ export class ArchiveService {
 
   /** `record: false` reads without logging an Open (a REST HEAD shows no content). */
   async email(caller: Caller, id: number, options: { record?: boolean } = {}) {
+    this.#recordable();
     const email = await caller.key.run({ kind: 'detail', id });
     if (email && options.record !== false) this.#log(caller, 'Open', { emailId: email.id, accountId: email.accountId });
     return email;
@@ -93,6 +96,7 @@ export class ArchiveService {
    * (engine/encoded-detail.ts); logged as `email` logs it.
    */
   async emailJson(caller: Caller, id: number, options: { record?: boolean } = {}) {
+    this.#recordable();
     const email = await caller.key.run({ kind: 'detailJson', id });
     if (email && options.record !== false) this.#log(caller, 'Open', { emailId: email.id, accountId: email.accountId });
     return email;
@@ -103,6 +107,7 @@ export class ArchiveService {
    * Logged as a Search (it lists messages, as a search does) with the message id in its parameters.
    */
   async thread(caller: Caller, id: number, options: { record?: boolean } = {}) {
+    this.#recordable();
     const items = await caller.key.run({ kind: 'thread', id });
     if (items && options.record !== false) {
       const accountId = items.find((i) => i.id === id)?.accountId;
@@ -113,6 +118,7 @@ export class ArchiveService {
 
   /** Resolves a visible attachment without logging: a front end may still refuse it (size limit, busy engine). */
   findAttachment(caller: Caller, emailId: number, attachmentId: number) {
+    this.#recordable();
     return caller.key.run({ kind: 'attachment', emailId, attachmentId });
   }
 
@@ -131,6 +137,7 @@ export class ArchiveService {
     attachmentId: number,
     page: { offset?: number; maxChars?: number; record?: boolean } = {},
   ) {
+    this.#recordable();
     const result = await caller.key.run({
       kind: 'attachmentText',
       emailId,
@@ -171,6 +178,15 @@ export class ArchiveService {
 
   stats(caller: Caller) {
     return caller.key.run({ kind: 'stats' });
+  }
+
+  /**
+   * Every read is recorded: while the access log cannot take more entries (its writes fail and
+   * its backlog is full), reads are refused as the database being out of reach is (503 with
+   * Retry-After; a tool error on MCP), before anything is read.
+   */
+  #recordable(): void {
+    if (this.accessLog.full) throw new ArchiveUnavailable();
   }
 
   #log(

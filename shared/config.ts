@@ -110,6 +110,9 @@ const schema = z.strictObject({
       // Requests with a key that fails authentication, per client IP per minute, on /api and
       // /mcp together; past it they get 429 before any key lookup (gateway/admission.ts).
       AuthFailuresPerIpPerMinute: int(1).default(30),
+      // Access-log entries kept in memory while they cannot be written; once that many wait,
+      // reads are refused (503) until writes succeed: every read is recorded (docs/security.md).
+      AccessLogMaxBacklog: int(1, 10_000_000).default(10_000),
     })
     .prefault({}),
   Redis: z

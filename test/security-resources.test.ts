@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { createFixture } from './helpers/fixture.js';
 import { listen, startApi, writeBigAttachment, type SettingsOverrides } from './helpers/api.js';
 import { postMcp, toolsCall } from './helpers/mcp.js';
+import { changeArchive, readAccessLog } from './helpers/store.js';
 import { etagOf } from '../shared/etag.js';
 import type { Principal } from '../shared/jobs.js';
 
@@ -236,4 +237,46 @@ test('the REST detail is serialised and tagged on the worker: the gateway sends 
   // The large one was sized off the interactive lane, as `detail` is.
   t.true(engine.movedDetails >= 2);
   t.is(await engine.run({ kind: 'detailJson', principal: { ...admin, isAdmin: false, userId: 999 }, id: large }), null);
+});
+
+test('the access log fails closed: past Server:AccessLogMaxBacklog unwritten entries reads are 503, /readyz says so, and nothing is lost (issue 29, item 10)', async (t) => {
+  const harness = await startApi(
+    { Server: { AccessLogMaxBacklog: 3 } },
+    { gateway: { accessLog: { intervalMs: 50, maxBatch: 1 } } },
+  );
+  t.teardown(() => harness.close());
+  const path = harness.settings.Database.Path;
+  const auth = { Authorization: `Bearer ${harness.fixture.keys.alice}` };
+  // The access log's table refuses writes, as a read-only or broken table would.
+  await changeArchive(path, {
+    sqlite: (db) =>
+      db.exec("CREATE TRIGGER no_log BEFORE INSERT ON access_log BEGIN SELECT RAISE(ABORT, 'read-only'); END"),
+    postgres: (c) =>
+      c.query(`CREATE FUNCTION mail_archiver.no_log() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'read-only'; END $$;
+               CREATE TRIGGER no_log BEFORE INSERT ON mail_archiver."AccessLogs" FOR EACH ROW EXECUTE FUNCTION mail_archiver.no_log()`),
+  });
+  const before = (await readAccessLog(path)).length;
+  for (let i = 0; i < 3; i++)
+    t.is((await harness.request.get(`/api/v1/emails/${harness.fixture.emails.budget}`).set(auth)).status, 200);
+  const refused = await harness.request.get(`/api/v1/emails/${harness.fixture.emails.budget}`).set(auth);
+  t.is(refused.status, 503);
+  t.is(refused.headers['content-type'], 'application/problem+json');
+  t.truthy(refused.headers['retry-after']);
+  t.is((await harness.request.get('/api/v1/emails').query({ q: 'budget' }).set(auth)).status, 503, 'searches too');
+  const ready = await harness.request.get('/readyz');
+  t.is(ready.status, 503);
+  t.like(ready.body, { status: 'unavailable', checks: { accessLog: { status: 'full', pending: 3, max: 3 } } });
+  // Writable again: the backlog drains, reads are served, and every read served was recorded.
+  await changeArchive(path, {
+    sqlite: (db) => db.exec('DROP TRIGGER no_log'),
+    postgres: (c) => c.query('DROP TRIGGER no_log ON mail_archiver."AccessLogs"; DROP FUNCTION mail_archiver.no_log()'),
+  });
+  const deadline = Date.now() + 30_000;
+  while (harness.gateway.accessLog.backlog.pending > 0 && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 50));
+  t.is(harness.gateway.accessLog.backlog.pending, 0);
+  t.is((await harness.request.get(`/api/v1/emails/${harness.fixture.emails.budget}`).set(auth)).status, 200);
+  await harness.gateway.accessLog.flush();
+  t.is((await readAccessLog(path)).length - before, 4);
+  t.like((await harness.request.get('/readyz')).body, { checks: { accessLog: { status: 'ok', pending: 0 } } });
 });
