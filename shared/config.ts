@@ -198,6 +198,12 @@ const schema = z.strictObject({
       // Message bytes one IMAP FETCH brings at once (sizes are asked first); a larger message is
       // fetched alone. With Import:MaxMessageBytes this bounds the sync's memory (docs/sync.md).
       WindowBytes: int(1024).default(64 * 1024 * 1024),
+      // Folders one account's pass syncs at most (the first in name order; a warning names how
+      // many were left), and the wall time of one account's pass: past it the pass stops after
+      // the message in hand, and a server that keeps a command going (an endless folder list)
+      // is disconnected.
+      MaxFolders: int(1, 1_000_000).default(1000),
+      PassMinutes: int(1, 7 * 24 * 60).default(60),
       // Encrypts the stored IMAP passwords (AES-256-GCM). Unset on SQLite: generated once next to
       // the database (mode 0600). Required for IMAP accounts on a PostgreSQL archive.
       SecretKey: z

@@ -363,7 +363,7 @@ test('Database:TimeZone takes IANA names only; Database:ReadReplicas takes Postg
 
 test('Sync: defaults, on for SQLite and off for PostgreSQL unless Sync:Enabled says otherwise', (t) => {
   const s = loadSettings({ env: {}, cwd: workdir(t) });
-  t.deepEqual(s.Sync, { IntervalMinutes: 15, WindowBytes: 64 * 1024 * 1024 });
+  t.deepEqual(s.Sync, { IntervalMinutes: 15, WindowBytes: 64 * 1024 * 1024, MaxFolders: 1000, PassMinutes: 60 });
   t.true(syncEnabled(s));
   const pgUrl = 'postgres://postgres@127.0.0.1:5432/mailarchiver';
   t.false(syncEnabled(loadSettings({ env: { Database__Path: pgUrl }, cwd: workdir(t) })));

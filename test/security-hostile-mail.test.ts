@@ -5,6 +5,7 @@
 // and the largest message archived.
 import test, { type ExecutionContext } from 'ava';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { TextBudget } from '../engine/attachments/budget.js';
 import { Extractor } from '../engine/attachments/extractor.js';
@@ -14,6 +15,7 @@ import { DEFAULT_IMPORT_LIMITS } from '../engine/import/limits.js';
 import type { ArchiveAdmin } from '../engine/admin.js';
 import { line } from '../engine/cli/commands/sync.js';
 import { archiveFolder, fetchWindows } from '../engine/sync/imap.js';
+import { syncPass } from '../engine/sync/sync.js';
 import { docx, eml, pdf } from './helpers/attachment-mail.js';
 import { cliArchive, STORE_KINDS, type CliArchive } from './helpers/cli-archive.js';
 import { tnef } from './helpers/tnef.js';
@@ -311,3 +313,51 @@ for (const kind of STORE_KINDS) {
     t.is(renamed.stderr, '', 'only when IMAP settings change');
   });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Item 9: a server that lists folders without end cannot hold a pass (or its memory) forever.
+
+test('an endless folder list is cut off at the pass time bound (Sync:PassMinutes); the account fails alone', async (t) => {
+  let listed = 0;
+  const server = createServer((socket) => {
+    socket.on('error', () => {});
+    socket.write('* OK [CAPABILITY IMAP4rev1] fake server ready\r\n');
+    let buffered = '';
+    socket.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('latin1');
+      let at: number;
+      while ((at = buffered.indexOf('\r\n')) >= 0) {
+        const line = buffered.slice(0, at);
+        buffered = buffered.slice(at + 2);
+        const [tag, command = ''] = line.split(' ');
+        if (/^(X?LIST|LSUB)$/i.test(command)) {
+          // Folder after folder, never the tagged end.
+          const more = () => {
+            while (!socket.destroyed && socket.write(`* LIST () "/" "folder${listed++}"\r\n`));
+            if (!socket.destroyed) socket.once('drain', more);
+          };
+          more();
+        } else if (/^CAPABILITY$/i.test(command)) socket.write(`* CAPABILITY IMAP4rev1\r\n${tag} OK done\r\n`);
+        else if (/^LOGOUT$/i.test(command)) socket.end(`* BYE\r\n${tag} OK bye\r\n`);
+        else socket.write(`${tag} OK done\r\n`);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const { port } = server.address() as AddressInfo;
+  const a = await cliArchive(t, 'sqlite');
+  const admin = await a.admin();
+  await admin.addImapAccount({
+    name: 'Hostile',
+    emailAddress: 'h@example.test',
+    imap: { host: '127.0.0.1', port, security: 'none', user: 'h', password: 'pw' },
+  });
+  const started = performance.now();
+  const [summary] = await syncPass(admin, admin.sync(), { holder: 'test', passMs: 1_000 });
+  t.is(summary!.status, 'failed');
+  t.regex(summary!.reason!, /time bound \(Sync:PassMinutes, 1 s\)/);
+  t.true(listed > 0, 'the server did list');
+  // The bound plus its grace for the message in hand (as long again here), whatever the load.
+  t.true(performance.now() - started < 60_000);
+});

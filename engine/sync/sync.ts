@@ -54,7 +54,15 @@ export interface SyncOptions {
   limits?: ImportLimits;
   /** Message bytes fetched at once (Sync:WindowBytes). */
   windowBytes?: number;
+  /** Folders per account's pass at most (Sync:MaxFolders). */
+  maxFolders?: number;
+  /** Wall time of one account's pass (Sync:PassMinutes), in milliseconds. */
+  passMs?: number;
 }
+
+/** Defaults of Sync:MaxFolders and Sync:PassMinutes. */
+export const DEFAULT_MAX_FOLDERS = 1000;
+export const DEFAULT_PASS_MS = 60 * 60_000;
 
 /** Message bytes one FETCH may bring at most, by default (Sync:WindowBytes). */
 export const DEFAULT_WINDOW_BYTES = 64 * 1024 * 1024;
@@ -126,14 +134,34 @@ async function syncAccount(
     void state.acquireLease(account.id, options.holder, LEASE_MS).catch(() => {});
   }, LEASE_MS / 4);
   renew.unref();
+  // The pass's wall time (issue 29, item 9): past it the pass stops after the message in hand;
+  // a server that keeps one command going (an endless LIST) is disconnected at the deadline.
+  const passMs = options.passMs ?? DEFAULT_PASS_MS;
+  const overtime = new AbortController();
+  const deadline = setTimeout(() => {
+    overtime.abort();
+    // Grace for the message in hand; then whatever IMAP command is still running is cut off.
+    setTimeout(() => client?.close(), Math.min(30_000, passMs)).unref();
+  }, passMs);
+  deadline.unref();
+  const signal = options.signal ? AbortSignal.any([options.signal, overtime.signal]) : overtime.signal;
+  const overtimeReason = `the pass reached its time bound (Sync:PassMinutes, ${Math.round(passMs / 1000)} s); the next pass resumes it`;
   try {
     if (imap.security === 'none') options.onWarning?.(`${account.name}: ${clearTextWarning(imap)}.`);
     client = connect(imap, options.ca !== undefined ? { ca: options.ca } : {});
     client.on('error', () => {}); // reported through the failing call
     await client.connect();
-    const folders = foldersToSync(await client.list(), imap);
+    const listed = await client.list();
+    if (overtime.signal.aborted) throw new Error(overtimeReason);
+    const all = foldersToSync(listed, imap);
+    const maxFolders = options.maxFolders ?? DEFAULT_MAX_FOLDERS;
+    const folders = all.slice(0, maxFolders);
+    if (all.length > maxFolders)
+      options.onWarning?.(
+        `${account.name}: the server lists ${all.length} folders; the first ${maxFolders} are synced (Sync:MaxFolders).`,
+      );
     for (const folder of folders) {
-      if (options.signal?.aborted) break;
+      if (signal.aborted) break;
       const name = archiveFolder(folder);
       const lock = await client.getMailboxLock(folder.path, { readOnly: true });
       try {
@@ -150,7 +178,7 @@ async function syncAccount(
           bytes: options.windowBytes ?? DEFAULT_WINDOW_BYTES,
           maxMessageBytes: limits.maxMessageBytes,
         };
-        const result = await importMessages(admin, messagesAfter(client, name, after, options.signal, window), {
+        const result = await importMessages(admin, messagesAfter(client, name, after, signal, window), {
           accountId: account.id,
           limits,
           textBudget,
@@ -172,14 +200,16 @@ async function syncAccount(
     }
     await client.logout().catch(() => {});
     if (options.signal?.aborted) return done('stopped', 'stopped before the pass completed; the next pass resumes it');
+    if (overtime.signal.aborted) return done('stopped', overtimeReason);
     await state.recordOutcome(account.id, { ok: true, at: now() });
     return done('synced');
   } catch (err) {
-    const reason = describeImapError(err, imap);
+    const reason = overtime.signal.aborted ? overtimeReason : describeImapError(err, imap);
     // Recorded for `accounts list` and the back-off; a failure to record it must not hide it.
     await state.recordOutcome(account.id, { ok: false, at: now(), error: reason }).catch(() => {});
     return done('failed', reason);
   } finally {
+    clearTimeout(deadline);
     clearInterval(renew);
     client?.close();
     await state.releaseLease(account.id, options.holder).catch(() => {});

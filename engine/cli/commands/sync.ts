@@ -78,6 +78,8 @@ export function registerSync(program: Command): void {
               backoff: opts.watch === true,
               limits: importLimits(settings.Import),
               windowBytes: settings.Sync.WindowBytes,
+              maxFolders: settings.Sync.MaxFolders,
+              passMs: settings.Sync.PassMinutes * 60_000,
               onWarning: (message) => process.stderr.write(`mail-archive: warning: ${printable(message)}\n`),
               onProgress: (entry, folder, p) => {
                 if (tty)
