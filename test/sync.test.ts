@@ -484,11 +484,23 @@ test.serial(
         'Message 4 in INBOX',
         'Message 5 in INBOX',
       ]);
-      t.deepEqual(db.prepare("SELECT folder, last_uid FROM sync_folders").all(), [{ folder: "INBOX", last_uid: 5 }]);
+      t.deepEqual(db.prepare('SELECT folder, last_uid FROM sync_folders').all(), [{ folder: 'INBOX', last_uid: 5 }]);
     } finally {
       db.close();
     }
     // The checkpoint is past it: the next pass neither fetches nor reports it again.
     t.like(summaries(t, await s.cli(['sync', '--json'], undefined, env))[0], { imported: 0, tooLarge: 0 });
+  },
+);
+
+test.serial(
+  'past Sync:MaxFolders a pass syncs the first folders by name and says how many the server listed',
+  async (t) => {
+    const s = await setup(t);
+    for (const folder of ['A', 'B', 'C']) await appendMessages(s.server, undefined, folder, [message(1, folder)]);
+    await s.addAccount();
+    const run = await s.cli(['sync', '--json'], undefined, { Sync__MaxFolders: '2' });
+    t.like(summaries(t, run)[0], { status: 'synced', folders: 2, imported: 2 });
+    t.regex(run.stderr, /the server lists 4 folders; the first 2 are synced \(Sync:MaxFolders\)/);
   },
 );
