@@ -4,7 +4,7 @@
 // pass (characters and time), text saved in small batches, files taken out of a winmail.dat,
 // and the largest message archived.
 import test, { type ExecutionContext } from 'ava';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { TextBudget } from '../engine/attachments/budget.js';
@@ -360,4 +360,15 @@ test('an endless folder list is cut off at the pass time bound (Sync:PassMinutes
   t.true(listed > 0, 'the server did list');
   // The bound plus its grace for the message in hand (as long again here), whatever the load.
   t.true(performance.now() - started < 60_000);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Info: the archive holds all the mail and the password hashes.
+
+test('a new SQLite archive and its WAL are created readable by their owner only (0600)', async (t) => {
+  const a = await cliArchive(t, 'sqlite');
+  const admin = await a.admin();
+  await admin.addAccount({ name: 'W', emailAddress: 'w@example.com' });
+  t.is(statSync(a.db).mode & 0o777, 0o600);
+  t.is(statSync(`${a.db}-wal`).mode & 0o777, 0o600);
 });
