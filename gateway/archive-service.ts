@@ -26,6 +26,8 @@ export function noTextReason(status: string): string {
   if (status === 'encrypted') return 'it is encrypted';
   if (status === 'too large') return 'it is larger than the extraction limit';
   if (status === 'timeout') return 'reading it took longer than the extraction limit';
+  if (status === 'over budget')
+    return 'it was not read: its message had spent the attachment-text budget one message has (Import:AttachmentText* settings)';
   if (status === 'unsupported') return 'its type is not one text is read from';
   return status.replace(/^failed: /, 'reading it failed: ');
 }

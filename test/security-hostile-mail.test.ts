@@ -14,6 +14,7 @@ import { importPaths, type ImportOptions } from '../engine/import/importer.js';
 import { DEFAULT_IMPORT_LIMITS } from '../engine/import/limits.js';
 import type { ArchiveAdmin } from '../engine/admin.js';
 import { line } from '../engine/cli/commands/sync.js';
+import { noTextReason } from '../gateway/archive-service.js';
 import { archiveFolder, fetchWindows } from '../engine/sync/imap.js';
 import { syncPass } from '../engine/sync/sync.js';
 import { docx, eml, pdf } from './helpers/attachment-mail.js';
@@ -92,6 +93,7 @@ for (const kind of STORE_KINDS) {
       'the attachment the budget cut is marked truncated',
     );
     t.is(rows.filter((r) => r.status === 'over budget').length, 10, 'the rest are recorded as over budget');
+    t.regex(noTextReason('over budget'), /^it was not read: its message had spent the attachment-text budget/);
   });
 }
 
