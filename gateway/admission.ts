@@ -8,11 +8,14 @@
 //
 //   no bearer token   → the policy's budget of the client IP (the spec's fallback); a route
 //                       that needs a key then answers 401
-//   a bearer token    → the client IP's failed-authentication budget is checked first (429 once
-//                       spent, before any key lookup, so a flood of guesses costs no engine work);
-//                       then the key is checked:
-//       it fails      → one point of that IP budget, then 401
+//   a bearer token    → the key is checked:
+//       it fails      → one point of the client IP's failed-authentication budget, then 401
 //       it is genuine → one point of the policy's budget of the key's prefix (429 once spent)
+//   Once the IP's failed-authentication budget is spent (issue 29, item 6: everyone behind one
+//   NAT or proxy shares it), a token that cannot be a key is refused at once with 429 (no engine
+//   work), and a well-formed one is looked up on its own, before the route, with nothing else:
+//   a genuine key passes as above, anything else is the 429. A flood of junk thus costs at most
+//   one point read per request, and one broken client cannot lock out its neighbours' keys.
 //
 // The failed-authentication budget (Server:AuthFailuresPerIpPerMinute) is one per client IP for
 // both front ends. Junk tokens therefore add no partitions to the policies' stores either.
@@ -57,13 +60,15 @@ export function admission(
       ctx.set(policy.headers(await policy.consume(ip)));
       return next();
     }
-    await authFailures.check(ip);
+    const keyHash = keyHashOf(token);
+    const failuresSpent = await authFailures.spent(ip);
+    if (failuresSpent && !keyHash) await authFailures.check(ip); // the 429, without a lookup
     const refuse = async (problem: Unauthorized): Promise<never> => {
+      if (failuresSpent) await authFailures.check(ip); // still spent: the 429
       failureLog?.record(ctx.ip, problem.reason, token, front);
       ctx.set(authFailures.headers(await authFailures.consume(ip)));
       throw problem;
     };
-    const keyHash = keyHashOf(token);
     if (!keyHash) return refuse(malformedKey());
     const partition = `key:${token.slice(0, 11)}`;
     const key = new KeyCheck(engine, keyHash, async (auth) => {
@@ -74,7 +79,7 @@ export function admission(
       return auth.principal;
     });
     ctx.state.key = key;
-    if (await policy.spent(partition)) await key.check();
+    if (failuresSpent || (await policy.spent(partition))) await key.check();
     try {
       await next();
     } finally {

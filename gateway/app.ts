@@ -76,7 +76,10 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
       jobTimeoutMs: settings.Engine.JobTimeoutSeconds * 1000,
       faultInjection: options.faultInjection ?? false,
     });
-  const accessLog = new AccessLogWriter(engine, logger, options.accessLog);
+  const accessLog = new AccessLogWriter(engine, logger, {
+    maxBacklog: settings.Server.AccessLogMaxBacklog,
+    ...options.accessLog,
+  });
   const service = new ArchiveService(engine, accessLog);
   const redis: Redis | undefined = settings.Redis.Url ? connectRedis(settings.Redis.Url, logger) : undefined;
   const limiters = {
@@ -131,7 +134,9 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
     await next();
   });
   // /healthz, /readyz, /metrics: before every rate limit and authentication, whatever is enabled.
-  app.use(opsRoutes(settings, { engine, logger, ...(redis ? { redis } : {}), ...(metrics ? { metrics } : {}) }));
+  app.use(
+    opsRoutes(settings, { engine, logger, accessLog, ...(redis ? { redis } : {}), ...(metrics ? { metrics } : {}) }),
+  );
   if (settings.Api.Enabled || settings.Mcp.Enabled) {
     // OAuth discovery: advertised for /mcp with Mcp:OAuth:Enabled, else 404s that say there is none.
     if (oauthEnabled(settings)) {

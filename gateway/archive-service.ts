@@ -11,6 +11,7 @@ import {
   type SearchQuery,
 } from '../shared/jobs.js';
 import type { AccessLogWriter } from './access-log.js';
+import { ArchiveUnavailable } from '../engine/unavailable.js';
 import type { KeyCheck } from './auth.js';
 import { SEARCH_PARAMS } from '../shared/search-input.js';
 
@@ -25,6 +26,8 @@ export function noTextReason(status: string): string {
   if (status === 'encrypted') return 'it is encrypted';
   if (status === 'too large') return 'it is larger than the extraction limit';
   if (status === 'timeout') return 'reading it took longer than the extraction limit';
+  if (status === 'over budget')
+    return 'it was not read: its message had spent the attachment-text budget one message has (Import:AttachmentText* settings)';
   if (status === 'unsupported') return 'its type is not one text is read from';
   return status.replace(/^failed: /, 'reading it failed: ');
 }
@@ -73,6 +76,7 @@ export class ArchiveService {
    * not land in the database).
    */
   async search(caller: Caller, query: SearchQuery, params: Record<string, unknown>) {
+    this.#recordable();
     const result = await caller.key.run({ kind: 'search', query });
     this.#log(caller, 'Search', {
       searchParams: loggedParams(params),
@@ -93,6 +97,7 @@ export class ArchiveService {
 
   /** `record: false` reads without logging an Open (a REST HEAD shows no content). */
   async email(caller: Caller, id: number, options: { record?: boolean } = {}) {
+    this.#recordable();
     const email = await caller.key.run({ kind: 'detail', id });
     if (email && options.record !== false) this.#log(caller, 'Open', { emailId: email.id, accountId: email.accountId });
     return email;
@@ -103,6 +108,7 @@ export class ArchiveService {
    * (engine/encoded-detail.ts); logged as `email` logs it.
    */
   async emailJson(caller: Caller, id: number, options: { record?: boolean } = {}) {
+    this.#recordable();
     const email = await caller.key.run({ kind: 'detailJson', id });
     if (email && options.record !== false) this.#log(caller, 'Open', { emailId: email.id, accountId: email.accountId });
     return email;
@@ -113,6 +119,7 @@ export class ArchiveService {
    * Logged as a Search (it lists messages, as a search does) with the message id in its parameters.
    */
   async thread(caller: Caller, id: number, options: { record?: boolean; excerpts?: boolean } = {}) {
+    this.#recordable();
     const items = await caller.key.run({ kind: 'thread', id, ...(options.excerpts ? { excerpts: true } : {}) });
     if (items && options.record !== false) {
       const accountId = items.find((i) => i.id === id)?.accountId;
@@ -123,6 +130,7 @@ export class ArchiveService {
 
   /** Resolves a visible attachment without logging: a front end may still refuse it (size limit, busy engine). */
   findAttachment(caller: Caller, emailId: number, attachmentId: number) {
+    this.#recordable();
     return caller.key.run({ kind: 'attachment', emailId, attachmentId });
   }
 
@@ -141,6 +149,7 @@ export class ArchiveService {
     attachmentId: number,
     page: { offset?: number; maxChars?: number; record?: boolean } = {},
   ) {
+    this.#recordable();
     const result = await caller.key.run({
       kind: 'attachmentText',
       emailId,
@@ -181,6 +190,15 @@ export class ArchiveService {
 
   stats(caller: Caller) {
     return caller.key.run({ kind: 'stats' });
+  }
+
+  /**
+   * Every read is recorded: while the access log cannot take more entries (its writes fail and
+   * its backlog is full), reads are refused as the database being out of reach is (503 with
+   * Retry-After; a tool error on MCP), before anything is read.
+   */
+  #recordable(): void {
+    if (this.accessLog.full) throw new ArchiveUnavailable();
   }
 
   #log(

@@ -153,6 +153,9 @@ const schema = z.strictObject({
         .refine((v) => /^https?:\/\/[^/?#\s]+\/?$/.test(v), 'expected an origin such as https://archive.example.com')
         .transform((v) => v.replace(/\/$/, ''))
         .optional(),
+      // Access-log entries kept in memory while they cannot be written; once that many wait,
+      // reads are refused (503) until writes succeed: every read is recorded (docs/security.md).
+      AccessLogMaxBacklog: int(1, 10_000_000).default(10_000),
     })
     .prefault({}),
   Redis: z
@@ -206,12 +209,44 @@ const schema = z.strictObject({
       MaxActiveKeysPerUser: int(1, 100_000).default(100),
     })
     .prefault({}),
+  Import: z
+    .strictObject({
+      // Mail from outside is hostile: every bound below holds for `import`, the demo builder and
+      // the IMAP sync alike (docs/security.md, issue 29). A "pass" is one import run, or one
+      // account's sync pass.
+      // Characters of attachment text kept per message over all its attachments; later ones are
+      // cut (truncated) or recorded as 'over budget'. One attachment keeps at most 1,000,000.
+      AttachmentTextPerMessage: int(0).default(2_000_000),
+      // And at most this many characters per byte of the raw message (but always 100,000): a
+      // small message cannot keep what a large one may. 0: no such bound.
+      AttachmentTextPerMessageByte: int(0, 1_000_000).default(10),
+      // Characters of attachment text read per pass; past it the rest is left for
+      // `reindex --attachments`.
+      AttachmentTextPerPass: int(0).default(50_000_000),
+      // Wall time spent reading one message's attachments, and one pass's.
+      AttachmentTextSecondsPerMessage: int(1, 86_400).default(30),
+      AttachmentTextSecondsPerPass: int(1, 7 * 86_400).default(600),
+      // Files taken out of one winmail.dat (TNEF); the rest stay inside the original, kept as it is.
+      MaxTnefFiles: int(0, 100_000).default(100),
+      // A message larger than this (raw bytes) is not archived: recorded as skipped with its size.
+      MaxMessageBytes: int(1024).default(100 * 1024 * 1024),
+    })
+    .prefault({}),
   Sync: z
     .strictObject({
       // The IMAP sync of accounts (`mail-archive sync`, docs/sync.md). Unset: on for a SQLite
       // archive; off for a PostgreSQL one, whose accounts Mail Archiver syncs itself (syncEnabled()).
       Enabled: z.boolean().optional(),
       IntervalMinutes: int(1).default(15),
+      // Message bytes one IMAP FETCH brings at once (sizes are asked first); a larger message is
+      // fetched alone. With Import:MaxMessageBytes this bounds the sync's memory (docs/sync.md).
+      WindowBytes: int(1024).default(64 * 1024 * 1024),
+      // Folders one account's pass syncs at most (the first in name order; a warning names how
+      // many were left), and the wall time of one account's pass: past it the pass stops after
+      // the message in hand, and a server that keeps a command going (an endless folder list)
+      // is disconnected.
+      MaxFolders: int(1, 1_000_000).default(1000),
+      PassMinutes: int(1, 7 * 24 * 60).default(60),
       // Encrypts the stored IMAP passwords (AES-256-GCM). Unset on SQLite: generated once next to
       // the database (mode 0600). Required for IMAP accounts on a PostgreSQL archive.
       SecretKey: z

@@ -138,6 +138,37 @@ test('a key that fails authentication is charged to the client IP, never to a ke
   t.is(fine.headers['ratelimit-remaining'], '99');
 });
 
+test('a genuine key from an address whose failed-key budget is spent is served on REST and MCP; junk from it is still 429 (issue 29, item 6)', async (t) => {
+  const api = await startApi(
+    {
+      Api: { RateLimitPerMinute: 100 },
+      Mcp: { Enabled: true, RateLimitPerMinute: 100 },
+      Server: { TrustProxy: true, AuthFailuresPerIpPerMinute: LIMIT },
+    },
+    { useFixture: t.context.api.fixture },
+  );
+  t.teardown(() => api.close());
+  const ip = freshIp(); // everyone behind one NAT
+  for (let i = 0; i < LIMIT; i++)
+    t.is((await api.request.get('/api/v1/stats').set(bearer(unknownKey())).set('X-Forwarded-For', ip)).status, 401);
+  // Spent: junk, well-formed or not, is refused; a genuine key is not.
+  for (const token of [unknownKey(), 'garbage-token'])
+    t.is((await api.request.get('/api/v1/stats').set(bearer(token)).set('X-Forwarded-For', ip)).status, 429);
+  const key = freshKey(api);
+  const rest = await api.request.get('/api/v1/stats').set(bearer(key)).set('X-Forwarded-For', ip);
+  t.is(rest.status, 200);
+  t.is(rest.headers['ratelimit-remaining'], '99', "charged to the key's own budget");
+  const mcp = await api.request
+    .post('/mcp')
+    .set(bearer(key))
+    .set('X-Forwarded-For', ip)
+    .set('Accept', 'application/json, text/event-stream')
+    .send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_accounts', arguments: {} } });
+  t.not(mcp.status, 429, mcp.text);
+  t.is(mcp.status, 200, mcp.text);
+  t.is((await api.request.get('/api/v1/stats').set(bearer(unknownKey())).set('X-Forwarded-For', ip)).status, 429);
+});
+
 test("made-up keys carrying a real key's prefix do not spend that key's budget (REST)", async (t) => {
   const { api } = t.context;
   // The prefix is public (UI, logs): someone who has seen it must not be able to lock the owner out.

@@ -8,8 +8,6 @@ import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Document, Packer, Paragraph, TextRun } from 'docx';
-import PDFDocument from 'pdfkit';
 import { Extractor } from '../engine/attachments/extractor.js';
 import { extractText } from '../engine/attachments/extract.js';
 import { reindexAttachments, type AttachmentTextStore } from '../engine/attachments/index-texts.js';
@@ -22,6 +20,7 @@ import { searchEmails } from '../engine/search/plan.js';
 import { saveAttachmentTexts } from '../engine/store/attachment-text.js';
 import { parseSearchInput } from '../shared/search-input.js';
 import { bearer, startApi, type ApiHarness } from './helpers/api.js';
+import { docx, eml, pdf, type Part } from './helpers/attachment-mail.js';
 import { createFixture, type Fixture } from './helpers/fixture.js';
 import { cliArchive, json, ok, STORE_KINDS } from './helpers/cli-archive.js';
 import { accessLogRows, call, connectClient, jsonOf, startMcpGateway, type McpHarness } from './helpers/mcp.js';
@@ -32,59 +31,6 @@ const CLI = join(process.cwd(), 'dist/engine/cli/main.js');
 
 // ---------------------------------------------------------------------------------------------
 // Files
-
-function pdf(pages: string[], options: PDFKit.PDFDocumentOptions = {}): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const doc = new PDFDocument({ autoFirstPage: false, ...options });
-    const parts: Buffer[] = [];
-    doc.on('data', (b: Buffer) => parts.push(b));
-    doc.on('end', () => resolve(Buffer.concat(parts)));
-    doc.on('error', reject);
-    for (const text of pages) {
-      doc.addPage();
-      doc.text(text);
-    }
-    doc.end();
-  });
-}
-
-async function docx(text: string): Promise<Buffer> {
-  const doc = new Document({ sections: [{ children: [new Paragraph({ children: [new TextRun(text)] })] }] });
-  return Packer.toBuffer(doc);
-}
-
-interface Part {
-  name: string;
-  type: string;
-  data: Buffer;
-  /** message/rfc822 travels as 8bit text, as mail clients send it (base64 is not allowed there). */
-  raw?: boolean;
-}
-
-function eml(subject: string, body: string, parts: Part[], id = Math.random().toString(36).slice(2)): string {
-  const b = `b-${id}`;
-  const lines = [
-    'From: Sender <sender@example.com>',
-    'To: alice@work.example',
-    `Subject: ${subject}`,
-    'Date: Mon, 01 Jul 2024 10:00:00 +0000',
-    `Message-ID: <${id}@test>`,
-    'MIME-Version: 1.0',
-    `Content-Type: multipart/mixed; boundary="${b}"`,
-    '',
-    `--${b}`,
-    'Content-Type: text/plain; charset=utf-8',
-    '',
-    body,
-  ];
-  for (const p of parts) {
-    lines.push(`--${b}`, `Content-Type: ${p.type}`, `Content-Disposition: attachment; filename="${p.name}"`);
-    if (p.raw) lines.push('Content-Transfer-Encoding: 8bit', '', p.data.toString('utf8'));
-    else lines.push('Content-Transfer-Encoding: base64', '', p.data.toString('base64').replace(/.{76}/g, '$&\r\n'));
-  }
-  lines.push(`--${b}--`, '');
-  return lines.join('\r\n');
-}
 
 /**
  * The time bound has a test of its own (below). Elsewhere a machine busy with the rest of the

@@ -377,7 +377,7 @@ test('Database:TimeZone takes IANA names only; Database:ReadReplicas takes Postg
 
 test('Sync: defaults, on for SQLite and off for PostgreSQL unless Sync:Enabled says otherwise', (t) => {
   const s = loadSettings({ env: {}, cwd: workdir(t) });
-  t.deepEqual(s.Sync, { IntervalMinutes: 15 });
+  t.deepEqual(s.Sync, { IntervalMinutes: 15, WindowBytes: 64 * 1024 * 1024, MaxFolders: 1000, PassMinutes: 60 });
   t.true(syncEnabled(s));
   const pgUrl = 'postgres://postgres@127.0.0.1:5432/mailarchiver';
   t.false(syncEnabled(loadSettings({ env: { Database__Path: pgUrl }, cwd: workdir(t) })));
@@ -385,6 +385,34 @@ test('Sync: defaults, on for SQLite and off for PostgreSQL unless Sync:Enabled s
   t.false(syncEnabled(loadSettings({ env: { Sync__Enabled: 'false' }, cwd: workdir(t) })));
   t.is(loadSettings({ env: { Sync__IntervalMinutes: '5' }, cwd: workdir(t) }).Sync.IntervalMinutes, 5);
   configError(t, () => loadSettings({ env: { Sync__IntervalMinutes: '0' }, cwd: workdir(t) }), 'Sync:IntervalMinutes');
+});
+
+test('Import: the bounds on hostile mail have defaults, are read from the environment and checked', (t) => {
+  const s = loadSettings({ env: {}, cwd: workdir(t) });
+  t.deepEqual(s.Import, {
+    AttachmentTextPerMessage: 2_000_000,
+    AttachmentTextPerMessageByte: 10,
+    AttachmentTextPerPass: 50_000_000,
+    AttachmentTextSecondsPerMessage: 30,
+    AttachmentTextSecondsPerPass: 600,
+    MaxTnefFiles: 100,
+    MaxMessageBytes: 100 * 1024 * 1024,
+  });
+  const set = loadSettings({
+    env: { Import__MaxTnefFiles: '5', Import__MaxMessageBytes: '2048', Sync__WindowBytes: '4096' },
+    cwd: workdir(t),
+  });
+  t.like(set, { Import: { MaxTnefFiles: 5, MaxMessageBytes: 2048 }, Sync: { WindowBytes: 4096 } });
+  configError(
+    t,
+    () => loadSettings({ env: { Import__MaxMessageBytes: '10' }, cwd: workdir(t) }),
+    'Import:MaxMessageBytes',
+  );
+  configError(
+    t,
+    () => loadSettings({ env: { Import__AttachmentTextSecondsPerMessage: '0' }, cwd: workdir(t) }),
+    'Import:AttachmentTextSecondsPerMessage',
+  );
 });
 
 test('Sync:SecretKey takes 32 bytes as base64 or hex; anything else is one line that does not echo it', (t) => {

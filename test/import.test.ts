@@ -495,6 +495,7 @@ eachStore(
       'imported',
       'duplicates',
       'failed',
+      'tooLarge',
       'ignored',
       'ignoredFiles',
       'sameIdDifferentContent',

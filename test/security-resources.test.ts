@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { createFixture } from './helpers/fixture.js';
 import { listen, startApi, writeBigAttachment, type SettingsOverrides } from './helpers/api.js';
 import { postMcp, toolsCall } from './helpers/mcp.js';
+import { changeArchive, readAccessLog } from './helpers/store.js';
 import { etagOf } from '../shared/etag.js';
 import type { Principal } from '../shared/jobs.js';
 
@@ -112,21 +113,49 @@ test('a call past the budget waits its turn when a wait is allowed', async (t) =
   for (const call of await Promise.all(calls)) t.falsy(call.result.isError);
 });
 
-/** Adds a message whose text body is `size` bytes; returns its id. */
-async function addLargeMessage(dbPath: string, accountId: number, size: number): Promise<number> {
+/** Adds a message whose text body is `size` bytes, with `attachments` small files; returns its id. */
+async function addLargeMessage(dbPath: string, accountId: number, size: number, attachments = 0): Promise<number> {
   const { openArchive } = await import('../engine/db/open.js');
   const { ArchiveWriter } = await import('../engine/store/writer.js');
   const { email } = await import('./helpers/fixture.js');
   const db = openArchive(dbPath);
   try {
     const writer = new ArchiveWriter(db);
+    const files = Array.from({ length: attachments }, (_, i) => ({
+      fileName: `f${i}.txt`,
+      contentType: 'text/plain',
+      content: Buffer.from(`file ${i}`),
+    }));
     return writer.batch(() =>
-      writer.add(email({ accountId, subject: 'A very long message', textBody: 'word '.repeat(size / 5) }))!,
+      writer.add(
+        email({
+          accountId,
+          subject: 'A very long message',
+          textBody: 'word '.repeat(size / 5),
+          attachments: files,
+        }),
+      )!,
     );
   } finally {
     db.close();
   }
 }
+
+test('a message of many attachments and a short body is read on the query lane too (issue 29, item 3)', async (t) => {
+  const fixture = createFixture();
+  t.teardown(() => fixture.cleanup());
+  const many = await addLargeMessage(fixture.dbPath, fixture.accounts.work, 100, 1_100);
+  const harness = await startApi({}, { useFixture: fixture });
+  t.teardown(() => harness.close());
+  const engine = harness.gateway.engine;
+  const auth = { Authorization: `Bearer ${fixture.keys.alice}` };
+  t.is((await harness.request.get(`/api/v1/emails/${fixture.emails.budget}`).set(auth)).status, 200);
+  t.is(engine.movedDetails, 0, 'a small message stays on the interactive lane');
+  const res = await harness.request.get(`/api/v1/emails/${many}`).set(auth);
+  t.is(res.status, 200);
+  t.is(res.body.attachments.length, 1_100);
+  t.is(engine.movedDetails, 1, 'sized by its attachments as well as its body');
+});
 
 test('a large message is read on the query lane: key checks and /accounts do not wait for it', async (t) => {
   const fixture = createFixture();
@@ -209,4 +238,46 @@ test('the REST detail is serialised and tagged on the worker: the gateway sends 
   // The large one was sized off the interactive lane, as `detail` is.
   t.true(engine.movedDetails >= 2);
   t.is(await engine.run({ kind: 'detailJson', principal: { ...admin, isAdmin: false, userId: 999 }, id: large }), null);
+});
+
+test('the access log fails closed: past Server:AccessLogMaxBacklog unwritten entries reads are 503, /readyz says so, and nothing is lost (issue 29, item 10)', async (t) => {
+  const harness = await startApi(
+    { Server: { AccessLogMaxBacklog: 3 } },
+    { gateway: { accessLog: { intervalMs: 50, maxBatch: 1 } } },
+  );
+  t.teardown(() => harness.close());
+  const path = harness.settings.Database.Path;
+  const auth = { Authorization: `Bearer ${harness.fixture.keys.alice}` };
+  // The access log's table refuses writes, as a read-only or broken table would.
+  await changeArchive(path, {
+    sqlite: (db) =>
+      db.exec("CREATE TRIGGER no_log BEFORE INSERT ON access_log BEGIN SELECT RAISE(ABORT, 'read-only'); END"),
+    postgres: (c) =>
+      c.query(`CREATE FUNCTION mail_archiver.no_log() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'read-only'; END $$;
+               CREATE TRIGGER no_log BEFORE INSERT ON mail_archiver."AccessLogs" FOR EACH ROW EXECUTE FUNCTION mail_archiver.no_log()`),
+  });
+  const before = (await readAccessLog(path)).length;
+  for (let i = 0; i < 3; i++)
+    t.is((await harness.request.get(`/api/v1/emails/${harness.fixture.emails.budget}`).set(auth)).status, 200);
+  const refused = await harness.request.get(`/api/v1/emails/${harness.fixture.emails.budget}`).set(auth);
+  t.is(refused.status, 503);
+  t.is(refused.headers['content-type'], 'application/problem+json');
+  t.truthy(refused.headers['retry-after']);
+  t.is((await harness.request.get('/api/v1/emails').query({ q: 'budget' }).set(auth)).status, 503, 'searches too');
+  const ready = await harness.request.get('/readyz');
+  t.is(ready.status, 503);
+  t.like(ready.body, { status: 'unavailable', checks: { accessLog: { status: 'full', pending: 3, max: 3 } } });
+  // Writable again: the backlog drains, reads are served, and every read served was recorded.
+  await changeArchive(path, {
+    sqlite: (db) => db.exec('DROP TRIGGER no_log'),
+    postgres: (c) => c.query('DROP TRIGGER no_log ON mail_archiver."AccessLogs"; DROP FUNCTION mail_archiver.no_log()'),
+  });
+  const deadline = Date.now() + 30_000;
+  while (harness.gateway.accessLog.backlog.pending > 0 && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 50));
+  t.is(harness.gateway.accessLog.backlog.pending, 0);
+  t.is((await harness.request.get(`/api/v1/emails/${harness.fixture.emails.budget}`).set(auth)).status, 200);
+  await harness.gateway.accessLog.flush();
+  t.is((await readAccessLog(path)).length - before, 4);
+  t.like((await harness.request.get('/readyz')).body, { checks: { accessLog: { status: 'ok', pending: 0 } } });
 });

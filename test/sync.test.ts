@@ -455,3 +455,52 @@ test.serial(
     }
   },
 );
+
+// Hardening (issue 29, items 5 and 8): a message above Import:MaxMessageBytes is never fetched,
+// and is recorded (counted, and a warning with its UID and size), not dropped in silence; the
+// windows are cut by bytes; an account with security none is warned about.
+test.serial(
+  'a message above Import:MaxMessageBytes is not fetched but recorded with its size; windows cut by bytes keep every other message',
+  async (t) => {
+    const s = await setup(t);
+    const big = message(2, 'INBOX', 'x'.repeat(300_000));
+    await appendMessages(s.server, undefined, 'INBOX', [message(1), big, message(3), message(4), message(5)]);
+    await s.addAccount('none');
+    // Windows of at most 2 KB: each message is fetched alone, in UID order.
+    const env = { Import__MaxMessageBytes: '100000', Sync__WindowBytes: '2048' };
+    const run = await s.cli(['sync', '--json'], undefined, env);
+    t.is(run.code, 0, run.stderr);
+    t.like(summaries(t, run)[0], { status: 'synced', imported: 4, failed: 0, tooLarge: 1 });
+    t.regex(
+      run.stderr,
+      /warning: Alice none: Skipped the message in INBOX \(UID 2\): it is 0\.3 MB \(\d+ bytes\), above Import:MaxMessageBytes \(0\.1 MB\)/,
+    );
+    t.is(run.stderr.match(/clear text/g)?.length, 1, 'the clear-text warning, once per pass');
+    const db = new Database(s.db, { readonly: true });
+    try {
+      t.deepEqual(db.prepare('SELECT subject FROM emails ORDER BY id').pluck().all(), [
+        'Message 1 in INBOX',
+        'Message 3 in INBOX',
+        'Message 4 in INBOX',
+        'Message 5 in INBOX',
+      ]);
+      t.deepEqual(db.prepare('SELECT folder, last_uid FROM sync_folders').all(), [{ folder: 'INBOX', last_uid: 5 }]);
+    } finally {
+      db.close();
+    }
+    // The checkpoint is past it: the next pass neither fetches nor reports it again.
+    t.like(summaries(t, await s.cli(['sync', '--json'], undefined, env))[0], { imported: 0, tooLarge: 0 });
+  },
+);
+
+test.serial(
+  'past Sync:MaxFolders a pass syncs the first folders by name and says how many the server listed',
+  async (t) => {
+    const s = await setup(t);
+    for (const folder of ['A', 'B', 'C']) await appendMessages(s.server, undefined, folder, [message(1, folder)]);
+    await s.addAccount();
+    const run = await s.cli(['sync', '--json'], undefined, { Sync__MaxFolders: '2' });
+    t.like(summaries(t, run)[0], { status: 'synced', folders: 2, imported: 2 });
+    t.regex(run.stderr, /the server lists 4 folders; the first 2 are synced \(Sync:MaxFolders\)/);
+  },
+);

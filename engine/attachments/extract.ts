@@ -12,7 +12,14 @@ import { compile } from 'html-to-text';
 export type ExtractKind = 'text' | 'html' | 'pdf' | 'docx' | 'rfc822';
 
 /** What became of one attachment: 'ok', or why there is no text (stored as said here). */
-export type ExtractStatus = 'ok' | 'encrypted' | 'too large' | 'timeout' | 'unsupported' | `failed: ${string}`;
+export type ExtractStatus =
+  | 'ok'
+  | 'encrypted'
+  | 'too large'
+  | 'timeout'
+  | 'unsupported'
+  | 'over budget' // not read: its message had spent its text budget (budget.ts)
+  | `failed: ${string}`;
 
 export interface ExtractResult {
   status: ExtractStatus;

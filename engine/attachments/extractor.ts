@@ -28,8 +28,16 @@ export class Extractor {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
   }
 
-  /** The text of one attachment; never rejects (failures are statuses). */
-  extract(bytes: Uint8Array, contentType: string, fileName: string): Promise<ExtractResult> {
+  /**
+   * The text of one attachment; never rejects (failures are statuses). `within` narrows this
+   * call's character and time bounds (what is left of its message's budget, budget.ts).
+   */
+  extract(
+    bytes: Uint8Array,
+    contentType: string,
+    fileName: string,
+    within: Partial<Pick<ExtractLimits, 'maxChars' | 'timeoutMs'>> = {},
+  ): Promise<ExtractResult> {
     // Cheap verdicts need no thread.
     const kind = extractKind(contentType, fileName);
     if (kind === null) return Promise.resolve({ status: 'unsupported', text: '', truncated: false });
@@ -37,12 +45,13 @@ export class Extractor {
       return Promise.resolve({ status: 'too large', text: '', truncated: false });
     const quick = quickVerdict(bytes, kind);
     if (quick) return Promise.resolve(quick);
-    const run = this.#queue.then(() => this.#run(bytes, contentType, fileName));
+    const limits = { ...this.limits, ...within };
+    const run = this.#queue.then(() => this.#run(bytes, contentType, fileName, limits));
     this.#queue = run.catch(() => {});
     return run;
   }
 
-  async #run(bytes: Uint8Array, contentType: string, fileName: string): Promise<ExtractResult> {
+  async #run(bytes: Uint8Array, contentType: string, fileName: string, limits: ExtractLimits): Promise<ExtractResult> {
     const thread = (this.#thread ??= this.#start());
     const { worker } = thread;
     worker.ref();
@@ -77,17 +86,12 @@ export class Extractor {
           false,
         );
       const onExit = () => done({ status: 'failed: the extractor stopped', text: '', truncated: false }, false);
-      const timer = setTimeout(
-        () => done({ status: 'timeout', text: '', truncated: false }, false),
-        this.limits.timeoutMs,
-      );
+      const timer = setTimeout(() => done({ status: 'timeout', text: '', truncated: false }, false), limits.timeoutMs);
       worker.on('message', onMessage);
       worker.on('error', onError);
       worker.on('exit', onExit);
       const copy = new Uint8Array(bytes); // transferred: the caller's buffer stays usable
-      worker.postMessage({ id, bytes: copy, contentType, fileName, limits: this.limits } satisfies ExtractRequest, [
-        copy.buffer,
-      ]);
+      worker.postMessage({ id, bytes: copy, contentType, fileName, limits } satisfies ExtractRequest, [copy.buffer]);
     });
   }
 

@@ -1,7 +1,7 @@
 // Opening the archive: pragmas first, then any pending migrations.
 import Database from './driver.js';
 import type BetterSqlite3 from 'better-sqlite3';
-import { existsSync, mkdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { migrations } from './migrations.js';
 
@@ -24,7 +24,19 @@ export function openArchive(path: string, options: OpenOptions = {}): Db {
   if (mustExist && !existsSync(file)) {
     throw new ArchiveOpenError(`There is no archive at ${file}; check --db or Database:Path.`);
   }
-  if (!options.readonly) mkdirSync(dirname(file), { recursive: true });
+  if (!options.readonly) {
+    mkdirSync(dirname(file), { recursive: true });
+    // A new archive is created 0600, as the secret files beside it: it holds all the mail and the
+    // password hashes. SQLite gives its -wal and -shm files the database file's mode.
+    if (!existsSync(file)) {
+      try {
+        closeSync(openSync(file, 'wx', 0o600));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
+          throw new ArchiveOpenError(`Cannot create archive ${file}: ${(err as Error).message}`);
+      }
+    }
+  }
   let db: Db;
   try {
     db = new Database(file, { readonly: options.readonly ?? false, fileMustExist: mustExist });

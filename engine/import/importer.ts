@@ -10,6 +10,8 @@ import { planSources, readSources, type IgnoredFile, type RawMessage } from './s
 import type { ExtractLimits } from '../attachments/extract.js';
 import { Extractor } from '../attachments/extractor.js';
 import { indexNewMessages } from '../attachments/index-texts.js';
+import { TextBudget } from '../attachments/budget.js';
+import { DEFAULT_IMPORT_LIMITS, tooLargeReason, type ImportLimits } from './limits.js';
 
 export interface ImportProgress {
   /** Source bytes read so far, and in all (0 when unknown). */
@@ -20,12 +22,18 @@ export interface ImportProgress {
   imported: number;
   duplicates: number;
   failed: number;
+  /** Messages above Import:MaxMessageBytes, not archived (each a warning with its size). */
+  tooLarge: number;
 }
 
 export interface ImportSummary {
   imported: number;
   duplicates: number;
   failed: number;
+  /** Messages above Import:MaxMessageBytes, not archived (each a warning with its size). */
+  tooLarge: number;
+  /** Attachment contents left unread because the pass had spent its text budget. */
+  textDeferred: number;
   /** Files under the import paths that were not read, each with the reason (planSources). */
   ignored: IgnoredFile[];
   /** Imported messages whose Message-ID another message in their folder has: different content. */
@@ -64,6 +72,13 @@ export interface ImportOptions {
    * (engine/attachments/extract.ts). false leaves it to `mail-archive reindex --attachments`.
    */
   attachmentText?: boolean | Partial<ExtractLimits>;
+  /** What one message and one pass may cost (Import:* settings); defaults: DEFAULT_IMPORT_LIMITS. */
+  limits?: Partial<ImportLimits>;
+  /**
+   * The attachment-text budget of the pass this import is part of (a sync pass spans several
+   * folders); default: one for this import, from `limits.text`.
+   */
+  textBudget?: TextBudget;
 }
 
 export const DEFAULT_BATCH_SIZE = 500;
@@ -111,6 +126,9 @@ export async function importMessages(
   const account = await admin.requireAccount(options.accountId);
   const writer = admin.openWriter();
   const batchSize = Math.max(1, options.batchSize ?? DEFAULT_BATCH_SIZE);
+  const limits = { ...DEFAULT_IMPORT_LIMITS, ...options.limits };
+  const textBudget = options.textBudget ?? new TextBudget(limits.text);
+  let textDeferred = 0;
   const progress: ImportProgress = {
     bytesDone: 0,
     bytesTotal: options.bytesTotal ?? 0,
@@ -118,9 +136,11 @@ export async function importMessages(
     imported: 0,
     duplicates: 0,
     failed: 0,
+    tooLarge: 0,
   };
   let pending: ParsedMessage[] = [];
   let origins: string[] = [];
+  let pendingSizes: number[] = [];
   const repaired: ImportSummary['repaired'] = {};
   let pendingBytes = 0;
   let lastRead: RawMessage | undefined;
@@ -143,8 +163,10 @@ export async function importMessages(
     }
     const batch = pending;
     const from = origins;
+    const sizes = pendingSizes;
     pending = [];
     origins = [];
+    pendingSizes = [];
     pendingBytes = 0;
     await inflight;
     inflight = writer.writeBatch(batch).then(async (ids) => {
@@ -156,16 +178,26 @@ export async function importMessages(
           if (++r.count <= MAX_LISTED_REPAIRS) r.messages.push(from[i]!);
         }
       });
-      // Attachment text after the commit, in its own transaction: the mail is safe whatever
-      // happens here, and a content left unread is what reindex --attachments picks up.
-      // Meanwhile the next batch is parsed; the extracting itself runs on its own thread.
-      const withAttachments = ids.filter((id, i): id is number => id !== null && batch[i]!.attachments.length > 0);
-      if (textOption !== false && withAttachments.length > 0) {
-        extractor ??= new Extractor(textOption === true ? {} : textOption);
-        await indexNewMessages(admin.attachmentTexts(), extractor, withAttachments);
-      }
+      // The checkpoint follows the commit, before any attachment is read: a pass cut short while
+      // reading attachments does not fetch and parse the same mail again (the contents left
+      // unread are what reindex --attachments picks up).
       if (upTo && options.onCommitted) await options.onCommitted(upTo);
       committed = upTo;
+      // Attachment text after the commit, in its own transaction: the mail is safe whatever
+      // happens here. Meanwhile the next batch is parsed; the extracting itself runs on its own
+      // thread, within the pass's budget.
+      const withAttachments: number[] = [];
+      const bytes = new Map<number, number>();
+      ids.forEach((id, i) => {
+        if (id === null || batch[i]!.attachments.length === 0) return;
+        withAttachments.push(id);
+        bytes.set(id, sizes[i]!);
+      });
+      if (textOption !== false && withAttachments.length > 0) {
+        extractor ??= new Extractor(textOption === true ? {} : textOption);
+        const read = await indexNewMessages(admin.attachmentTexts(), extractor, withAttachments, textBudget, bytes);
+        textDeferred += read.deferred ?? 0;
+      }
     });
     // Seen by the next flush (or the end); not an unhandled rejection in between.
     inflight.catch(() => {});
@@ -177,17 +209,29 @@ export async function importMessages(
     progress.bytesDone += m.bytes;
     try {
       if (m.readError) throw new Error(m.readError);
+      if (m.bytes > limits.maxMessageBytes) throw new TooLarge(m.bytes);
       const email = await parseMessage(m.raw, {
         accountId: account.id,
         accountEmail: account.emailAddress,
         folder: m.folder,
         fallbackDate: m.mtime,
+        maxTnefFiles: limits.maxTnefFiles,
       });
       if (m.crLineEnds && !email.repairs.includes('crLineEnds')) email.repairs.unshift('crLineEnds');
       pending.push(email);
       origins.push(m.origin);
+      pendingSizes.push(m.raw.length);
       pendingBytes += m.raw.length;
     } catch (err) {
+      if (err instanceof TooLarge) {
+        // Recorded, not dropped in silence: counted, and a warning with its size.
+        progress.tooLarge++;
+        options.onWarning?.(
+          `Skipped the message in ${m.origin}: ${tooLargeReason(err.bytes, limits.maxMessageBytes)}.`,
+        );
+        options.onProgress?.(progress);
+        continue;
+      }
       // Parsing touches nothing but the message, so any failure there is that message's fault.
       progress.failed++;
       options.onWarning?.(`Skipped the message in ${m.origin}: ${(err as Error).message}.`);
@@ -203,8 +247,23 @@ export async function importMessages(
   }
   if (options.touchLastSync !== false) await admin.touchLastSync(account.id, Date.now());
   options.onProgress?.(progress);
-  const { imported, duplicates, failed } = progress;
+  const { imported, duplicates, failed, tooLarge } = progress;
   const { sameIdDifferentContent } = writer;
-  const seconds = (performance.now() - started) / 1000;
-  return { imported, duplicates, failed, ignored: [], sameIdDifferentContent, repaired, seconds };
+  return {
+    imported,
+    duplicates,
+    failed,
+    tooLarge,
+    textDeferred,
+    ignored: [],
+    sameIdDifferentContent,
+    repaired,
+    seconds: (performance.now() - started) / 1000,
+  };
+}
+
+class TooLarge extends Error {
+  constructor(readonly bytes: number) {
+    super('too large');
+  }
 }

@@ -8,6 +8,7 @@ import { repairHeaders } from './headers.js';
 import { parseMailDate, receivedHeaderDate } from './mail-date.js';
 import { partsNeedRepair, repairParts } from './parts.js';
 import type { Repair } from './repairs.js';
+import { DEFAULT_IMPORT_LIMITS } from './limits.js';
 import { tnefFiles } from './tnef.js';
 import { uudecode } from './uuencode.js';
 
@@ -23,6 +24,8 @@ export interface ParseContext {
   folder: string;
   /** Epoch ms used when the message has neither a usable Date nor a Received date. */
   fallbackDate: number;
+  /** Files taken out of one winmail.dat (Import:MaxTnefFiles; default 100); the rest stay inside it. */
+  maxTnefFiles?: number;
 }
 
 const PARSER_OPTIONS = {
@@ -109,7 +112,10 @@ export async function parseMessage(raw: Buffer, ctx: ParseContext): Promise<Pars
     isOutgoing: isFrom(mail.from, ctx.accountEmail),
     textBody: textBodyOf(mail, html),
     htmlBody: html,
-    attachments: withTnefContents(mail.attachments.map(toAttachment)),
+    attachments: withTnefContents(
+      mail.attachments.map(toAttachment),
+      ctx.maxTnefFiles ?? DEFAULT_IMPORT_LIMITS.maxTnefFiles,
+    ),
     dedupKey: dedupKeyFor(messageId, raw, contentFingerprint(repaired.fields, repaired.body)),
     refs: referencedIds(mail.references, mail.inReplyTo, messageId),
     rawHeaders: repaired.headerText.slice(0, MAX_RAW_HEADERS),
@@ -203,11 +209,14 @@ const TYPES_BY_EXTENSION: Record<string, string> = {
   zip: 'application/zip',
 };
 
-/** Each winmail.dat (TNEF) is followed by the files it carries; the original stays as it was. */
-function withTnefContents(attachments: NewAttachment[]): NewAttachment[] {
+/**
+ * Each winmail.dat (TNEF) is followed by the files it carries, at most `maxFiles` of them (a
+ * hostile one may carry 50,000); the original stays as it was, so nothing is lost.
+ */
+function withTnefContents(attachments: NewAttachment[], maxFiles: number): NewAttachment[] {
   return attachments.flatMap((a) => {
     const tnef = a.contentType === 'application/ms-tnef' || /^winmail\.dat$/i.test(a.fileName);
-    const files = tnef ? tnefFiles(a.content) : null;
+    const files = tnef ? tnefFiles(a.content, maxFiles) : null;
     if (!files) return [a];
     return [
       a,

@@ -15,8 +15,12 @@ export interface TnefFile {
   content: Buffer;
 }
 
-/** The files a TNEF stream carries, or null when the bytes are not TNEF or are cut short. */
-export function tnefFiles(data: Buffer): TnefFile[] | null {
+/**
+ * The first `maxFiles` files a TNEF stream carries, or null when the bytes are not TNEF or are
+ * cut short. Reading stops at the file after the last one taken: a stream of 50,000 files costs
+ * what `maxFiles` cost.
+ */
+export function tnefFiles(data: Buffer, maxFiles = Infinity): TnefFile[] | null {
   if (data.length < 6 || data.readUInt32LE(0) !== SIGNATURE) return null;
   const files: Array<Partial<TnefFile>> = [];
   let at = 6;
@@ -28,7 +32,10 @@ export function tnefFiles(data: Buffer): TnefFile[] | null {
     if (start + length + 2 > data.length) return null;
     const value = data.subarray(start, start + length);
     if (level === LVL_ATTACHMENT) {
-      if (id === ATT_ATTACH_REND_DATA) files.push({});
+      if (id === ATT_ATTACH_REND_DATA) {
+        if (files.length >= maxFiles) break;
+        files.push({});
+      }
       const current = files.at(-1);
       if (current && id === ATT_ATTACH_TITLE) current.fileName = value.toString('latin1').replace(/\0.*$/s, '');
       if (current && id === ATT_ATTACH_DATA) current.content = Buffer.from(value);

@@ -45,7 +45,7 @@ import { sql } from './sql.js';
 import type { PgContext } from './context.js';
 import { SEARCH_PARAMS } from '../../shared/search-input.js';
 import { encodeDetail } from '../encoded-detail.js';
-import { movedToQueryLane } from '../large-detail.js';
+import { ATTACHMENT_ENTRY_BYTES, movedToQueryLane } from '../large-detail.js';
 
 type PgHandlers = { [K in JobKind]: (ctx: PgContext, job: Job<K>) => Promise<JobResult<K>> };
 
@@ -142,12 +142,18 @@ async function folders(ctx: PgContext, viewer: Viewer, accountId: number) {
   return buildFolderTree(counts);
 }
 
-/** Bytes of a message's bodies: octet_length takes the raw size from a TOAST pointer, never reading the value. */
+/**
+ * A message's size for routing its detail (engine/large-detail.ts): its bodies' bytes (octet_length
+ * takes the raw size from a TOAST pointer, never reading the value) and its attachments counted
+ * at ATTACHMENT_ENTRY_BYTES each.
+ */
 async function storedBodyBytes(ctx: PgContext, id: number): Promise<number> {
   const rows = await ctx.read<{ bytes: number }>(
     sql`SELECT (coalesce(octet_length(e."Body"), 0) + coalesce(octet_length(e."HtmlBody"), 0)
               + coalesce(octet_length(e."BodyUntruncatedText"), 0) + coalesce(octet_length(e."BodyUntruncatedHtml"), 0)
-              + coalesce(octet_length(e."OriginalBodyText"), 0) + coalesce(octet_length(e."OriginalBodyHtml"), 0))::bigint AS bytes
+              + coalesce(octet_length(e."OriginalBodyText"), 0) + coalesce(octet_length(e."OriginalBodyHtml"), 0)
+              + (SELECT count(*) FROM ${T.attachments} a WHERE a."ArchivedEmailId" = e."Id") * ${ATTACHMENT_ENTRY_BYTES}::int
+             )::bigint AS bytes
           FROM ${T.emails} e WHERE e."Id" = ${id}`,
   );
   return rows[0]?.bytes ?? 0;

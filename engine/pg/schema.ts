@@ -105,7 +105,25 @@ export async function prepareSchema(
 
 export const OWN_SCHEMA_VERSION = ourMigrations.at(-1)!.version;
 
+/** The version of our schema, or null when it has not been created yet. */
+async function ownSchemaVersion(client: pg.ClientBase): Promise<number | null> {
+  const [probe] = (
+    await client.query<{ present: boolean }>(
+      `SELECT to_regclass('mail_archive_gateway.schema_version') IS NOT NULL AS present`,
+    )
+  ).rows;
+  if (!probe?.present) return null;
+  return (
+    (await client.query<{ version: number }>('SELECT version FROM mail_archive_gateway.schema_version')).rows[0]
+      ?.version ?? null
+  );
+}
+
 async function migrateOwnSchema(client: pg.ClientBase): Promise<void> {
+  // A current schema needs no DDL, so a role without CREATE on the database starts once the
+  // schema exists (CREATE SCHEMA IF NOT EXISTS checks that privilege before it looks;
+  // docs/postgres.md, "Privileges").
+  if ((await ownSchemaVersion(client)) === OWN_SCHEMA_VERSION) return;
   await client.query(`CREATE SCHEMA IF NOT EXISTS mail_archive_gateway;
     CREATE TABLE IF NOT EXISTS mail_archive_gateway.schema_version (
       id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL);

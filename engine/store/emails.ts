@@ -20,6 +20,7 @@ import { searchEmails } from '../search/plan.js';
 import { snippetTermsOf, withSnippets } from '../search/snippet.js';
 import { threadIdsOf } from './threads.js';
 import { iso } from '../time.js';
+import { ATTACHMENT_ENTRY_BYTES } from '../large-detail.js';
 import { canSeeAccount, visibleAccountsClause } from './accounts.js';
 import { buildFolderTree } from './folders.js';
 import { SUMMARY_COLUMNS, toSummary, type RawSummary } from './summary.js';
@@ -91,15 +92,20 @@ export function getEmailDetail(db: Db, viewer: Viewer, id: number): EmailDetailD
   return toDetail(row, attachments);
 }
 
-/** Bytes of a message's stored bodies, read from the record headers (octet_length reads no content). */
+/**
+ * A message's size for routing its detail (engine/large-detail.ts): the bytes of its stored
+ * bodies, read from the record headers (octet_length reads no content), and its attachments
+ * counted at ATTACHMENT_ENTRY_BYTES each.
+ */
 export function storedBodyBytes(db: Db, id: number): number {
   const row = prepared(
     db,
-    `SELECT coalesce(octet_length(text_body), 0) + coalesce(octet_length(html_body), 0)
+    `SELECT coalesce((SELECT coalesce(octet_length(text_body), 0) + coalesce(octet_length(html_body), 0)
           + coalesce(octet_length(text_untruncated), 0) + coalesce(octet_length(html_untruncated), 0)
-          + coalesce(octet_length(text_original), 0) + coalesce(octet_length(html_original), 0) AS bytes
-       FROM email_bodies WHERE email_id = ?`,
-  ).get(id) as { bytes: number } | undefined;
+          + coalesce(octet_length(text_original), 0) + coalesce(octet_length(html_original), 0)
+               FROM email_bodies WHERE email_id = @id), 0)
+          + (SELECT count(*) FROM attachments WHERE email_id = @id) * ${ATTACHMENT_ENTRY_BYTES} AS bytes`,
+  ).get({ id }) as { bytes: number | null } | undefined;
   return row?.bytes ?? 0;
 }
 

@@ -4,8 +4,18 @@
 // per account: recorded with their reason, retried on a later pass, never stopping the others.
 import type { ImapFlow } from 'imapflow';
 import type { ArchiveAdmin } from '../admin.js';
+import { TextBudget } from '../attachments/budget.js';
 import { importMessages, type ImportProgress } from '../import/importer.js';
-import { archiveFolder, connect, describeImapError, foldersToSync, messagesAfter } from './imap.js';
+import { DEFAULT_IMPORT_LIMITS, type ImportLimits } from '../import/limits.js';
+import {
+  archiveFolder,
+  clearTextWarning,
+  connect,
+  describeImapError,
+  FETCH_WINDOW,
+  foldersToSync,
+  messagesAfter,
+} from './imap.js';
 import type { SyncAccount, SyncState } from './types.js';
 
 /** A lease outlives a stalled runner by this much; a running pass renews it folder by folder. */
@@ -21,6 +31,8 @@ export interface AccountSummary {
   imported: number;
   duplicates: number;
   failed: number;
+  /** Messages above Import:MaxMessageBytes: not fetched, each a warning with its size. */
+  tooLarge: number;
   seconds: number;
 }
 
@@ -38,7 +50,22 @@ export interface SyncOptions {
   onProgress?: (account: SyncAccount, folder: string, progress: ImportProgress) => void;
   onWarning?: (message: string) => void;
   now?: () => number;
+  /** What one message and one account's pass may cost (Import:* settings). */
+  limits?: ImportLimits;
+  /** Message bytes fetched at once (Sync:WindowBytes). */
+  windowBytes?: number;
+  /** Folders per account's pass at most (Sync:MaxFolders). */
+  maxFolders?: number;
+  /** Wall time of one account's pass (Sync:PassMinutes), in milliseconds. */
+  passMs?: number;
 }
+
+/** Defaults of Sync:MaxFolders and Sync:PassMinutes. */
+export const DEFAULT_MAX_FOLDERS = 1000;
+export const DEFAULT_PASS_MS = 60 * 60_000;
+
+/** Message bytes one FETCH may bring at most, by default (Sync:WindowBytes). */
+export const DEFAULT_WINDOW_BYTES = 64 * 1024 * 1024;
 
 /** After n failed passes in a row, wait 1, 2, 4 … minutes, at most an hour. */
 export const backoffMs = (failures: number) => Math.min(60, 2 ** Math.max(0, failures - 1)) * 60_000;
@@ -70,6 +97,7 @@ async function syncAccount(
     imported: 0,
     duplicates: 0,
     failed: 0,
+    tooLarge: 0,
     seconds: 0,
   };
   const done = (status: AccountSummary['status'], reason?: string) => {
@@ -106,13 +134,44 @@ async function syncAccount(
     return done('busy', 'another sync runner is syncing this account');
   }
   let client: ImapFlow | undefined;
+  const limits = options.limits ?? DEFAULT_IMPORT_LIMITS;
+  // One attachment-text budget for the account's whole pass, over all its folders: a hostile
+  // mailbox costs this account's pass, not the next accounts' (issue 29, item 4).
+  const textBudget = new TextBudget(limits.text);
+  // The lease is renewed while the pass runs, not only between folders: reading one folder's
+  // messages and their attachments may take longer than the lease (item 4).
+  const renew = setInterval(() => {
+    void state.acquireLease(account.id, options.holder, LEASE_MS).catch(() => {});
+  }, LEASE_MS / 4);
+  renew.unref();
+  // The pass's wall time (issue 29, item 9): past it the pass stops after the message in hand;
+  // a server that keeps one command going (an endless LIST) is disconnected at the deadline.
+  const passMs = options.passMs ?? DEFAULT_PASS_MS;
+  const overtime = new AbortController();
+  const deadline = setTimeout(() => {
+    overtime.abort();
+    // Grace for the message in hand; then whatever IMAP command is still running is cut off.
+    setTimeout(() => client?.close(), Math.min(30_000, passMs)).unref();
+  }, passMs);
+  deadline.unref();
+  const signal = options.signal ? AbortSignal.any([options.signal, overtime.signal]) : overtime.signal;
+  const overtimeReason = `the pass reached its time bound (Sync:PassMinutes, ${Math.round(passMs / 1000)} s); the next pass resumes it`;
   try {
+    if (imap.security === 'none') options.onWarning?.(`${account.name}: ${clearTextWarning(imap)}.`);
     client = connect(imap, options.ca !== undefined ? { ca: options.ca } : {});
     client.on('error', () => {}); // reported through the failing call
     await client.connect();
-    const folders = foldersToSync(await client.list(), imap);
+    const listed = await client.list();
+    if (overtime.signal.aborted) throw new Error(overtimeReason);
+    const all = foldersToSync(listed, imap);
+    const maxFolders = options.maxFolders ?? DEFAULT_MAX_FOLDERS;
+    const folders = all.slice(0, maxFolders);
+    if (all.length > maxFolders)
+      options.onWarning?.(
+        `${account.name}: the server lists ${all.length} folders; the first ${maxFolders} are synced (Sync:MaxFolders).`,
+      );
     for (const folder of folders) {
-      if (options.signal?.aborted) break;
+      if (signal.aborted) break;
       const name = archiveFolder(folder);
       const lock = await client.getMailboxLock(folder.path, { readOnly: true });
       try {
@@ -124,8 +183,15 @@ async function syncAccount(
         const after = known && known.uidValidity === uidValidity ? known.lastUid : 0;
         if (!known || known.uidValidity !== uidValidity)
           await state.saveFolderState(account.id, name, { uidValidity, lastUid: after });
-        const result = await importMessages(admin, messagesAfter(client, name, after, options.signal), {
+        const window = {
+          count: FETCH_WINDOW,
+          bytes: options.windowBytes ?? DEFAULT_WINDOW_BYTES,
+          maxMessageBytes: limits.maxMessageBytes,
+        };
+        const result = await importMessages(admin, messagesAfter(client, name, after, signal, window), {
           accountId: account.id,
+          limits,
+          textBudget,
           touchLastSync: false,
           onWarning: (message) => options.onWarning?.(`${account.name}: ${message}`),
           onProgress: (progress) => options.onProgress?.(entry, name, progress),
@@ -136,6 +202,7 @@ async function syncAccount(
         summary.imported += result.imported;
         summary.duplicates += result.duplicates;
         summary.failed += result.failed;
+        summary.tooLarge += result.tooLarge;
       } finally {
         lock.release();
       }
@@ -143,14 +210,17 @@ async function syncAccount(
     }
     await client.logout().catch(() => {});
     if (options.signal?.aborted) return done('stopped', 'stopped before the pass completed; the next pass resumes it');
+    if (overtime.signal.aborted) return done('stopped', overtimeReason);
     await state.recordOutcome(account.id, { ok: true, at: now() });
     return done('synced');
   } catch (err) {
-    const reason = describeImapError(err, imap);
+    const reason = overtime.signal.aborted ? overtimeReason : describeImapError(err, imap);
     // Recorded for `accounts list` and the back-off; a failure to record it must not hide it.
     await state.recordOutcome(account.id, { ok: false, at: now(), error: reason }).catch(() => {});
     return done('failed', reason);
   } finally {
+    clearTimeout(deadline);
+    clearInterval(renew);
     client?.close();
     await state.releaseLease(account.id, options.holder).catch(() => {});
   }

@@ -37,6 +37,8 @@ export interface Readiness {
     postgres?: PostgresCheck;
     /** Present for a SQLite archive with Engine:SearchMemoryMB > 0 (engine/search/bitsets). */
     searchIndex?: SearchIndexInfo;
+    /** Access-log entries waiting to be written; `full`: reads are refused until they are. */
+    accessLog?: { status: 'ok' | 'backlog' | 'full'; pending: number; max: number };
   };
 }
 
@@ -119,7 +121,10 @@ export class ReadinessCheck {
   constructor(
     engine: EnginePool,
     private readonly redis: Redis | undefined,
-    private readonly options: { postgres?: boolean } = {},
+    private readonly options: {
+      postgres?: boolean;
+      accessLog?: () => NonNullable<Readiness['checks']['accessLog']>;
+    } = {},
   ) {
     this.#probes = Object.fromEntries(LANE_NAMES.map((lane) => [lane, new LaneProbe(engine, lane)])) as Record<
       Lane,
@@ -138,10 +143,11 @@ export class ReadinessCheck {
     const postgres = this.options.postgres ? this.#postgres() : undefined;
     // Informational: searches are exact with or without it, so it never changes the status.
     const searchIndex = this.#probes.query.lastResult?.result.searchIndex;
+    const accessLog = this.options.accessLog?.();
     const status =
-      pool === 'unavailable' || postgres?.status === 'down'
+      pool === 'unavailable' || postgres?.status === 'down' || accessLog?.status === 'full'
         ? 'unavailable'
-        : pool === 'busy' || redis === 'down' || postgres?.status === 'degraded'
+        : pool === 'busy' || redis === 'down' || postgres?.status === 'degraded' || accessLog?.status === 'backlog'
           ? 'degraded'
           : 'ok';
     return {
@@ -152,6 +158,7 @@ export class ReadinessCheck {
         redis: { status: redis },
         ...(postgres ? { postgres } : {}),
         ...(searchIndex ? { searchIndex } : {}),
+        ...(accessLog ? { accessLog } : {}),
       },
     };
   }

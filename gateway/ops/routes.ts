@@ -9,6 +9,7 @@ import { isPostgresUrl, type Settings } from '../../shared/config.js';
 import { Problem } from '../problem.js';
 import { allowList, isAllowed } from './allow-from.js';
 import { ReadinessCheck } from './health.js';
+import type { AccessLogWriter } from '../access-log.js';
 import type { GatewayMetrics } from './metrics.js';
 
 export interface OpsDeps {
@@ -17,6 +18,8 @@ export interface OpsDeps {
   redis?: Redis;
   /** Present when Metrics:Enabled. */
   metrics?: GatewayMetrics;
+  /** The access log's backlog, reported by /readyz. */
+  accessLog?: AccessLogWriter;
 }
 
 /** Never cached, GET and HEAD only (405 otherwise). */
@@ -27,7 +30,11 @@ function probe(ctx: Context): void {
 }
 
 export function opsRoutes(settings: Settings, deps: OpsDeps): Middleware {
-  const readiness = new ReadinessCheck(deps.engine, deps.redis, { postgres: isPostgresUrl(settings.Database.Path) });
+  const accessLog = deps.accessLog;
+  const readiness = new ReadinessCheck(deps.engine, deps.redis, {
+    postgres: isPostgresUrl(settings.Database.Path),
+    ...(accessLog ? { accessLog: () => accessLog.backlog } : {}),
+  });
   const allowed = allowList(settings.Metrics.AllowFrom);
   const { metrics, logger } = deps;
 

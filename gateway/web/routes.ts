@@ -212,7 +212,8 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
         own,
         others,
         minExpiry: minExpiryDate(Date.now()),
-        ...(named ? { revoked: named } : {}),
+        // The notice only for a key that is revoked: ?revoked=<an active key's id> says nothing.
+        ...(named && named.revokedAt !== null ? { revoked: named } : {}),
       }),
     );
   });

@@ -66,7 +66,11 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
 
 /** Runs a whole SQL file (several statements, no parameters) against the database at `url`. */
 export async function loadSqlFile(url: string, file: URL | string): Promise<void> {
-  const sql = await readFile(file, 'utf8');
+  await runSql(url, await readFile(file, 'utf8'));
+}
+
+/** Runs a script (several statements, no parameters) against the database at `url`. */
+export async function runSql(url: string, sql: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { clearTextWarning } from '../../sync/imap.js';
 import { randomBytes } from 'node:crypto';
 import { renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { loadSettings, parseSecretKey } from '../../../shared/config.js';
@@ -106,6 +107,13 @@ function listed(a: AccountStatus) {
   };
 }
 
+/** After IMAP settings change: one warning on stderr when the password now travels in clear text. */
+async function warnClearText(cmd: Command, id: number): Promise<void> {
+  const status = (await withArchive(cmd, (archive) => archive.listAccountStatus())).find((a) => a.id === id);
+  if (status?.imap?.security === 'none')
+    process.stderr.write(`mail-archive: warning: account ${id}: ${clearTextWarning(status.imap)}.\n`);
+}
+
 export function registerAccounts(program: Command): void {
   const accounts = program.command('accounts').description('manage archived mail accounts');
 
@@ -145,6 +153,7 @@ export function registerAccounts(program: Command): void {
                 }),
           { create: true },
         );
+        if (changes) await warnClearText(cmd, account.id);
         if (opts.json) printJson({ id: account.id });
         else process.stdout.write(`${account.id}\n`);
       },
@@ -175,6 +184,7 @@ export function registerAccounts(program: Command): void {
         if (hasImapOption(opts)) changes.imap = await imapChanges(opts);
         if (Object.keys(changes).length === 0) throw new UsageError('Nothing to change: give at least one option.');
         const account = await withArchive(cmd, (archive) => archive.setAccount(id, changes));
+        if (changes.imap) await warnClearText(cmd, account.id);
         if (opts.json) printJson(account);
         else process.stdout.write(`Updated account ${account.id}.\n`);
       },

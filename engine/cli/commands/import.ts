@@ -1,7 +1,9 @@
 import { MultiBar, Presets } from 'cli-progress';
 import type { Command } from 'commander';
+import { loadSettings } from '../../../shared/config.js';
 import { importPaths, type ImportProgress, type ImportSummary } from '../../import/importer.js';
 import { REPAIR_LABELS, type Repair } from '../../import/repairs.js';
+import { importLimits } from '../../import/limits.js';
 import { parseId, printJson, withArchive } from '../context.js';
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
@@ -42,7 +44,8 @@ function summaryLine(accountId: number, s: ImportSummary, dryRun: boolean): stri
   const shared = s.sameIdDifferentContent
     ? `, ${s.sameIdDifferentContent} with a Message-ID another message has (different content)`
     : '';
-  const counts = `(${plural(s.duplicates, 'duplicate')}${shared}, ${s.failed} failed, ${s.ignored.length} ignored)`;
+  const tooLarge = s.tooLarge > 0 ? `, ${s.tooLarge} too large` : '';
+  const counts = `(${plural(s.duplicates, 'duplicate')}${shared}, ${s.failed} failed${tooLarge}, ${s.ignored.length} ignored)`;
   const line = dryRun
     ? `Dry run: would import ${plural(s.imported, 'message')} into account ${accountId} ${counts}; nothing was written (${s.seconds.toFixed(1)} s).\n`
     : `Imported ${plural(s.imported, 'message')} into account ${accountId} ${counts} in ${s.seconds.toFixed(1)} s.\n`;
@@ -77,7 +80,7 @@ export function registerImport(program: Command): void {
     .option('--dry-run', 'read and parse everything and print the summary, writing nothing')
     .option(
       '--json',
-      'print {"imported":N,"duplicates":N,"failed":N,"ignored":N,"ignoredFiles":[{"path","reason"}],"sameIdDifferentContent":N,"repaired":{"<reason>":{"count":N,"messages":[origin]}},"dryRun":B,"seconds":S} only',
+      'print {"imported":N,"duplicates":N,"failed":N,"tooLarge":N,"ignored":N,"ignoredFiles":[{"path","reason"}],"sameIdDifferentContent":N,"repaired":{"<reason>":{"count":N,"messages":[origin]}},"dryRun":B,"seconds":S} only',
     )
     .action(
       async (
@@ -98,17 +101,19 @@ export function registerImport(program: Command): void {
               onWarning: (message) => progress.log(`mail-archive: warning: ${message}\n`),
               onIgnored: (file) => progress.log(`mail-archive: ignored ${file.path}: ${file.reason}.\n`),
               dryRun: opts.dryRun === true,
+              limits: importLimits(loadSettings().Import),
             }),
           );
         } finally {
           progress.stop();
         }
         if (opts.json) {
-          const { imported, duplicates, failed, ignored, sameIdDifferentContent, repaired, seconds } = summary;
+          const { imported, duplicates, failed, tooLarge, ignored, sameIdDifferentContent, repaired, seconds } = summary;
           printJson({
             imported,
             duplicates,
             failed,
+            tooLarge,
             ignored: ignored.length,
             ignoredFiles: ignored,
             sameIdDifferentContent,

@@ -4,13 +4,22 @@ import { loadSettings } from '../../../shared/config.js';
 import { storeKind } from '../../archive.js';
 import { StoreError } from '../../store/errors.js';
 import { syncPass, type AccountSummary } from '../../sync/sync.js';
+import { importLimits } from '../../import/limits.js';
+import { printable } from '../../../shared/key-name.js';
 import { archivePath, parseId, withArchive } from '../context.js';
 
-function line(s: AccountSummary): string {
-  const head = `${s.name} (id ${s.accountId})`;
-  if (s.status === 'skipped' || s.status === 'busy') return `${head}: ${s.status}, ${s.reason}`;
-  const counts = `${s.folders} folders, ${s.imported} new, ${s.duplicates} duplicates, ${s.failed} failed, ${s.seconds.toFixed(1)} s`;
-  return `${head}: ${s.status}${s.reason ? ` (${s.reason})` : ''}, ${counts}`;
+/**
+ * One line per account. Names, folder names and reasons may come from a hostile IMAP server (its
+ * error texts, its folder names): printed with control characters escaped, they cannot rewrite
+ * the operator's terminal (issue 29, item 7).
+ */
+export function line(s: AccountSummary): string {
+  const head = `${printable(s.name)} (id ${s.accountId})`;
+  const reason = s.reason === undefined ? undefined : printable(s.reason);
+  if (s.status === 'skipped' || s.status === 'busy') return `${head}: ${s.status}, ${reason}`;
+  const tooLarge = s.tooLarge > 0 ? `, ${s.tooLarge} too large` : '';
+  const counts = `${s.folders} folders, ${s.imported} new, ${s.duplicates} duplicates, ${s.failed} failed${tooLarge}, ${s.seconds.toFixed(1)} s`;
+  return `${head}: ${s.status}${reason ? ` (${reason})` : ''}, ${counts}`;
 }
 
 /**
@@ -67,9 +76,16 @@ export function registerSync(program: Command): void {
               holder,
               signal: stop.signal,
               backoff: opts.watch === true,
-              onWarning: (message) => process.stderr.write(`mail-archive: warning: ${message}\n`),
+              limits: importLimits(settings.Import),
+              windowBytes: settings.Sync.WindowBytes,
+              maxFolders: settings.Sync.MaxFolders,
+              passMs: settings.Sync.PassMinutes * 60_000,
+              onWarning: (message) => process.stderr.write(`mail-archive: warning: ${printable(message)}\n`),
               onProgress: (entry, folder, p) => {
-                if (tty) process.stderr.write(`\r\u001b[K${entry.account.name} ${folder}: ${p.messages} messages`);
+                if (tty)
+                  process.stderr.write(
+                    `\r\u001b[K${printable(entry.account.name)} ${printable(folder)}: ${p.messages} messages`,
+                  );
               },
             }),
           );
