@@ -5,7 +5,7 @@
 export { EnginePool, LANE_NAMES, type Lane } from './pool.js';
 export { currentRequestSignal, EngineTimedOut, JobAbandoned, withRequestSignal } from './job-budget.js';
 export { EngineOverloaded } from './overloaded.js';
-export { isArchiveUnavailable } from './unavailable.js';
+export { ArchiveUnavailable, isArchiveUnavailable } from './unavailable.js';
 export { ArchiveOpenError } from './db/open.js';
 export { prepareArchive, sharedSessionSecret } from './archive.js';
 export { readOrCreateSecretFile } from './secret-file.js';

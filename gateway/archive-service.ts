@@ -2,7 +2,7 @@
 // access. A REST route and an MCP tool are thin adapters over these methods. Every job that
 // reads as someone goes through the caller's KeyCheck (auth.ts), which checks the key in the
 // same job the first time.
-import { currentRequestSignal, type EnginePool } from '../engine/index.js';
+import { ArchiveUnavailable, currentRequestSignal, type EnginePool } from '../engine/index.js';
 import {
   ATTACHMENT_CHUNK_BYTES,
   type AttachmentHandle,
@@ -11,7 +11,6 @@ import {
   type SearchQuery,
 } from '../shared/jobs.js';
 import type { AccessLogWriter } from './access-log.js';
-import { ArchiveUnavailable } from '../engine/unavailable.js';
 import type { KeyCheck } from './auth.js';
 import { SEARCH_PARAMS } from '../shared/search-input.js';
 

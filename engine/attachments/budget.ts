@@ -5,7 +5,7 @@
 // files that each expand to a million characters, or of 20 PDFs that each run into the time
 // bound, costs what one ordinary message may cost, and a pass of one account cannot hold the
 // others back for hours.
-import { DEFAULT_IMPORT_LIMITS } from '../import/limits.js';
+import { defaultSettings, type Settings } from '../../shared/config.js';
 
 export interface TextBudgetLimits {
   /** Characters kept per message over all its attachments. */
@@ -21,6 +21,19 @@ export interface TextBudgetLimits {
   msPerMessage: number;
   msPerPass: number;
 }
+
+/** The Import:AttachmentText* settings as a budget's limits. */
+export function textBudgetLimits(s: Settings['Import']): TextBudgetLimits {
+  return {
+    charsPerMessage: s.AttachmentTextPerMessage,
+    charsPerByte: s.AttachmentTextPerMessageByte,
+    charsPerPass: s.AttachmentTextPerPass,
+    msPerMessage: s.AttachmentTextSecondsPerMessage * 1000,
+    msPerPass: s.AttachmentTextSecondsPerPass * 1000,
+  };
+}
+
+const DEFAULT_TEXT_LIMITS = textBudgetLimits(defaultSettings().Import);
 
 /** Characters any message may keep, however small (a few pages of a real document). */
 export const MESSAGE_FLOOR_CHARS = 100_000;
@@ -38,7 +51,7 @@ export class TextBudget {
   #chars = 0;
 
   constructor(limits: Partial<TextBudgetLimits> = {}, now: () => number = () => performance.now()) {
-    this.limits = { ...DEFAULT_IMPORT_LIMITS.text, ...limits };
+    this.limits = { ...DEFAULT_TEXT_LIMITS, ...limits };
     this.#now = now;
     this.#started = now();
   }

@@ -1,7 +1,7 @@
 // The Import:* settings (shared/config.ts) as the importer and the sync use them: what one
 // message, and one pass, may cost (docs/security.md, issue 29).
 import { defaultSettings, type Settings } from '../../shared/config.js';
-import type { TextBudgetLimits } from '../attachments/budget.js';
+import { textBudgetLimits, type TextBudgetLimits } from '../attachments/budget.js';
 
 export interface ImportLimits {
   /** A larger message is skipped, recorded with its size. */
@@ -16,13 +16,7 @@ export function importLimits(s: Settings['Import']): ImportLimits {
   return {
     maxMessageBytes: s.MaxMessageBytes,
     maxTnefFiles: s.MaxTnefFiles,
-    text: {
-      charsPerMessage: s.AttachmentTextPerMessage,
-      charsPerByte: s.AttachmentTextPerMessageByte,
-      charsPerPass: s.AttachmentTextPerPass,
-      msPerMessage: s.AttachmentTextSecondsPerMessage * 1000,
-      msPerPass: s.AttachmentTextSecondsPerPass * 1000,
-    },
+    text: textBudgetLimits(s),
   };
 }
 

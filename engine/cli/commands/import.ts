@@ -108,7 +108,8 @@ export function registerImport(program: Command): void {
           progress.stop();
         }
         if (opts.json) {
-          const { imported, duplicates, failed, tooLarge, ignored, sameIdDifferentContent, repaired, seconds } = summary;
+          const { imported, duplicates, failed, tooLarge, ignored, sameIdDifferentContent, repaired, seconds } =
+            summary;
           printJson({
             imported,
             duplicates,
