@@ -218,6 +218,30 @@ const RELEVANCE_NOTE = (SORT_KEYS as readonly string[]).includes('relevance')
   ? ` With relevance, the best matches for q come first (among its newest ${RELEVANCE_WINDOW.toLocaleString('en')} matches; older ones follow, newest first).`
   : '';
 
+/** The filters search_emails and aggregate_emails share (SPEC.md's search_emails parameters). */
+function filterParams() {
+  return {
+    from: stringParam(
+      'from',
+      'Sent on or after: a date (YYYY-MM-DD) or an ISO 8601 date-time, UTC unless it names an offset.',
+    ).optional(),
+    to: stringParam(
+      'to',
+      'Sent on or before: a date (YYYY-MM-DD, covering that whole day) or an ISO 8601 date-time.',
+    ).optional(),
+    accountId: intParam('accountId', 'Only this account: an account id from list_accounts.').optional(),
+    folder: stringParam(
+      'folder',
+      'Only this folder, by the fullPath list_folders gives (e.g. INBOX/Invoices); sub-folders are not included.',
+    ).optional(),
+    direction: enumParam(
+      'direction',
+      ['incoming', 'outgoing'],
+      'Only received (incoming) or only sent (outgoing) messages.',
+    ).optional(),
+  };
+}
+
 export function mcpTools(mcp: Settings['Mcp'], api?: Settings['Api']): McpTool[] {
   const limits = { defaultPageSize: mcp.DefaultPageSize, maxPageSize: mcp.MaxResults };
   /** Every result's text stays within this many characters (bounds.ts). */
@@ -290,24 +314,7 @@ export function mcpTools(mcp: Settings['Mcp'], api?: Settings['Api']): McpTool[]
           `a OR b, -word, prefix*, (groups), has:attachment, is:read and is:unread (only where the archive has Mail Archiver's read flag; elsewhere an invalid-argument error), thread:<id> (the conversation of email id, as get_thread), and field:word with ${TEXT_FIELDS.join(', ')} (e.g. from:alice@example.com matches that exact address; filename: searches attachment names), ` +
           'and attachment:word or attachment:"phrase" for the text inside attachments (PDF, DOCX, text, HTML, attached messages; plain words do not search it).',
       ).optional(),
-      from: stringParam(
-        'from',
-        'Sent on or after: a date (YYYY-MM-DD) or an ISO 8601 date-time, UTC unless it names an offset.',
-      ).optional(),
-      to: stringParam(
-        'to',
-        'Sent on or before: a date (YYYY-MM-DD, covering that whole day) or an ISO 8601 date-time.',
-      ).optional(),
-      accountId: intParam('accountId', 'Only this account: an account id from list_accounts.').optional(),
-      folder: stringParam(
-        'folder',
-        'Only this folder, by the fullPath list_folders gives (e.g. INBOX/Invoices); sub-folders are not included.',
-      ).optional(),
-      direction: enumParam(
-        'direction',
-        ['incoming', 'outgoing'],
-        'Only received (incoming) or only sent (outgoing) messages.',
-      ).optional(),
+      ...filterParams(),
       page: intParam('page', '1-based page number, default 1. A page past the last one returns no items.').optional(),
       pageSize: intParam(
         'pageSize',
@@ -358,24 +365,7 @@ export function mcpTools(mcp: Settings['Mcp'], api?: Settings['Api']): McpTool[]
     input: z.object({
       groupBy: enumParam('groupBy', GROUP_BY, `What to group by: ${GROUP_BY.join(', ')}.`),
       q: stringParam('q', 'Full-text query, as search_emails q (the same language).').optional(),
-      from: stringParam(
-        'from',
-        'Sent on or after: a date (YYYY-MM-DD) or an ISO 8601 date-time, UTC unless it names an offset.',
-      ).optional(),
-      to: stringParam(
-        'to',
-        'Sent on or before: a date (YYYY-MM-DD, covering that whole day) or an ISO 8601 date-time.',
-      ).optional(),
-      accountId: intParam('accountId', 'Only this account: an account id from list_accounts.').optional(),
-      folder: stringParam(
-        'folder',
-        'Only this folder, by the fullPath list_folders gives; sub-folders are not included.',
-      ).optional(),
-      direction: enumParam(
-        'direction',
-        ['incoming', 'outgoing'],
-        'Only received (incoming) or only sent (outgoing) messages.',
-      ).optional(),
+      ...filterParams(),
       limit: intParam(
         'limit',
         `How many of the largest groups to return, clamped to 1..${AGGREGATE_LIMIT_MAX}; omitted or 0 means ${AGGREGATE_LIMIT_DEFAULT}.`,
