@@ -2,6 +2,7 @@
 // RawKey, ...), so that one mapping turns rows of either store into the same DTOs. Dates leave
 // SQL as epoch milliseconds: SentDate is wall-clock time in the display zone, every other naive
 // timestamp is UTC (docs/compat.md, "Timestamps").
+import type { SortKey } from '../../shared/jobs.js';
 import { raw, sql, type Sql } from './sql.js';
 
 export const T = {
@@ -40,3 +41,12 @@ export function visibleAccounts(viewer: { isAdmin: boolean; userId: number }, co
   if (viewer.isAdmin) return raw('true');
   return sql`${raw(column)} IN (SELECT "MailAccountId" FROM mail_archiver."UserMailAccounts" WHERE "UserId" = ${viewer.userId})`;
 }
+
+/** SQLite's NOCASE folds ASCII only and compares code points: lower() under "C" does the same. */
+export const SORT_COLUMNS: Record<Exclude<SortKey, 'relevance'>, string> = {
+  sentDate: 'e."SentDate"',
+  receivedDate: 'e."ReceivedDate"',
+  subject: 'lower(e."Subject" COLLATE "C")',
+  from: 'lower(e."From" COLLATE "C")',
+  to: 'lower(e."To" COLLATE "C")',
+};

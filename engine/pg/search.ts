@@ -3,26 +3,18 @@
 // side-index (search-index.ts). Filters stay on ArchivedEmails' columns, which Mail Archiver
 // keeps current (a folder move changes FolderName only). Differences: docs/search.md.
 import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
-import type { SearchQuery, SortKey } from '../../shared/jobs.js';
+import type { SearchQuery } from '../../shared/jobs.js';
 import { compileSearch } from '../search/compile.js';
 import { snippetTermsOf, withSnippets } from '../search/snippet.js';
 import { pageOf, toSummary, type RawSummary } from '../store/summary.js';
-import { summaryColumns, T, visibleAccounts, zonedTimestamp } from './columns.js';
+import { SORT_COLUMNS, summaryColumns, T, visibleAccounts, zonedTimestamp } from './columns.js';
 import { compileMatch, compileTsQuery, DOCS, ensureSearchIndex } from './search-index.js';
 import { ensureThreads, threadCondition, threadIdsOf } from './threads.js';
 import { join, planned, raw, sql, type Sql } from './sql.js';
+import { indexedSearch } from './search-snapshot.js';
 import type { PgContext } from './store.js';
 
 type Viewer = { isAdmin: boolean; userId: number };
-
-/** SQLite's NOCASE folds ASCII only and compares code points: lower() under "C" does the same. */
-const SORT_COLUMNS: Record<Exclude<SortKey, 'relevance'>, string> = {
-  sentDate: 'e."SentDate"',
-  receivedDate: 'e."ReceivedDate"',
-  subject: 'lower(e."Subject" COLLATE "C")',
-  from: 'lower(e."From" COLLATE "C")',
-  to: 'lower(e."To" COLLATE "C")',
-};
 
 export function filterConditions(ctx: PgContext, viewer: Viewer, query: SearchQuery): Sql[] {
   const filters: Sql[] = [];
@@ -49,6 +41,8 @@ export async function searchEmails(
   const byKey = sql`${raw(SORT_COLUMNS[sortBy])} ${dir}, e."Id" ${dir}`;
 
   if (query.q === undefined || query.q.trim() === '') {
+    const indexed = await indexedSearch(ctx, viewer, query);
+    if (indexed) return indexed;
     const where = join(filters, ' AND ', 'true');
     const [count] = await ctx.read<{ n: number }>(sql`SELECT count(*) AS n FROM ${T.emails} e WHERE ${where}`);
     const total = count!.n;
@@ -62,6 +56,9 @@ export async function searchEmails(
 
   const compiledMatch = compileMatch(query.q, threadCondition);
   if (compiledMatch === null) return page([], 0);
+  // The in-memory index, when it has a snapshot to answer from (search-snapshot.ts, ADR 19).
+  const indexed = await indexedSearch(ctx, viewer, query);
+  if (indexed) return indexed;
   await ensureSearchIndex(ctx);
   if (compiledMatch.hasThread) await ensureThreads(ctx);
   const where = join(filters, ' AND ', 'true');

@@ -9,6 +9,8 @@ import { ArchiveUnavailable } from '../unavailable.js';
 import { createPgPool, isUnavailable, serverOf } from './connect.js';
 import { pgHandlers } from './handlers.js';
 import type { Sql } from './sql.js';
+import { SnapshotFollower } from '../search/bitsets/share.js';
+import type { Snapshot } from '../search/bitsets/snapshot.js';
 
 export interface PgStoreOptions {
   url: string;
@@ -18,7 +20,12 @@ export interface PgStoreOptions {
   connections?: number;
   /** Engine:JobTimeoutSeconds for the server's statement_timeout (engine/pg/connect.ts). */
   statementTimeoutMs?: number;
+  /** The pool's channel for the in-memory search index (engine/pg/search-snapshot.ts). */
+  searchChannel?: string;
 }
+
+/** An exported snapshot's identifier, as pg_export_snapshot() writes it. */
+const SNAPSHOT_TOKEN = /^[0-9A-F]+-[0-9A-F]+(-[0-9A-F]+)?$/i;
 
 export type Row = object;
 export type Query = <R extends Row = Record<string, unknown>>(q: Sql) => Promise<R[]>;
@@ -30,6 +37,14 @@ export interface PgContext {
   readonly primary: Query;
   /** Runs `work` in one transaction on the primary. */
   transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` in a read-only transaction on the primary that reads the database exactly as
+   * the exported snapshot `token` saw it (SET TRANSACTION SNAPSHOT); undefined when that
+   * snapshot can no longer be imported (its exporting transaction has ended).
+   */
+  inSnapshot<T>(token: string, work: (query: Query) => Promise<T>): Promise<T | undefined>;
+  /** The newest in-memory search snapshot posted to this thread (engine/pg/search-snapshot.ts). */
+  searchSnapshot(): { snapshot: Snapshot; token: string | undefined } | undefined;
   /** The primary's and the replicas' state, for readiness; never throws. */
   health(): Promise<PostgresHealth>;
 }
@@ -103,6 +118,7 @@ export class PgStore implements PgContext {
     const timeout = options.statementTimeoutMs !== undefined ? { statementTimeoutMs: options.statementTimeoutMs } : {};
     this.#primary = createPgPool(options.url, { max, setting: 'Database:Path', ...timeout });
     this.#replicaUrls = options.readReplicas ?? [];
+    if (options.searchChannel) this.#follower = new SnapshotFollower(options.searchChannel);
     this.#replicas = this.#replicaUrls.map((url) => ({
       pool: createPgPool(url, { max, setting: 'Database:ReadReplicas', ...timeout }),
       downSince: 0,
@@ -112,6 +128,30 @@ export class PgStore implements PgContext {
 
   readonly #replicaUrls: readonly string[];
   #closed = false;
+  #follower: SnapshotFollower | undefined;
+  /** A snapshot adopted directly (tests, tools), used when no channel is followed. */
+  #adopted: { snapshot: Snapshot; token: string | undefined } | undefined;
+
+  /** Makes `snapshot` the one this store's searches use (tests and tools). */
+  adoptSearchSnapshot(snapshot: Snapshot | undefined, token?: string): void {
+    this.#adopted = snapshot ? { snapshot, token } : undefined;
+  }
+
+  searchSnapshot(): { snapshot: Snapshot; token: string | undefined } | undefined {
+    return this.#follower?.latest() ?? this.#adopted;
+  }
+
+  async inSnapshot<T>(token: string, work: (query: Query) => Promise<T>): Promise<T | undefined> {
+    if (!SNAPSHOT_TOKEN.test(token)) return undefined;
+    // Every statement here reads by id or through the GIN index: a sequential scan of the side
+    // index is never the better plan (search.ts says why for the count). A snapshot that can no
+    // longer be imported makes this undefined: the caller answers by SQL.
+    return this.#onPrimary(
+      `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '${token}'; SET LOCAL enable_seqscan = off`,
+      work,
+      () => undefined,
+    );
+  }
 
   readonly primary: Query = async <R extends Row>(q: Sql) => {
     try {
@@ -203,7 +243,15 @@ export class PgStore implements PgContext {
     };
   }
 
-  async transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
+  transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
+    return this.#onPrimary('BEGIN', work);
+  }
+
+  /**
+   * `work` in one transaction on a primary connection, opened by `begin`. If `begin` itself is
+   * refused (and not for want of a server), `refused` answers instead.
+   */
+  async #onPrimary<T, U = never>(begin: string, work: (query: Query) => Promise<T>, refused?: () => U): Promise<T | U> {
     let client: pg.PoolClient;
     try {
       client = await this.#primary.connect();
@@ -213,7 +261,13 @@ export class PgStore implements PgContext {
     }
     let broken = false;
     try {
-      await client.query('BEGIN');
+      try {
+        await client.query(begin);
+      } catch (err) {
+        if (!refused || isUnavailable(err)) throw err;
+        await client.query('ROLLBACK').catch(() => (broken = true));
+        return refused();
+      }
       const query: Query = async <R extends Row>(q: Sql) => (await client.query(q.toQuery())).rows as R[];
       const result = await work(query);
       await client.query('COMMIT');
@@ -236,6 +290,7 @@ export class PgStore implements PgContext {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#follower?.close();
     for (const r of this.#replicas) clearTimeout(r.probe);
     await Promise.all([this.#primary.end(), ...this.#replicas.map((r) => r.pool.end())]);
   }

@@ -135,7 +135,7 @@ function build(db: Db, options: BuildOptions): SharedArrayBuffer {
 /** Prefixes up to this many characters may have a tail set (`p:` terms). */
 export const MAX_TAIL_PREFIX = 4;
 /** A tail set is kept when asking FTS5 for its words one by one would cost more than this (µs). */
-const TAIL_MIN_COST_US = 5_000; // BuildOptions.tailMinCostUs
+export const TAIL_MIN_COST_US = 5_000; // BuildOptions.tailMinCostUs
 const perWordUs = 20;
 const perPostingUs = 0.4;
 
@@ -145,7 +145,7 @@ const perPostingUs = 0.4;
  * (one per rare word under it); with it, the kept words under the prefix and this one set answer.
  * Kept only where the per-word queries would cost more than TAIL_MIN_COST_US. Returns the bytes used.
  */
-function addPrefixTails(o: {
+export function addPrefixTails(o: {
   vocab: Set<string>;
   bound: Map<string, number>;
   terms: Array<{ key: string; set: TermSet }>;
