@@ -197,7 +197,10 @@ export class EnginePool {
     // PostgreSQL archive is checked by prepareArchive() (engine/archive.ts) before the pool starts.
     if (storeKind(options.dbPath) === 'sqlite') openArchive(options.dbPath).close();
     const searchMemory = options.searchMemoryBytes ?? DEFAULT_SEARCH_MEMORY;
-    const channel = searchMemory > 0 ? `mag-search-${process.pid}-${++pools}` : undefined;
+    // On PostgreSQL with read replicas, searches stay on the replicas by SQL (ADR 19: the
+    // index is built and read on the primary, and would show the primary's state instead).
+    const replicas = storeKind(options.dbPath) === 'postgres' && (options.readReplicas?.length ?? 0) > 0;
+    const channel = searchMemory > 0 && !replicas ? `mag-search-${process.pid}-${++pools}` : undefined;
     const lane = (name: Lane, threads: number) => {
       const workerData: WorkerData = {
         dbPath: options.dbPath,

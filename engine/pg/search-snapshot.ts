@@ -15,7 +15,7 @@
 // refresh, so new mail is found at once, as before.
 import pg from 'pg';
 import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
-import type { SearchQuery } from '../../shared/jobs.js';
+import type { SearchIndexInfo, SearchQuery } from '../../shared/jobs.js';
 import { parseQuery, type Node } from '../../shared/query-language.js';
 import { RELEVANCE_WINDOW } from '../../shared/search-input.js';
 import { compileSearch } from '../search/compile.js';
@@ -494,4 +494,21 @@ async function windowSubjects(read: Query, snap: Snapshot, keys: number[]): Prom
   );
   const byId = new Map(rows.map((r) => [r.id, tokenize(r.subject ?? '')]));
   return new Map(keys.map((k) => [k, byId.get(snap.ids[k]!) ?? []]));
+}
+
+/** What /readyz reports about the in-memory index of this thread; undefined when it is off. */
+export async function searchIndexInfo(ctx: PgContext): Promise<SearchIndexInfo | undefined> {
+  if (!ctx.searchIndexOn) return undefined;
+  const latest = ctx.searchSnapshot();
+  if (!latest) return { status: 'building' };
+  const snap = latest.snapshot;
+  const [now] = await ctx.primary<{ max: number }>(sql`SELECT coalesce(max("Id"), 0)::float8 AS max FROM ${T.emails}`);
+  return {
+    status: now && now.max > snap.maxId ? 'catching up' : 'current',
+    maxId: snap.maxId,
+    bytes: snap.bytes,
+    terms: snap.terms,
+    builtAt: new Date(snap.builtAt).toISOString(),
+    buildMs: Math.round(snap.buildMs),
+  };
 }

@@ -45,6 +45,8 @@ export interface PgContext {
   inSnapshot<T>(token: string, work: (query: Query) => Promise<T>): Promise<T | undefined>;
   /** The newest in-memory search snapshot posted to this thread (engine/pg/search-snapshot.ts). */
   searchSnapshot(): { snapshot: Snapshot; token: string | undefined } | undefined;
+  /** Whether this thread follows a pool's in-memory search index (readiness reports it). */
+  readonly searchIndexOn?: boolean;
   /** The primary's and the replicas' state, for readiness; never throws. */
   health(): Promise<PostgresHealth>;
 }
@@ -135,6 +137,10 @@ export class PgStore implements PgContext {
   /** Makes `snapshot` the one this store's searches use (tests and tools). */
   adoptSearchSnapshot(snapshot: Snapshot | undefined, token?: string): void {
     this.#adopted = snapshot ? { snapshot, token } : undefined;
+  }
+
+  get searchIndexOn(): boolean {
+    return this.#follower !== undefined;
   }
 
   searchSnapshot(): { snapshot: Snapshot; token: string | undefined } | undefined {

@@ -35,7 +35,7 @@ export interface Readiness {
     redis: { status: 'ok' | 'down' | 'not configured' };
     /** Present for a PostgreSQL archive (Database:Path is a postgres:// URL). */
     postgres?: PostgresCheck;
-    /** Present for a SQLite archive with Engine:SearchMemoryMB > 0 (engine/search/bitsets). */
+    /** Present with Engine:SearchMemoryMB > 0 (engine/search/bitsets; on PostgreSQL engine/pg/search-snapshot.ts). */
     searchIndex?: SearchIndexInfo;
   };
 }
