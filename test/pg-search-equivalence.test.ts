@@ -22,7 +22,8 @@ import { addAccount } from '../engine/store/accounts.js';
 import { searchEmails as sqliteSearch } from '../engine/store/emails.js';
 import { addUser, assignAccount } from '../engine/store/users.js';
 import { ArchiveWriter, dedupKeyFor, type NewAttachment } from '../engine/store/writer.js';
-import type { SearchQuery } from '../shared/jobs.js';
+import type { SearchIndexInfo, SearchQuery } from '../shared/jobs.js';
+import { EnginePool } from '../engine/pool.js';
 import { InvalidInput, parseSearchInput } from '../shared/search-input.js';
 import { tempDir } from './helpers/fixture.js';
 import { copySqliteToPostgres } from './helpers/pg-copy.js';
@@ -499,6 +500,32 @@ test.serial(
     } finally {
       await indexed.close();
       await exported.release();
+    }
+  },
+);
+
+test.serial(
+  'through the engine pool: the builder thread builds the PostgreSQL index, readiness says so, and searches equal SQL',
+  async (t) => {
+    await catchUpSearchIndex(store);
+    const engine = new EnginePool({ dbPath: pgdb.url, timeZone: ZONE, threads: 1 });
+    try {
+      let index: SearchIndexInfo | undefined;
+      for (const deadline = Date.now() + 90_000; Date.now() < deadline;) {
+        index = (await engine.ping('query')).searchIndex;
+        if (index?.status === 'current') break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      t.is(index?.status, 'current');
+      t.true((index?.terms ?? 0) > 0);
+      const principal = { userId: users.alice, username: 'alice', isAdmin: false, keyId: 1, keyPrefix: 'ma_test0000' };
+      for (const params of [{ q: 'budget' }, { q: 'rep*', sortBy: 'subject' }, { folder: 'Sent', page: '2' }]) {
+        const query = parseSearchInput(params, limits);
+        const viewer = { isAdmin: false, userId: users.alice };
+        t.deepEqual(await engine.run({ kind: 'search', principal, query }), await pgSearch(store, viewer, query));
+      }
+    } finally {
+      await engine.close();
     }
   },
 );
