@@ -191,6 +191,7 @@ export class EnginePool {
   };
   /** Builds the shared search index (engine/search/bitsets/builder.ts, engine/pg/search-snapshot-builder.ts). */
   #builder: Worker | undefined;
+  #searchIndexError: string | undefined;
 
   constructor(options: EnginePoolOptions) {
     // Create and migrate a SQLite file once, here, so the workers never race to do it. A
@@ -238,6 +239,9 @@ export class EnginePool {
         channel,
         maxBytes: searchMemory,
       });
+    this.#builder?.on('message', (m: { error?: string }) => {
+      if (m.error !== undefined) this.#searchIndexError = m.error;
+    });
     // The bound is ours, not Piscina's maxQueue, which would refuse the jobs that must never be.
     const bound = (l: Lane) => threads[l] + (options.maxQueue?.[l] ?? Number.POSITIVE_INFINITY);
     this.#capacity = { interactive: bound('interactive'), query: bound('query') };
@@ -400,6 +404,11 @@ export class EnginePool {
       return performance.now() - submitted > this.#maxWaitMs;
     }
     return false;
+  }
+
+  /** The last error the search index's builder reported (it keeps trying; searches use SQL meanwhile). */
+  get searchIndexError(): string | undefined {
+    return this.#searchIndexError;
   }
 
   /** Threads of the query lane. */

@@ -516,7 +516,7 @@ test.serial(
         if (index?.status === 'current') break;
         await new Promise((r) => setTimeout(r, 200));
       }
-      t.is(index?.status, 'current');
+      t.is(index?.status, 'current', engine.searchIndexError);
       t.true((index?.terms ?? 0) > 0);
       const principal = { userId: users.alice, username: 'alice', isAdmin: false, keyId: 1, keyPrefix: 'ma_test0000' };
       for (const params of [{ q: 'budget' }, { q: 'rep*', sortBy: 'subject' }, { folder: 'Sent', page: '2' }]) {

@@ -21,8 +21,8 @@ export type SnapshotMessage = { hello: true } | { buffer: SharedArrayBuffer; tok
 
 /**
  * One thread's view of a pool's channel. Piscina's idle threads wait on Atomics, not in the
- * event loop, so messages are taken synchronously (receiveMessageOnPort) before each search
- * instead of by a listener that would never run.
+ * event loop, so messages are taken synchronously (receiveMessageOnPort) before each search;
+ * a listener takes those the event loop delivers while the thread awaits something.
  */
 export class SnapshotFollower {
   readonly #bc: BroadcastChannel;
@@ -31,19 +31,29 @@ export class SnapshotFollower {
 
   constructor(channel: string) {
     this.#bc = new BroadcastChannel(channel);
+    // A thread whose event loop runs (a PostgreSQL thread awaits its queries) has messages
+    // delivered to a listener, and only those it has not delivered are left to take.
+    this.#bc.onmessage = (event) => this.#take((event as { data: SnapshotMessage }).data);
+    this.#bc.unref();
     this.#bc.postMessage({ hello: true } satisfies SnapshotMessage);
+  }
+
+  #take(message: SnapshotMessage): void {
+    if (!('buffer' in message)) return;
+    try {
+      if (this.#snapshot?.buffer !== message.buffer) this.#snapshot = new Snapshot(message.buffer);
+      this.#token = message.token;
+    } catch {
+      // not a snapshot: ignored (the pool's channel carries nothing else)
+    }
   }
 
   /** The newest snapshot posted (and its token), or undefined before the first. */
   latest(): { snapshot: Snapshot; token: string | undefined } | undefined {
     // Node accepts a BroadcastChannel here (docs of receiveMessageOnPort); @types/node says MessagePort.
     const port = this.#bc as unknown as MessagePort;
-    for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) {
-      const message = m.message as SnapshotMessage;
-      if (!('buffer' in message)) continue;
-      if (this.#snapshot?.buffer !== message.buffer) this.#snapshot = new Snapshot(message.buffer);
-      this.#token = message.token;
-    }
+    for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port))
+      this.#take(m.message as SnapshotMessage);
     return this.#snapshot ? { snapshot: this.#snapshot, token: this.#token } : undefined;
   }
 
