@@ -23,7 +23,7 @@ import { countMatches } from '../search/bitsets/count.js';
 import { leafKey } from '../search/bitsets/count.js';
 import { pageIds, relevancePageIds } from '../search/bitsets/page.js';
 import { needsSubjects, rankedSets, termsFromSets } from '../search/bitsets/ranked.js';
-import { grownTerms, keptTerms, Postings, toTermSet } from '../search/bitsets/rows.js';
+import { grownSet, grownTerms, keptTerms, Postings, toTermSet } from '../search/bitsets/rows.js';
 import {
   DOCS_KEY,
   KEY_POSITIONS,
@@ -37,6 +37,7 @@ import {
 } from '../search/bitsets/snapshot.js';
 import { StaleSnapshot, type Leaf, type LeafSource } from '../search/bitsets/source.js';
 import { MAX_TAIL_PREFIX } from '../search/bitsets/build.js';
+import { MAX_PAIR_WORDS, PAIR_SHARE, pairKey, pairWordKey } from '../search/bitsets/pairs.js';
 import { rankedLeaves, rankWindow } from '../search/relevance.js';
 import { accountTag, directionTag, folderTag } from '../search/tags.js';
 import { tokenize } from '../search/unicode61.js';
@@ -175,6 +176,52 @@ async function* documents(client: pg.Client, ids: number[]): AsyncGenerator<[num
   }
 }
 
+/**
+ * Common word pairs (pairs.ts) from the side index's own positions: for each field of each
+ * document, two pair words at positions p and p + 1 are a pair, which is exactly what the
+ * tsquery `'b:w1' <-> 'b:w2'` matches (positions as stored: clamped, at most 256 per lexeme).
+ * Returns each pair's ids (ascending by document order given).
+ */
+async function pairIds(client: pg.Client, pairWords: readonly string[], ids: number[]): Promise<Postings> {
+  const out = new Postings();
+  if (pairWords.length === 0 || ids.length === 0) return out;
+  const index = new Map(pairWords.map((w, i) => [w, i]));
+  const lexemes = pairWords.flatMap((w) => [...DEFAULT_FIELDS].map((f) => `${f}:${w}`));
+  for (let i = 0; i < ids.length; i += DOC_BATCH) {
+    const { rows } = await client.query<[number, string, number[]]>({
+      text: `SELECT d.email_id, u.lexeme, u.positions FROM mail_archive_gateway.search_docs d,
+                    unnest(d.doc) AS u(lexeme, positions, weights)
+              WHERE d.email_id = ANY($1::int[]) AND u.lexeme = ANY($2::text[])`,
+      values: [ids.slice(i, i + DOC_BATCH), lexemes],
+      rowMode: 'array',
+    });
+    // Per document and field: position -> pair word.
+    const docs = new Map<number, Map<string, Map<number, number>>>();
+    for (const [id, lexeme, positions] of rows) {
+      let fields = docs.get(id);
+      if (!fields) docs.set(id, (fields = new Map()));
+      const field = lexeme[0]!;
+      let at = fields.get(field);
+      if (!at) fields.set(field, (at = new Map()));
+      for (const p of positions ?? []) at.set(p, index.get(lexeme.slice(2))!);
+    }
+    for (const [id, fields] of docs) {
+      const seen = new Set<string>();
+      for (const at of fields.values())
+        for (const [p, first] of at) {
+          const second = at.get(p + 1);
+          if (second === undefined) continue;
+          const key = pairKey(pairWords[first]!, pairWords[second]!);
+          if (!seen.has(key)) {
+            seen.add(key);
+            out.add(key, id);
+          }
+        }
+    }
+  }
+  return out;
+}
+
 /** The account, folder and direction tags of every message, always kept whole. */
 function attributeTerms(rows: MessageRows, words: number): Array<{ key: string; set: TermSet }> {
   const lists = new Postings();
@@ -256,6 +303,36 @@ async function refreshPgSnapshot(
         [...postings.ids(key)].sort((a, b) => a - b),
       );
     terms = grownTerms(old.snapshot, additions, words, (key) => ATTRIBUTE_TAG.test(key) || key === DOCS_KEY);
+  }
+  // Common word pairs: all of them or none (a pair not kept occurs nowhere), as on SQLite.
+  const pairWords = full
+    ? terms
+        .filter((t) => t.key.startsWith('d:') && t.set.docs * PAIR_SHARE >= rows.ids.length)
+        .sort((a, b) => b.set.docs - a.set.docs)
+        .slice(0, MAX_PAIR_WORDS)
+        .map((t) => t.key.slice(2))
+    : old.snapshot.termKeys.filter((k) => k.startsWith('w:')).map((k) => k.slice(2));
+  const pairs = await pairIds(
+    client,
+    pairWords,
+    [...fresh].sort((a, b) => a - b),
+  );
+  if (full) {
+    const sets = [...pairs.keys()].map((key) => ({ key, set: toTermSet(pairs.ids(key), words) }));
+    const bytes = (list: Array<{ set: TermSet }>) =>
+      list.reduce((sum, t) => sum + 4 * (t.set.kind === 'bits' ? words : t.set.ids.length), 0);
+    if (bytes(terms) + bytes(sets) <= budget) {
+      terms.push(...pairWords.map((w) => ({ key: pairWordKey(w), set: toTermSet([], words) })), ...sets);
+    }
+  } else {
+    const grown = new Map(terms.map((t, i) => [t.key, i]));
+    for (const key of pairs.keys()) {
+      const ids = [...pairs.ids(key)].sort((a, b) => a - b);
+      const at = grown.get(key);
+      if (at === undefined)
+        terms.push({ key, set: toTermSet(ids, words) }); // occurred nowhere before
+      else terms[at] = { key, set: grownSet(terms[at]!.set, ids, words) };
+    }
   }
   terms = terms.filter((t) => !ATTRIBUTE_TAG.test(t.key) && t.key !== DOCS_KEY);
   terms.push(...attributeTerms(rows, words));

@@ -98,23 +98,21 @@ export function grownTerms(
 ): Array<{ key: string; set: TermSet }> {
   return old.termKeys
     .filter((key) => !drop(key))
-    .map((key) => {
-      const set = old.term(key)!;
-      const more = additions.get(key) ?? [];
-      let next: TermSet;
-      if (set.kind === 'bits') {
-        const bits = new Uint32Array(words);
-        bits.set(set.bits.subarray(0, Math.min(set.bits.length, words)));
-        for (const id of more) bits[id >>> 5]! |= 1 << (id & 31);
-        next = { kind: 'bits', bits, docs: set.docs + more.length };
-      } else {
-        const list = new Int32Array(set.ids.length + more.length);
-        list.set(set.ids);
-        list.set(more, set.ids.length);
-        // Appended ids are above the old ones, except for a store whose messages can commit late.
-        const late = more.length > 0 && set.ids.length > 0 && more[0]! < set.ids[set.ids.length - 1]!;
-        next = { kind: 'ids', ids: late ? list.sort() : list, docs: set.docs + more.length };
-      }
-      return { key, set: next };
-    });
+    .map((key) => ({ key, set: grownSet(old.term(key)!, additions.get(key) ?? [], words) }));
+}
+
+/** A kept set with more members (ascending), resized to `words`. */
+export function grownSet(set: TermSet, more: readonly number[], words: number): TermSet {
+  if (set.kind === 'bits') {
+    const bits = new Uint32Array(words);
+    bits.set(set.bits.subarray(0, Math.min(set.bits.length, words)));
+    for (const id of more) bits[id >>> 5]! |= 1 << (id & 31);
+    return { kind: 'bits', bits, docs: set.docs + more.length };
+  }
+  const list = new Int32Array(set.ids.length + more.length);
+  list.set(set.ids);
+  list.set(more, set.ids.length);
+  // Appended ids are above the old ones, except for a store whose messages can commit late.
+  const late = more.length > 0 && set.ids.length > 0 && more[0]! < set.ids[set.ids.length - 1]!;
+  return { kind: 'ids', ids: late ? list.sort() : list, docs: set.docs + more.length };
 }
