@@ -482,10 +482,16 @@ async function leafIds(query: Query, leaf: Leaf): Promise<number[]> {
   return rows.map((r) => r.id);
 }
 
-const hasThread = (node: Node): boolean =>
+/**
+ * Terms the index leaves to SQL on the present state: `thread:` (conversations live in this
+ * service's own tables) and `attachment:` (its text arrives after the message, by `reindex
+ * --attachments`, and must be found at once, as on SQLite, not after the next refresh).
+ */
+const byPresentSql = (node: Node): boolean =>
   node.type === 'thread' ||
-  ((node.type === 'and' || node.type === 'or') && node.children.some(hasThread)) ||
-  (node.type === 'not' && hasThread(node.child));
+  node.type === 'attachment' ||
+  ((node.type === 'and' || node.type === 'or') && node.children.some(byPresentSql)) ||
+  (node.type === 'not' && byPresentSql(node.child));
 
 /** A date bound (epoch ms, UTC) in the index's units: microseconds of SentDate's wall clock. */
 const boundSql = (ms: number | undefined, zone: string) =>
@@ -493,7 +499,7 @@ const boundSql = (ms: number | undefined, zone: string) =>
 
 /**
  * A search answered by the in-memory index, or undefined when it cannot answer (no snapshot,
- * new mail since it, a `thread:` term, a snapshot no longer importable): the caller answers by
+ * new mail since it, a `thread:` or `attachment:` term, a snapshot no longer importable): the caller answers by
  * SQL then, exactly as before.
  */
 export async function indexedSearch(
@@ -507,7 +513,7 @@ export async function indexedSearch(
   const text = query.q !== undefined && query.q.trim() !== '';
   const root = text ? parseQuery(query.q!) : null;
   if (text && root === null) return pageOf(query, [], 0); // nothing searchable: nothing matches
-  if (root && hasThread(root)) return undefined;
+  if (root && byPresentSql(root)) return undefined;
   // The present, on the primary: new mail since the snapshot? Whom may the viewer see now?
   const [probe] = await ctx.primary<{ max: number; visible: number[] | null; from: number | null; to: number | null }>(
     sql`SELECT coalesce((SELECT max("Id") FROM ${T.emails}), 0)::float8 AS max,
