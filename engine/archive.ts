@@ -22,7 +22,7 @@ export interface ArchiveConfig {
   readReplicas?: readonly string[];
   /** Engine:JobTimeoutSeconds in milliseconds: PostgreSQL's statement_timeout (engine workers only). */
   statementTimeoutMs?: number;
-  /** The pool's channel for the shared search index (SQLite only; engine/search/bitsets). */
+  /** The pool's channel for the shared search index (engine/search/bitsets; engine/pg/search-snapshot.ts). */
   searchChannel?: string;
 }
 
@@ -43,6 +43,7 @@ export async function openStore(config: ArchiveConfig): Promise<ArchiveStore> {
       timeZone: config.timeZone ?? 'UTC',
       readReplicas: config.readReplicas ?? [],
       ...(config.statementTimeoutMs !== undefined ? { statementTimeoutMs: config.statementTimeoutMs } : {}),
+      ...(config.searchChannel !== undefined ? { searchChannel: config.searchChannel } : {}),
     });
   }
   const db = openArchive(config.path);

@@ -19,6 +19,7 @@ import { INTERACTIVE_DETAIL_MAX_BYTES, isMovedToQueryLane } from './large-detail
 import { currentRequestSignal, EngineTimedOut, JobAbandoned, TIMEOUT_REASON } from './job-budget.js';
 import { Worker } from 'node:worker_threads';
 import type { BuilderData } from './search/bitsets/builder.js';
+import type { PgBuilderData } from './pg/search-snapshot-builder.js';
 import type { WorkerData } from './worker.js';
 
 export type { Lane } from './overloaded.js';
@@ -43,8 +44,8 @@ export interface EnginePoolOptions {
   /** Let `fault` jobs crash or hold a worker (tests of failure handling only). */
   faultInjection?: boolean;
   /**
-   * Memory for the shared search index of a SQLite archive (engine/search/bitsets), in bytes;
-   * 0 turns it off. Default: 768 MiB.
+   * Memory for the shared search index (engine/search/bitsets; for PostgreSQL ADR 22), in
+   * bytes; 0 turns it off. Default: 768 MiB.
    */
   searchMemoryBytes?: number;
   /**
@@ -168,8 +169,8 @@ const DEFAULT_SEARCH_MEMORY = 768 * 1024 * 1024;
 let pools = 0;
 
 /** The search index's builder thread. It only reads; if it fails, searches are counted by SQL. */
-function startBuilder(data: BuilderData): Worker {
-  const worker = new Worker(new URL('./search/bitsets/builder.js', import.meta.url), { workerData: data });
+function startBuilder(file: string, data: BuilderData | PgBuilderData): Worker {
+  const worker = new Worker(new URL(file, import.meta.url), { workerData: data });
   worker.unref();
   worker.on('error', () => {}); // a failed build leaves searches on SQL, which is always exact
   return worker;
@@ -208,16 +209,19 @@ export class EnginePool {
     interactive: { timedOut: 0, abandoned: 0 },
     query: { timedOut: 0, abandoned: 0 },
   };
-  /** Builds the shared search index (engine/search/bitsets/builder.ts); SQLite only. */
+  /** Builds the shared search index (engine/search/bitsets/builder.ts, engine/pg/search-snapshot-builder.ts). */
   #builder: Worker | undefined;
+  #searchIndexError: string | undefined;
 
   constructor(options: EnginePoolOptions) {
     // Create and migrate a SQLite file once, here, so the workers never race to do it. A
     // PostgreSQL archive is checked by prepareArchive() (engine/archive.ts) before the pool starts.
     if (storeKind(options.dbPath) === 'sqlite') openArchive(options.dbPath).close();
     const searchMemory = options.searchMemoryBytes ?? DEFAULT_SEARCH_MEMORY;
-    const channel =
-      storeKind(options.dbPath) === 'sqlite' && searchMemory > 0 ? `mag-search-${process.pid}-${++pools}` : undefined;
+    // On PostgreSQL with read replicas, searches stay on the replicas by SQL (ADR 22: the
+    // index is built and read on the primary, and would show the primary's state instead).
+    const replicas = storeKind(options.dbPath) === 'postgres' && (options.readReplicas?.length ?? 0) > 0;
+    const channel = searchMemory > 0 && !replicas ? `mag-search-${process.pid}-${++pools}` : undefined;
     const lane = (name: Lane, threads: number) => {
       const workerData: WorkerData = {
         dbPath: options.dbPath,
@@ -242,7 +246,22 @@ export class EnginePool {
     this.#maxWaitMs = options.maxQueueWaitMs ?? Number.POSITIVE_INFINITY;
     this.#budgetMs = options.jobTimeoutMs ?? Number.POSITIVE_INFINITY;
     this.#lanes = { interactive: lane('interactive', threads.interactive), query: lane('query', threads.query) };
-    if (channel) this.#builder = startBuilder({ dbPath: options.dbPath, channel, maxBytes: searchMemory });
+    if (channel && storeKind(options.dbPath) === 'sqlite')
+      this.#builder = startBuilder('./search/bitsets/builder.js', {
+        dbPath: options.dbPath,
+        channel,
+        maxBytes: searchMemory,
+      });
+    else if (channel)
+      this.#builder = startBuilder('./pg/search-snapshot-builder.js', {
+        url: options.dbPath,
+        timeZone: options.timeZone ?? 'UTC',
+        channel,
+        maxBytes: searchMemory,
+      });
+    this.#builder?.on('message', (m: { error?: string }) => {
+      if (m.error !== undefined) this.#searchIndexError = m.error;
+    });
     // The bound is ours, not Piscina's maxQueue, which would refuse the jobs that must never be.
     const bound = (l: Lane) => threads[l] + (options.maxQueue?.[l] ?? Number.POSITIVE_INFINITY);
     this.#capacity = { interactive: bound('interactive'), query: bound('query') };
@@ -405,6 +424,11 @@ export class EnginePool {
       return performance.now() - submitted > this.#maxWaitMs;
     }
     return false;
+  }
+
+  /** The last error the search index's builder reported (it keeps trying; searches use SQL meanwhile). */
+  get searchIndexError(): string | undefined {
+    return this.#searchIndexError;
   }
 
   /** Threads of the query lane. */

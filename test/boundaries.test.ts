@@ -146,6 +146,7 @@ const PG_INTO_SQLITE_KNOWN = [
   'engine/pg/handlers.ts -> engine/store/writer.ts',
   'engine/pg/schema.ts -> engine/db/open.ts',
   'engine/pg/search.ts -> engine/store/summary.ts',
+  'engine/pg/search-snapshot.ts -> engine/store/summary.ts',
   'engine/pg/sync.ts -> engine/store/accounts.ts',
   'engine/pg/sync.ts -> engine/store/errors.ts',
   'engine/pg/threads.ts -> engine/store/summary.ts',

@@ -14,14 +14,16 @@ import { openArchive, type Db } from '../engine/db/open.js';
 import { Random } from '../engine/demo/random.js';
 import { catchUpSearchIndex } from '../engine/pg/search-index.js';
 import { searchEmails as pgSearch } from '../engine/pg/search.js';
+import { exportSnapshot, indexedSearch, type ExportedSnapshot } from '../engine/pg/search-snapshot.js';
 import { PgStore } from '../engine/pg/store.js';
-import { sql } from '../engine/pg/sql.js';
+import { sql, type Sql } from '../engine/pg/sql.js';
 import { compileSearch } from '../engine/search/compile.js';
 import { addAccount } from '../engine/store/accounts.js';
 import { searchEmails as sqliteSearch } from '../engine/store/emails.js';
 import { addUser, assignAccount } from '../engine/store/users.js';
 import { ArchiveWriter, dedupKeyFor, type NewAttachment } from '../engine/store/writer.js';
-import type { SearchQuery } from '../shared/jobs.js';
+import type { SearchIndexInfo, SearchQuery } from '../shared/jobs.js';
+import { EnginePool } from '../engine/pool.js';
 import { InvalidInput, parseSearchInput } from '../shared/search-input.js';
 import { tempDir } from './helpers/fixture.js';
 import { copySqliteToPostgres } from './helpers/pg-copy.js';
@@ -314,6 +316,225 @@ test.serial('generated queries and filters: the same totals and first pages on S
   t.true(compared >= 2500);
   t.true(nonEmpty >= 1000);
 });
+
+// The in-memory index serving PostgreSQL (engine/pg/search-snapshot.ts, ADR 22): its answers
+// must be SQL's, item for item, on the same state of the database.
+const NO_THREAD = (q: string) => !/thread:/i.test(q);
+
+async function indexedStore(options: { minDocs: number }, old?: ExportedSnapshot) {
+  const exported = await exportSnapshot(pgdb.url, old?.state, { ...options, tailMinCostUs: 0 });
+  const indexed = new PgStore({ url: pgdb.url, timeZone: ZONE });
+  indexed.adoptSearchSnapshot(exported.state.snapshot, exported.token);
+  return { exported, indexed };
+}
+
+/** The index's answer (it must answer) beside SQL's; relevance as a set when one page holds all. */
+async function compareWithSql(
+  indexed: PgStore,
+  viewer: { isAdmin: boolean; userId: number },
+  query: SearchQuery,
+  expected?: Awaited<ReturnType<typeof pgSearch>>,
+): Promise<string | null> {
+  const a = await indexedSearch(indexed, viewer, query);
+  if (!a) return `${JSON.stringify(query)}: the index did not answer`;
+  const b = expected ?? (await pgSearch(store, viewer, query));
+  const compiled = compileSearch(query.q);
+  const ranked = query.sortBy === 'relevance' && compiled.kind === 'query' && compiled.match !== null;
+  const ids = (r: typeof a) => r.items.map((m) => m.id);
+  let same = a.totalItems === b.totalItems;
+  if (same && !ranked) same = JSON.stringify(a) === JSON.stringify(b);
+  else if (same && ranked && query.page === 1 && b.totalItems <= query.pageSize)
+    same = JSON.stringify(ids(a).sort()) === JSON.stringify(ids(b).sort());
+  return same
+    ? null
+    : `${JSON.stringify({ ...query, viewer: viewer.userId })}: index ${a.totalItems} [${ids(a).slice(0, 5)}], sql ${b.totalItems} [${ids(b).slice(0, 5)}]`;
+}
+
+for (const [label, minDocs] of [
+  ['most words kept', 50],
+  ['no word kept', 1_000_000],
+] as const) {
+  test.serial(`the in-memory index answers as SQL does on PostgreSQL, ${label}`, async (t) => {
+    await catchUpSearchIndex(store);
+    const { exported, indexed } = await indexedStore({ minDocs });
+    try {
+      const queries = [
+        ...fc.sample(meaningful, { numRuns: 700, seed: 21 }),
+        ...fc.sample(structured, { numRuns: 100, seed: 22 }),
+        '',
+        '-budget',
+        'a OR -b',
+      ].filter(NO_THREAD);
+      const filterSets = fc.sample(filters, { numRuns: queries.length, seed: 23 });
+      const mismatches: string[] = [];
+      let answered = 0;
+      for (let i = 0; i < queries.length; i++) {
+        const { viewer: who, ...f } = filterSets[i]!;
+        if (f.from !== null && f.to !== null && f.from > f.to) [f.from, f.to] = [f.to, f.from];
+        let query: SearchQuery;
+        try {
+          query = parseSearchInput(
+            Object.fromEntries(Object.entries({ q: queries[i]!, ...f }).filter(([, v]) => v !== null)),
+            limits,
+          );
+        } catch (err) {
+          if (err instanceof InvalidInput) continue;
+          throw err;
+        }
+        const viewer = { isAdmin: who === 'admin', userId: users[who as keyof typeof users] };
+        const problem = await compareWithSql(indexed, viewer, query);
+        if (problem) mismatches.push(problem);
+        else answered++;
+      }
+      t.log(`${answered} searches answered by the index, equal to SQL`);
+      t.deepEqual(mismatches.slice(0, 10), [], `${mismatches.length} mismatches`);
+      t.true(answered >= 600);
+    } finally {
+      await indexed.close();
+      await exported.release();
+    }
+  });
+}
+
+test.serial(
+  'the index stays exact across deletes, folder moves, reassignments, permission changes and new mail made by plain SQL',
+  async (t) => {
+    await catchUpSearchIndex(store);
+    let { exported, indexed } = await indexedStore({ minDocs: 50 });
+    const admin = { isAdmin: true, userId: users.admin };
+    const alice = { isAdmin: false, userId: users.alice };
+    const cases = [
+      { q: 'budget' },
+      { q: 'budget', folder: 'INBOX' },
+      { folder: 'Sent' },
+      { accountId: String(accounts[0]) },
+      { q: 'meeting', sortBy: 'subject', sortOrder: 'asc' },
+      { q: 'rep*', direction: 'outgoing' },
+      { q: '"quarterly budget"', page: '2' },
+      { q: 'review', sortBy: 'relevance' },
+    ].map((c) => parseSearchInput(c, limits));
+    const all = async () => {
+      const out = [];
+      for (const viewer of [admin, alice])
+        for (const query of cases) out.push({ viewer, query, sql: await pgSearch(store, viewer, query) });
+      return out;
+    };
+    const expectSame = async (stage: string, expected?: Awaited<ReturnType<typeof all>>) => {
+      const problems: string[] = [];
+      for (const { viewer, query, sql: before } of expected ?? (await all())) {
+        const problem = await compareWithSql(indexed, viewer, query, expected ? before : undefined);
+        if (problem) problems.push(problem);
+      }
+      t.deepEqual(problems, [], stage);
+    };
+    const refresh = async () => {
+      const next = await indexedStore({ minDocs: 50 }, exported);
+      await indexed.close();
+      await exported.release();
+      ({ exported, indexed } = next);
+    };
+    const ids = async (where: Sql, limit: number) =>
+      (
+        await store.primary<{ id: number }>(
+          sql`SELECT "Id" AS id FROM mail_archiver."ArchivedEmails" WHERE ${where} ORDER BY "Id" LIMIT ${limit}`,
+        )
+      ).map((r) => r.id);
+    try {
+      await expectSame('at the start');
+
+      // Behind the service's back: each change, then the index before and after its refresh.
+      const changes: Array<[string, () => Promise<unknown>]> = [
+        [
+          'deletes',
+          async () => {
+            const gone = await ids(sql`"Subject" LIKE '%budget%'`, 25);
+            await store.primary(sql`DELETE FROM mail_archiver."ArchivedEmails" WHERE "Id" = ANY(${gone}::int[])`);
+          },
+        ],
+        [
+          'folder moves',
+          async () => {
+            const moved = await ids(sql`"FolderName" = 'INBOX'`, 40);
+            await store.primary(
+              sql`UPDATE mail_archiver."ArchivedEmails" SET "FolderName" = 'Sent' WHERE "Id" = ANY(${moved}::int[])`,
+            );
+          },
+        ],
+        [
+          'account reassignment',
+          async () => {
+            const moved = await ids(sql`"MailAccountId" = ${accounts[1]!}`, 40);
+            await store.primary(
+              sql`UPDATE mail_archiver."ArchivedEmails" SET "MailAccountId" = ${accounts[0]!} WHERE "Id" = ANY(${moved}::int[])`,
+            );
+          },
+        ],
+      ];
+      for (const [label, change] of changes) {
+        const before = await all();
+        await change();
+        // Not refreshed yet: page and totalItems still describe the state the snapshot saw.
+        await expectSame(`${label}, before the refresh: the snapshot's state`, before);
+        await refresh();
+        await expectSame(`${label}, after the refresh`);
+      }
+
+      // Who sees what is read on every search: no refresh needed.
+      await store.primary(
+        sql`DELETE FROM mail_archiver."UserMailAccounts" WHERE "UserId" = ${users.alice} AND "MailAccountId" = ${accounts[0]!}`,
+      );
+      await expectSame('a permission revoked');
+      await store.primary(
+        sql`INSERT INTO mail_archiver."UserMailAccounts" ("UserId", "MailAccountId") VALUES (${users.alice}, ${accounts[1]!})`,
+      );
+      await expectSame('a permission granted');
+
+      // New mail: the index steps aside (SQL finds it at once) until the next refresh has it.
+      // As Mail Archiver inserts: the identity column gives the id.
+      await store.primary(
+        sql`INSERT INTO mail_archiver."ArchivedEmails" ("MailAccountId", "MessageId", "Subject", "Body", "HtmlBody", "From",
+            "To", "Cc", "Bcc", "SentDate", "ReceivedDate", "IsOutgoing", "HasAttachments", "FolderName")
+          VALUES (${accounts[0]!}, '<xylograph@x>', 'Budget of the xylograph', 'budget', '', 'new@x.example', '', '', '',
+            '2025-06-03 10:00:00', '2025-06-03 10:00:00', false, false, 'INBOX')`,
+      );
+      t.is(await indexedSearch(indexed, admin, cases[0]!), undefined);
+      t.is((await pgSearch(indexed, admin, parseSearchInput({ q: 'xylograph' }, limits))).totalItems, 1);
+      await catchUpSearchIndex(store);
+      await refresh();
+      t.is((await indexedSearch(indexed, admin, parseSearchInput({ q: 'xylograph' }, limits)))?.totalItems, 1);
+      await expectSame('new mail, after the refresh');
+    } finally {
+      await indexed.close();
+      await exported.release();
+    }
+  },
+);
+
+test.serial(
+  'through the engine pool: the builder thread builds the PostgreSQL index, readiness says so, and searches equal SQL',
+  async (t) => {
+    await catchUpSearchIndex(store);
+    const engine = new EnginePool({ dbPath: pgdb.url, timeZone: ZONE, threads: 1 });
+    try {
+      let index: SearchIndexInfo | undefined;
+      for (const deadline = Date.now() + 90_000; Date.now() < deadline;) {
+        index = (await engine.ping('query')).searchIndex;
+        if (index?.status === 'current') break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      t.is(index?.status, 'current', engine.searchIndexError);
+      t.true((index?.terms ?? 0) > 0);
+      const principal = { userId: users.alice, username: 'alice', isAdmin: false, keyId: 1, keyPrefix: 'ma_test0000' };
+      for (const params of [{ q: 'budget' }, { q: 'rep*', sortBy: 'subject' }, { folder: 'Sent', page: '2' }]) {
+        const query = parseSearchInput(params, limits);
+        const viewer = { isAdmin: false, userId: users.alice };
+        t.deepEqual(await engine.run({ kind: 'search', principal, query }), await pgSearch(store, viewer, query));
+      }
+    } finally {
+      await engine.close();
+    }
+  },
+);
 
 test.serial('messages inserted by plain SQL are found by the next search; deleted ones never', async (t) => {
   const admin = { isAdmin: true, userId: users.admin };

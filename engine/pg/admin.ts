@@ -420,6 +420,9 @@ export class PgAdmin implements ArchiveAdmin {
         primary: query,
         transaction: (nested) => nested(query),
         health: () => this.ctx.health(),
+        // Inside a transaction nothing reads the in-memory index: searches answer by SQL.
+        inSnapshot: async () => undefined,
+        searchSnapshot: () => undefined,
       };
       return work(new PgAdmin(inner, this.where, null, this.box));
     });

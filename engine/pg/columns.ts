@@ -2,7 +2,7 @@
 // RawKey, ...), so that one mapping turns rows of either store into the same DTOs. Dates leave
 // SQL as epoch milliseconds: SentDate is wall-clock time in the display zone, every other naive
 // timestamp is UTC (docs/compat.md, "Timestamps").
-import type { Viewer } from '../../shared/jobs.js';
+import type { SortKey, Viewer } from '../../shared/jobs.js';
 import { join, raw, sql, type Sql } from './sql.js';
 
 export const T = {
@@ -52,3 +52,12 @@ export function visibleAccounts(viewer: Viewer, column: string): Sql {
   if (only) parts.push(sql`${raw(column)} = ANY(${only}::int[])`);
   return join(parts, ' AND ', 'true');
 }
+
+/** SQLite's NOCASE folds ASCII only and compares code points: lower() under "C" does the same. */
+export const SORT_COLUMNS: Record<Exclude<SortKey, 'relevance'>, string> = {
+  sentDate: 'e."SentDate"',
+  receivedDate: 'e."ReceivedDate"',
+  subject: 'lower(e."Subject" COLLATE "C")',
+  from: 'lower(e."From" COLLATE "C")',
+  to: 'lower(e."To" COLLATE "C")',
+};

@@ -2,6 +2,7 @@
 // may run, the display zone, transactions and health. Types only, so the handlers and the store
 // that dispatches to them do not import each other (docs/architecture.md, "Boundaries").
 import type { PostgresHealth } from '../../shared/jobs.js';
+import type { Snapshot } from '../search/bitsets/snapshot.js';
 import type { Sql } from './sql.js';
 
 export type Row = object;
@@ -20,6 +21,16 @@ export interface PgContext {
   readonly primary: Query;
   /** Runs `work` in one transaction on the primary. */
   transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` in a read-only transaction on the primary that reads the database exactly as
+   * the exported snapshot `token` saw it (SET TRANSACTION SNAPSHOT); undefined when that
+   * snapshot can no longer be imported (its exporting transaction has ended).
+   */
+  inSnapshot<T>(token: string, work: (query: Query) => Promise<T>): Promise<T | undefined>;
+  /** The newest in-memory search snapshot posted to this thread (engine/pg/search-snapshot.ts). */
+  searchSnapshot(): { snapshot: Snapshot; token: string | undefined } | undefined;
+  /** Whether this thread follows a pool's in-memory search index (readiness reports it). */
+  readonly searchIndexOn?: boolean;
   /** The primary's and the replicas' state, for readiness; never throws. */
   health(): Promise<PostgresHealth>;
 }

@@ -38,6 +38,7 @@ import { decoyHash, forbidden, notFound, stampOf } from '../store/web.js';
 import { iso } from '../time.js';
 import { summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './columns.js';
 import { searchPage } from './search.js';
+import { searchIndexInfo } from './search-snapshot.js';
 import { getThread } from './threads.js';
 import * as pgOAuth from './oauth.js';
 import { aggregateEmails } from './aggregate.js';
@@ -496,7 +497,8 @@ export const pgHandlers: PgHandlers = {
     const rows = await ctx
       .primary<{ version: number }>(sql`SELECT version FROM mail_archive_gateway.schema_version WHERE id = 1`)
       .catch(() => []);
-    return { schemaVersion: rows[0]?.version ?? 0, postgres };
+    const searchIndex = await searchIndexInfo(ctx);
+    return { schemaVersion: rows[0]?.version ?? 0, postgres, ...(searchIndex ? { searchIndex } : {}) };
   },
   fault: () => {
     throw new Error('fault injection is disabled');

@@ -122,6 +122,9 @@ export function documentVector(m: IndexedText): string {
   return parts.join(' ');
 }
 
+/** A filter tag of engine/search/tags.ts as tsquery input (the `g:` lexemes). */
+export const tagTsQuery = (tag: string) => quote(lexeme('tag', tag));
+
 /** A lexeme no message has: what a term with nothing indexable compiles to. */
 const NOTHING = quote('0:');
 
@@ -130,7 +133,8 @@ function phrase(field: Field, tokens: string[], prefix: boolean): string {
   return lexemes.length === 1 ? lexemes[0]! : `(${lexemes.join(' <-> ')})`;
 }
 
-function tsquery(node: Node): string {
+/** A query node (no `thread:` in it) as tsquery input over the side index's lexemes. */
+export function tsquery(node: Node): string {
   switch (node.type) {
     case 'thread':
     case 'read':

@@ -4,26 +4,18 @@
 // keeps current (a folder move changes FolderName only). Differences: docs/search.md.
 import type { Viewer } from '../../shared/jobs.js';
 import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
-import type { SearchQuery, SortKey } from '../../shared/jobs.js';
+import type { SearchQuery } from '../../shared/jobs.js';
 import { hasReadTerm, parseQuery } from '../../shared/query-language.js';
 import { readTermsUnsupported } from '../../shared/search-input.js';
 import { compileSearch } from '../search/compile.js';
 import { snippetTermsOf, withSnippets } from '../search/snippet.js';
 import { pageOf, toSummary, type RawSummary } from '../store/summary.js';
-import { summaryColumns, T, visibleAccounts, zonedTimestamp } from './columns.js';
+import { SORT_COLUMNS, summaryColumns, T, visibleAccounts, zonedTimestamp } from './columns.js';
 import { compileMatch, compileTsQuery, DOCS, ensureSearchIndex } from './search-index.js';
 import { ensureThreads, threadCondition, threadIdsOf } from './threads.js';
 import { join, planned, raw, sql, type Sql } from './sql.js';
+import { indexedSearch } from './search-snapshot.js';
 import type { PgContext } from './context.js';
-
-/** SQLite's NOCASE folds ASCII only and compares code points: lower() under "C" does the same. */
-const SORT_COLUMNS: Record<Exclude<SortKey, 'relevance'>, string> = {
-  sentDate: 'e."SentDate"',
-  receivedDate: 'e."ReceivedDate"',
-  subject: 'lower(e."Subject" COLLATE "C")',
-  from: 'lower(e."From" COLLATE "C")',
-  to: 'lower(e."To" COLLATE "C")',
-};
 
 export function filterConditions(ctx: PgContext, viewer: Viewer, query: SearchQuery): Sql[] {
   const filters: Sql[] = [];
@@ -50,6 +42,8 @@ export async function searchEmails(
   const byKey = sql`${raw(SORT_COLUMNS[sortBy])} ${dir}, e."Id" ${dir}`;
 
   if (query.q === undefined || query.q.trim() === '') {
+    const indexed = await indexedSearch(ctx, viewer, query);
+    if (indexed) return indexed;
     const where = join(filters, ' AND ', 'true');
     const [count] = await ctx.read<{ n: number }>(sql`SELECT count(*) AS n FROM ${T.emails} e WHERE ${where}`);
     const total = count!.n;
@@ -65,6 +59,9 @@ export async function searchEmails(
   if (!ctx.isRead && hasReadTerm(parseQuery(query.q))) throw readTermsUnsupported();
   const compiledMatch = compileMatch(query.q, threadCondition);
   if (compiledMatch === null) return page([], 0);
+  // The in-memory index, when it has a snapshot to answer from (search-snapshot.ts, ADR 22).
+  const indexed = await indexedSearch(ctx, viewer, query);
+  if (indexed) return indexed;
   await ensureSearchIndex(ctx);
   if (compiledMatch.hasThread) await ensureThreads(ctx);
   const where = join(filters, ' AND ', 'true');

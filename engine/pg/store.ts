@@ -11,6 +11,8 @@ import { pgHandlers } from './handlers.js';
 import { OPTIONAL_COLUMNS } from './shape.js';
 import { sql, type Sql } from './sql.js';
 import type { PgContext, Query, Row } from './context.js';
+import { SnapshotFollower } from '../search/bitsets/share.js';
+import type { Snapshot } from '../search/bitsets/snapshot.js';
 
 export interface PgStoreOptions {
   url: string;
@@ -20,9 +22,14 @@ export interface PgStoreOptions {
   connections?: number;
   /** Engine:JobTimeoutSeconds for the server's statement_timeout (engine/pg/connect.ts). */
   statementTimeoutMs?: number;
+  /** The pool's channel for the in-memory search index (engine/pg/search-snapshot.ts). */
+  searchChannel?: string;
 }
 
 export type { PgContext, Query, Row } from './context.js';
+
+/** An exported snapshot's identifier, as pg_export_snapshot() writes it. */
+const SNAPSHOT_TOKEN = /^[0-9A-F]+-[0-9A-F]+(-[0-9A-F]+)?$/i;
 
 /** A replica that failed is skipped; it is probed again this often, and back in rotation once it answers. */
 export const REPLICA_RETRY_MS = 5_000;
@@ -98,6 +105,7 @@ export class PgStore implements PgContext {
     const timeout = options.statementTimeoutMs !== undefined ? { statementTimeoutMs: options.statementTimeoutMs } : {};
     this.#primary = createPgPool(options.url, { max, setting: 'Database:Path', ...timeout });
     this.#replicaUrls = options.readReplicas ?? [];
+    if (options.searchChannel) this.#follower = new SnapshotFollower(options.searchChannel);
     this.#replicas = this.#replicaUrls.map((url) => ({
       pool: createPgPool(url, { max, setting: 'Database:ReadReplicas', ...timeout }),
       downSince: 0,
@@ -111,6 +119,35 @@ export class PgStore implements PgContext {
 
   get isRead(): boolean {
     return this.#isRead ?? false;
+  }
+
+  #follower: SnapshotFollower | undefined;
+  /** A snapshot adopted directly (tests, tools), used when no channel is followed. */
+  #adopted: { snapshot: Snapshot; token: string | undefined } | undefined;
+
+  /** Makes `snapshot` the one this store's searches use (tests and tools). */
+  adoptSearchSnapshot(snapshot: Snapshot | undefined, token?: string): void {
+    this.#adopted = snapshot ? { snapshot, token } : undefined;
+  }
+
+  get searchIndexOn(): boolean {
+    return this.#follower !== undefined;
+  }
+
+  searchSnapshot(): { snapshot: Snapshot; token: string | undefined } | undefined {
+    return this.#follower?.latest() ?? this.#adopted;
+  }
+
+  async inSnapshot<T>(token: string, work: (query: Query) => Promise<T>): Promise<T | undefined> {
+    if (!SNAPSHOT_TOKEN.test(token)) return undefined;
+    // Every statement here reads by id or through the GIN index: a sequential scan of the side
+    // index is never the better plan (search.ts says why for the count). A snapshot that can no
+    // longer be imported makes this undefined: the caller answers by SQL.
+    return this.#onPrimary(
+      `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '${token}'; SET LOCAL enable_seqscan = off`,
+      work,
+      () => undefined,
+    );
   }
 
   readonly primary: Query = async <R extends Row>(q: Sql) => {
@@ -203,7 +240,15 @@ export class PgStore implements PgContext {
     };
   }
 
-  async transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
+  transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
+    return this.#onPrimary('BEGIN', work);
+  }
+
+  /**
+   * `work` in one transaction on a primary connection, opened by `begin`. If `begin` itself is
+   * refused (and not for want of a server), `refused` answers instead.
+   */
+  async #onPrimary<T, U = never>(begin: string, work: (query: Query) => Promise<T>, refused?: () => U): Promise<T | U> {
     let client: pg.PoolClient;
     try {
       client = await this.#primary.connect();
@@ -213,7 +258,13 @@ export class PgStore implements PgContext {
     }
     let broken = false;
     try {
-      await client.query('BEGIN');
+      try {
+        await client.query(begin);
+      } catch (err) {
+        if (!refused || isUnavailable(err)) throw err;
+        await client.query('ROLLBACK').catch(() => (broken = true));
+        return refused();
+      }
       const query: Query = async <R extends Row>(q: Sql) => (await client.query(q.toQuery())).rows as R[];
       const result = await work(query);
       await client.query('COMMIT');
@@ -241,6 +292,7 @@ export class PgStore implements PgContext {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#follower?.close();
     for (const r of this.#replicas) clearTimeout(r.probe);
     await Promise.all([this.#primary.end(), ...this.#replicas.map((r) => r.pool.end())]);
   }

@@ -20,6 +20,8 @@ import {
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
 import { matchSet } from './bitsets/count.js';
+import { FtsSource } from './fts-source.js';
+import { visibleAccountIds } from '../store/accounts.js';
 import { currentSnapshot } from './bitsets/share.js';
 import type { Snapshot } from './bitsets/snapshot.js';
 import type { SqlCondition } from './compile.js';
@@ -45,7 +47,7 @@ export function aggregateFromIndex(
   const { query } = aggregate;
   const root = query.q?.trim() ? parseQuery(query.q) : null;
   if (query.q?.trim() && !root) return undefined; // nothing can match: SQL says so
-  const bits = matchSet(db, snap, viewer, query, root);
+  const bits = matchSet(new FtsSource(db), snap, visibleAccountIds(db, viewer), query, root);
   return bits && countBits(db, snap, bits, aggregate);
 }
 

@@ -26,11 +26,12 @@ import { pageIds, relevancePageIds } from './bitsets/page.js';
 import { parseQuery } from '../../shared/query-language.js';
 import { RELEVANCE_WINDOW } from '../../shared/search-input.js';
 import { lowerBound } from './bitsets/build.js';
-import { leafSets } from './bitsets/count.js';
 import type { Snapshot } from './bitsets/snapshot.js';
 import { ftsExpression } from './compile.js';
 import { tokenize } from './unicode61.js';
 import { rankedLeaves, rankWindow, subjectLeaf, type RelevanceTerm } from './relevance.js';
+import { rankedSets, termsFromSets } from './bitsets/ranked.js';
+import { FtsSource } from './fts-source.js';
 
 import type { Viewer as SharedViewer } from '../../shared/jobs.js';
 type Viewer = SharedViewer;
@@ -93,23 +94,14 @@ function relevanceTerms(
       const at = lowerBound(snap.keys, key);
       if (snap.keys[at] === key) idOf.set(key, snap.ids[at]!);
     }
-    const terms: RelevanceTerm[] = [];
+    const sets = idOf.size === window.length ? rankedSets(new FtsSource(db), snap, leaves) : undefined;
+    if (!sets) return relevanceTerms(db, undefined, leaves, window, options); // the archive moved on
     let subjects: Map<number, string[]> | undefined;
-    for (const leaf of leaves) {
-      const subject = subjectLeaf(leaf);
-      const sets = idOf.size === window.length ? leafSets(db, snap, leaf, subject) : undefined;
-      if (!sets) return relevanceTerms(db, undefined, leaves, window, options); // the archive moved on
-      const has = (bits: Uint32Array | null, key: number) => {
-        const id = idOf.get(key)!;
-        return bits !== null && (bits[id >>> 5]! & (1 << (id & 31))) !== 0;
-      };
-      const inSubject =
-        sets.subject === 'unkept'
-          ? subjectMatcher(subject!, (subjects ??= windowSubjects(db, window)))
-          : (key: number) => has(sets.subject as Uint32Array | null, key);
-      terms.push({ docs: sets.docs, inText: (key) => has(sets.text, key), inSubject });
-    }
-    return terms;
+    return termsFromSets(
+      sets,
+      (key) => idOf.get(key)!,
+      () => (subjects ??= windowSubjects(db, window)),
+    );
   }
   const low = Math.min(...window);
   const high = Math.max(...window);
@@ -144,23 +136,6 @@ function windowSubjects(db: Db, window: number[]): Map<number, string[]> {
     `SELECT fts_key AS k, subject FROM emails WHERE fts_key IN (SELECT value FROM json_each(?))`,
   ).all(JSON.stringify(window)) as Array<{ k: number; subject: string | null }>;
   return new Map(rows.map((r) => [r.k, tokenize(r.subject ?? '')]));
-}
-
-/**
- * Whether a message's subject holds the leaf, as FTS5 would answer `{subject} : "w1 w2" *`: its
- * tokens in a row, the last one a prefix when the leaf is.
- */
-function subjectMatcher(leaf: TextLeaf, subjects: Map<number, string[]>): (key: number) => boolean {
-  const words = leaf.words.flatMap((w) => tokenize(w));
-  const last = words.length - 1;
-  const at = (tokens: string[], i: number) =>
-    words.every((w, j) => (j === last && leaf.prefix ? tokens[i + j]!.startsWith(w) : tokens[i + j] === w));
-  return (key) => {
-    const tokens = subjects.get(key);
-    if (!tokens || words.length === 0) return false;
-    for (let i = 0; i + words.length <= tokens.length; i++) if (at(tokens, i)) return true;
-    return false;
-  };
 }
 
 /** Summaries of these messages (by id or by full-text rowid), in this order. */
@@ -255,7 +230,7 @@ export function searchEmails(
   // The shared in-memory index counts when it is current (engine/search/bitsets); else SQL.
   const snap = options.reference ? undefined : currentSnapshot(db);
   const root = query.q?.trim() ? parseQuery(query.q) : null;
-  const matched = snap ? countMatches(db, snap, viewer, query, root) : undefined;
+  const matched = snap ? countMatches(new FtsSource(db), snap, visibleAccountIds(db, viewer), query, root) : undefined;
   const indexed = matched?.total;
   if (snap && matched) {
     if (offset >= matched.total) return page([], matched.total);

@@ -1,30 +1,32 @@
 // Exact counts from a snapshot (snapshot.ts): the query tree is evaluated as sets of message
 // ids, one bit per message. Kept words are read straight from shared memory; any other term
-// (a rare word, a phrase, a field other than subject) is asked of FTS5, whose rowids become
-// bits. Filters are the same tags the full-text index carries (tags.ts), and the date range is
-// checked against each match's sent date. The caller has checked that the snapshot describes
-// the archive as it is now (share.ts), so the count is the one SQL would give.
+// (a rare word, a phrase, a field other than subject) is asked of the store's own full-text
+// index through a LeafSource (source.ts: FTS5 on SQLite, the side index on PostgreSQL), whose
+// answers become bits. Filters are the same tags the full-text index carries (tags.ts), and the
+// date range is checked against each match's sent date. The caller has checked that the
+// snapshot describes the archive it reads (share.ts), so the count is the one SQL would give.
+// Nothing here knows which store it counts for.
 import type { Node } from '../../../shared/query-language.js';
 import type { SearchQuery } from '../../../shared/jobs.js';
-import type { Db } from '../../db/open.js';
-import { prepared } from '../../db/statements.js';
-import { visibleAccountIds } from '../../store/accounts.js';
 import { tokenize } from '../unicode61.js';
 import { attachmentExpression, DEFAULT_COLUMNS, ftsExpression } from '../compile.js';
 import { accountTag, ADDRESS, addressTag, ATTACHMENT_TAG, directionTag, folderTag } from '../tags.js';
 import { lowerBound } from './build.js';
 import { positionsInRange } from './page.js';
 import { pairKey, pairWordKey } from './pairs.js';
-import { termKey, type Snapshot } from './snapshot.js';
+import { DOCS_KEY, termKey, type Snapshot } from './snapshot.js';
+import { StaleSnapshot, type Leaf, type LeafSource } from './source.js';
 
-import type { Viewer as SharedViewer } from '../../../shared/jobs.js';
-type Viewer = SharedViewer;
 type Bits = Uint32Array;
+/** The accounts a viewer may read (read per search, never from the snapshot); null: every account. */
+export type VisibleAccounts = readonly number[] | null;
 
 /** FTS5 answers that took at least LEAF_CACHE_MIN_MS, per snapshot and thread (LRU). */
 const leafCaches = new WeakMap<Snapshot, Map<string, Bits>>();
 const LEAF_CACHE_SIZE = 64; // 64 x 125 KiB at 1,000,000 messages
 const LEAF_CACHE_MIN_MS = 2;
+/** Words longer than this are never ruled out by the vocabulary alone (see Evaluator.text). */
+const MAX_VOCAB_CHECK = 500;
 
 /**
  * A word in at most this many messages has its subject hits listed by FTS5 for a relevance
@@ -38,17 +40,14 @@ function addIds(out: Bits, ids: Iterable<number>): Bits {
   return out;
 }
 
-/** Signals that FTS5 returned a rowid the snapshot does not know: the archive moved on. */
-class Stale extends Error {}
-
 export function countMatches(
-  db: Db,
+  source: LeafSource,
   snap: Snapshot,
-  viewer: Viewer,
+  visible: VisibleAccounts,
   query: SearchQuery,
   root: Node | null,
 ): { bits: Uint32Array; total: number } | undefined {
-  const bits = matchSet(db, snap, viewer, query, root);
+  const bits = matchSet(source, snap, visible, query, root);
   if (bits === undefined) return undefined;
   const total = query.from === undefined && query.to === undefined ? popcount(bits) : countInRange(bits, snap, query);
   return { bits, total };
@@ -56,31 +55,36 @@ export function countMatches(
 
 /** The set of visible messages matching the query and its filters (dates aside), or undefined if stale. */
 export function matchSet(
-  db: Db,
+  source: LeafSource,
   snap: Snapshot,
-  viewer: Viewer,
+  visible: VisibleAccounts,
   query: SearchQuery,
   root: Node | null,
 ): Bits | undefined {
   try {
-    const ev = new Evaluator(db, snap);
+    const ev = new Evaluator(source, snap);
     const parts: Bits[] = [];
-    const accounts = visibleAccountIds(db, viewer);
-    if (accounts) {
-      const visible = new Uint32Array(snap.words);
-      for (const a of accounts) ev.orInto(visible, ev.tag(accountTag(a)));
-      parts.push(visible);
+    if (visible !== null) {
+      const set = new Uint32Array(snap.words);
+      for (const a of visible) ev.orInto(set, ev.tag(accountTag(a)));
+      parts.push(set);
     }
     if (query.accountId !== undefined) parts.push(ev.tag(accountTag(query.accountId)));
     if (query.folder !== undefined) parts.push(ev.tag(folderTag(query.folder)));
     if (query.direction !== undefined) parts.push(ev.tag(directionTag(query.direction === 'outgoing')));
-    if (root) parts.push(ev.node(root));
+    if (root) {
+      parts.push(ev.node(root));
+      // Where the snapshot says which messages have a full-text document (PostgreSQL: a
+      // side-index row), a text query matches only those, as SQL's join does.
+      const docs = ev.kept(DOCS_KEY);
+      if (docs) parts.push(docs);
+    }
     if (parts.length === 0) return snap.universe;
     const out = parts[0]!.slice();
     for (const p of parts.slice(1)) andInto(out, p);
     return out;
   } catch (err) {
-    if (err instanceof Stale) return undefined;
+    if (err instanceof StaleSnapshot) return undefined;
     throw err;
   }
 }
@@ -96,13 +100,13 @@ export function matchSet(
  * are FTS5's.
  */
 export function leafSets(
-  db: Db,
+  source: LeafSource,
   snap: Snapshot,
   leaf: Extract<Node, { type: 'text' }>,
   subject: Extract<Node, { type: 'text' }> | null,
 ): { text: Bits; docs: number; subject: Bits | null | 'unkept' } | undefined {
   try {
-    const ev = new Evaluator(db, snap);
+    const ev = new Evaluator(source, snap);
     const text = ev.node(leaf);
     const docs = popcount(text);
     if (subject === null || subject === leaf) return { text, docs, subject: subject && text };
@@ -113,18 +117,18 @@ export function leafSets(
       // FTS5 reads the word's whole doclist, whatever the column (about 0.05 µs a message at
       // 1,000,000: 0.2 ms for a word in 4,783 messages, 13 ms in 255,712); reading and
       // tokenizing the window's 1,000 subjects costs 2 to 5 ms.
-      if (docs <= SUBJECT_FTS_MAX_DOCS) return { text, docs, subject: ev.fts(ftsExpression(subject)) };
+      if (docs <= SUBJECT_FTS_MAX_DOCS) return { text, docs, subject: ev.leaf({ kind: 'text', node: subject }) };
     }
     return { text, docs, subject: 'unkept' };
   } catch (err) {
-    if (err instanceof Stale) return undefined;
+    if (err instanceof StaleSnapshot) return undefined;
     throw err;
   }
 }
 
 class Evaluator {
   constructor(
-    readonly db: Db,
+    readonly source: LeafSource,
     readonly snap: Snapshot,
   ) {}
 
@@ -135,12 +139,13 @@ class Evaluator {
       case 'text':
         return this.text(node);
       case 'thread':
-        return this.thread(node.id);
+        // Not cached with the snapshot: thread ids are not in it (a merge would force a rebuild).
+        return this.ftsInto(new Uint32Array(this.snap.words), { kind: 'thread', id: node.id });
       case 'read':
-        throw new Error('unreachable: is:read is refused before a SQLite search');
+        throw new StaleSnapshot(); // never asked: searches with is: terms answer by SQL
       case 'attachment':
         // Not cached with the snapshot: attachment text arrives without the snapshot changing.
-        return this.ftsInto(new Uint32Array(this.snap.words), attachmentExpression(node), 'attachment_fts');
+        return this.ftsInto(new Uint32Array(this.snap.words), { kind: 'attachment', node });
       case 'or': {
         const out = new Uint32Array(this.snap.words);
         for (const c of node.children) this.orInto(out, this.node(c));
@@ -158,9 +163,9 @@ class Evaluator {
     }
   }
 
-  /** A filter tag's set: kept, or listed by FTS5. */
+  /** A filter tag's set: kept, or listed by the store. */
   tag(tag: string): Bits {
-    return this.kept(termKey('t', tag)) ?? this.fts(`{tags} : "${tag}"`);
+    return this.kept(termKey('t', tag)) ?? this.leaf({ kind: 'tag', tag });
   }
 
   orInto(out: Bits, set: Bits): void {
@@ -182,8 +187,10 @@ class Evaluator {
       if (!node.prefix) {
         const kept = this.kept(termKey(group, token));
         if (kept) return kept;
-        // Not a word of the default columns at all: nothing can match.
-        if (group === 'd' && !hasWord(this.snap.vocab, token)) return new Uint32Array(this.snap.words);
+        // Not a word of the default columns at all: nothing can match. (A giant word may be
+        // stored cut to a store's limit, PostgreSQL's 2,047 bytes: the store is asked instead.)
+        if (group === 'd' && token.length <= MAX_VOCAB_CHECK && !hasWord(this.snap.vocab, token))
+          return new Uint32Array(this.snap.words);
       } else if (group === 'd') {
         return this.prefix(token);
       }
@@ -194,7 +201,7 @@ class Evaluator {
       if (this.snap.term(pairWordKey(first)) && this.snap.term(pairWordKey(second)))
         return this.kept(pairKey(first, second)) ?? new Uint32Array(this.snap.words);
     }
-    return this.fts(ftsExpression(node));
+    return this.leaf({ kind: 'text', node });
   }
 
   /**
@@ -211,7 +218,7 @@ class Evaluator {
     }
     // The words not kept, as one set when the builder made one for this prefix.
     if (rare.length && this.keptInto(out, termKey('p', token))) return out;
-    for (const word of rare) this.ftsInto(out, `${DEFAULT_COLUMNS} : "${word.replaceAll('"', '""')}"`);
+    for (const word of rare) this.ftsInto(out, { kind: 'word', word });
     return out;
   }
 
@@ -236,65 +243,49 @@ class Evaluator {
   }
 
   /**
-   * FTS5's matches for an expression, as bits. Costly ones are kept for the snapshot's life (it
+   * The store's matches for a leaf, as bits. Costly ones are kept for the snapshot's life (it
    * describes an archive that has not changed, so neither has the answer): the next page of the
-   * same search, or the same phrase with another filter, does not ask FTS5 again.
+   * same search, or the same phrase with another filter, does not ask the store again.
    */
-  fts(expression: string): Bits {
+  leaf(leaf: Exclude<Leaf, { kind: 'thread' | 'attachment' }>): Bits {
+    const key = leafKey(leaf);
     let cache = leafCaches.get(this.snap);
     if (!cache) leafCaches.set(this.snap, (cache = new Map()));
-    const hit = cache.get(expression);
+    const hit = cache.get(key);
     if (hit) {
-      cache.delete(expression); // most recently used last
-      cache.set(expression, hit);
+      cache.delete(key); // most recently used last
+      cache.set(key, hit);
       return hit;
     }
     const started = performance.now();
-    const bits = this.ftsInto(new Uint32Array(this.snap.words), expression);
-    if (performance.now() - started >= LEAF_CACHE_MIN_MS) {
-      cache.set(expression, bits);
+    const bits = this.ftsInto(new Uint32Array(this.snap.words), leaf);
+    if (performance.now() - started >= LEAF_CACHE_MIN_MS && this.source.cacheable !== false) {
+      cache.set(key, bits);
       if (cache.size > LEAF_CACHE_SIZE) cache.delete(cache.keys().next().value!);
     }
     return bits;
   }
 
-  /**
-   * `thread:<id>`: the conversation's members, read from the emails table (thread ids are not in
-   * the snapshot: a merge would force a rebuild), turned into bits as ftsInto does.
-   */
-  thread(id: number): Bits {
-    const out = new Uint32Array(this.snap.words);
-    const { ids } = this.snap;
-    let from = 0;
-    for (const key of prepared(
-      this.db,
-      'SELECT fts_key FROM emails WHERE thread_id = (SELECT thread_id FROM emails WHERE id = ?) ORDER BY fts_key',
-    )
-      .pluck()
-      .iterate(id) as Iterable<number>) {
-      const p = this.snap.positionOfKey(key, from);
-      if (p < 0) throw new Stale();
-      from = p + 1;
-      const bit = ids[p]!;
-      out[bit >>> 5]! |= 1 << (bit & 31);
-    }
+  /** Adds the store's matches for a leaf to `out`. */
+  ftsInto(out: Bits, leaf: Leaf): Bits {
+    for (const id of this.source.ids(leaf, this.snap)) out[id >>> 5]! |= 1 << (id & 31);
     return out;
   }
+}
 
-  /** Adds FTS5's matches for an expression to `out`. */
-  ftsInto(out: Bits, expression: string, table: 'email_fts' | 'attachment_fts' = 'email_fts'): Bits {
-    const { ids } = this.snap;
-    let from = 0;
-    for (const key of prepared(this.db, `SELECT rowid FROM ${table} WHERE ${table} MATCH ?`)
-      .pluck()
-      .iterate(expression) as Iterable<number>) {
-      const p = this.snap.positionOfKey(key, from);
-      if (p < 0) throw new Stale();
-      from = p + 1; // rowids come in ascending order
-      const id = ids[p]!;
-      out[id >>> 5]! |= 1 << (id & 31);
-    }
-    return out;
+/** A leaf as one string: its FTS5 expression (a description of the leaf on either store). */
+export function leafKey(leaf: Leaf): string {
+  switch (leaf.kind) {
+    case 'text':
+      return ftsExpression(leaf.node);
+    case 'word':
+      return `${DEFAULT_COLUMNS} : "${leaf.word.replaceAll('"', '""')}"`;
+    case 'tag':
+      return `{tags} : "${leaf.tag}"`;
+    case 'attachment':
+      return attachmentExpression(leaf.node);
+    case 'thread':
+      return `thread:${leaf.id}`;
   }
 }
 

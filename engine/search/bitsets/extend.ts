@@ -7,9 +7,11 @@
 // builder does a full build once the archive has grown by a quarter.
 import type { Db } from '../../db/open.js';
 import { tokenize } from '../unicode61.js';
-import { archiveState, inReadTransaction, MAX_TAIL_PREFIX, readOrders } from './build.js';
+import { archiveState, inReadTransaction, readOrders } from './build.js';
+import { MAX_TAIL_PREFIX } from './tails.js';
 import { PairFinder } from './pairs.js';
-import { pack, Snapshot, termKey, wordsFor, type TermSet } from './snapshot.js';
+import { grownTerms } from './rows.js';
+import { pack, Snapshot, termKey, wordsFor } from './snapshot.js';
 
 /** A new snapshot with the messages added since `old`, or undefined when only a full build will do. */
 export function extendSnapshot(db: Db, old: Snapshot): SharedArrayBuffer | undefined {
@@ -105,23 +107,7 @@ function extend(db: Db, old: Snapshot): SharedArrayBuffer | undefined {
   // ids ascend with emails.id above the old maximum, so appending keeps every id list sorted.
   for (const list of additions.values()) list.sort((a, b) => a - b);
 
-  const terms = old.termKeys.map((key) => {
-    const set = old.term(key)!;
-    const more = additions.get(key) ?? [];
-    let next: TermSet;
-    if (set.kind === 'bits') {
-      const bits = new Uint32Array(words);
-      bits.set(set.bits);
-      for (const id of more) bits[id >>> 5]! |= 1 << (id & 31);
-      next = { kind: 'bits', bits, docs: set.docs + more.length };
-    } else {
-      const list = new Int32Array(set.ids.length + more.length);
-      list.set(set.ids);
-      list.set(more, set.ids.length);
-      next = { kind: 'ids', ids: list, docs: set.docs + more.length };
-    }
-    return { key, set: next };
-  });
+  const terms = grownTerms(old, additions, words);
   for (const [key, list] of newPairs) {
     const ids = Int32Array.from(list).sort();
     terms.push({ key, set: { kind: 'ids', ids, docs: ids.length } });

@@ -6,7 +6,7 @@
 import type { SearchQuery } from '../../../shared/jobs.js';
 import { keyRange } from '../fts-key.js';
 import { lowerBound } from './build.js';
-import type { Snapshot } from './snapshot.js';
+import { KEY_POSITIONS, type Snapshot } from './snapshot.js';
 
 /** The ids of the requested page, in order; undefined for relevance over text (relevancePageIds ranks it). */
 export function pageIds(snap: Snapshot, bits: Uint32Array, query: SearchQuery, hasText: boolean): number[] | undefined {
@@ -52,8 +52,30 @@ export function pageIds(snap: Snapshot, bits: Uint32Array, query: SearchQuery, h
   return out;
 }
 
-/** The slice of the date order (positions in `keys`) that the query's date range covers. */
+/**
+ * The slice of the date order (positions in `keys`) that the query's date range covers. With
+ * KEY_POSITIONS, `from` and `to` are in the units of `sent` (the store converts them).
+ */
 export function positionsInRange(snap: Snapshot, query: Pick<SearchQuery, 'from' | 'to'>): [number, number] {
+  if (snap.keyKind === KEY_POSITIONS) {
+    const { sent, ids } = snap;
+    /** The first position whose message was sent after `bound` (or at it, when `inclusive`). */
+    const first = (bound: number, inclusive: boolean) => {
+      let lo = 0;
+      let hi = snap.rows;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        const date = sent[ids[mid]!]!;
+        if (inclusive ? date < bound : date <= bound) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo;
+    };
+    return [
+      query.from === undefined ? 0 : first(query.from, true),
+      query.to === undefined ? snap.rows : first(query.to, false),
+    ];
+  }
   const range = keyRange(query.from, query.to);
   return [
     range.low === undefined ? 0 : lowerBound(snap.keys, range.low),

@@ -9,6 +9,7 @@
 // Positions are found with the FTS5-equivalent tokenizer (unicode61.ts): a token's position is
 // its index in its column, and a phrase never spans two columns, as in FTS5.
 import { tokenize } from '../unicode61.js';
+import { Postings } from './rows.js';
 import { termKey, type TermSet } from './snapshot.js';
 
 /** Pair words are kept words of the default columns found in at least 1 message in this many. */
@@ -59,26 +60,6 @@ export class PairFinder {
   }
 }
 
-/** Growable id lists, one per pair. */
-class IdLists {
-  readonly #lists = new Map<number, { ids: Int32Array; n: number }>();
-
-  add(pair: number, id: number): void {
-    let list = this.#lists.get(pair);
-    if (!list) this.#lists.set(pair, (list = { ids: new Int32Array(16), n: 0 }));
-    if (list.n === list.ids.length) {
-      const grown = new Int32Array(list.ids.length * 2);
-      grown.set(list.ids);
-      list.ids = grown;
-    }
-    list.ids[list.n++] = id;
-  }
-
-  *entries(): Iterable<[number, Int32Array]> {
-    for (const [pair, list] of this.#lists) yield [pair, list.ids.subarray(0, list.n)];
-  }
-}
-
 /**
  * The pair sets (and a marker per pair word) for messages given in ascending id order. `words`
  * is the number of 32-bit words of a bitset: a pair in more messages than that is a bitset.
@@ -90,13 +71,14 @@ export function buildPairs(
 ): Array<{ key: string; set: TermSet }> {
   if (pairWords.length === 0) return [];
   const finder = new PairFinder(pairWords);
-  const lists = new IdLists();
+  const lists = new Postings<number>();
   for (const [id, ...texts] of messages) finder.pairs(texts, (pair) => lists.add(pair, id));
   const out: Array<{ key: string; set: TermSet }> = pairWords.map((w) => ({
     key: pairWordKey(w),
     set: { kind: 'ids', ids: new Int32Array(0), docs: 0 },
   }));
-  for (const [pair, ids] of lists.entries()) {
+  for (const pair of lists.keys()) {
+    const ids = lists.ids(pair);
     let set: TermSet;
     if (ids.length >= words) {
       const bits = new Uint32Array(words);

@@ -13,10 +13,57 @@ import type { Db } from '../../db/open.js';
 import { prepared } from '../../db/statements.js';
 import { Snapshot } from './snapshot.js';
 
-export type SnapshotMessage = { hello: true } | { buffer: SharedArrayBuffer };
+/**
+ * A snapshot as posted: its buffer and, for a store whose snapshot is a database snapshot too
+ * (PostgreSQL), the token that lets a search read the database in that same state.
+ */
+export type SnapshotMessage = { hello: true } | { buffer: SharedArrayBuffer; token?: string };
+
+/**
+ * One thread's view of a pool's channel. Piscina's idle threads wait on Atomics, not in the
+ * event loop, so messages are taken synchronously (receiveMessageOnPort) before each search;
+ * a listener takes those the event loop delivers while the thread awaits something.
+ */
+export class SnapshotFollower {
+  readonly #bc: BroadcastChannel;
+  #snapshot: Snapshot | undefined;
+  #token: string | undefined;
+
+  constructor(channel: string) {
+    this.#bc = new BroadcastChannel(channel);
+    // A thread whose event loop runs (a PostgreSQL thread awaits its queries) has messages
+    // delivered to a listener, and only those it has not delivered are left to take.
+    this.#bc.onmessage = (event) => this.#take((event as { data: SnapshotMessage }).data);
+    this.#bc.unref();
+    this.#bc.postMessage({ hello: true } satisfies SnapshotMessage);
+  }
+
+  #take(message: SnapshotMessage): void {
+    if (!('buffer' in message)) return;
+    try {
+      if (this.#snapshot?.buffer !== message.buffer) this.#snapshot = new Snapshot(message.buffer);
+      this.#token = message.token;
+    } catch {
+      // not a snapshot: ignored (the pool's channel carries nothing else)
+    }
+  }
+
+  /** The newest snapshot posted (and its token), or undefined before the first. */
+  latest(): { snapshot: Snapshot; token: string | undefined } | undefined {
+    // Node accepts a BroadcastChannel here (docs of receiveMessageOnPort); @types/node says MessagePort.
+    const port = this.#bc as unknown as MessagePort;
+    for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port))
+      this.#take(m.message as SnapshotMessage);
+    return this.#snapshot ? { snapshot: this.#snapshot, token: this.#token } : undefined;
+  }
+
+  close(): void {
+    this.#bc.close();
+  }
+}
 
 const adopted = new WeakMap<Db, Snapshot>();
-const channels = new WeakMap<Db, BroadcastChannel>();
+const channels = new WeakMap<Db, SnapshotFollower>();
 
 /** Makes `snapshot` the one searches on `db` count with (tests and tools may call this directly). */
 export function adoptSnapshot(db: Db, snapshot: Snapshot | undefined): void {
@@ -24,29 +71,19 @@ export function adoptSnapshot(db: Db, snapshot: Snapshot | undefined): void {
   else adopted.delete(db);
 }
 
-/**
- * Follows a pool's channel for the life of this thread. Piscina's idle threads wait on Atomics,
- * not in the event loop, so messages are taken synchronously (receiveMessageOnPort) before each
- * search instead of by a listener that would never run.
- */
+/** Follows a pool's channel for the life of this thread. */
 export function followSnapshots(db: Db, channel: string): void {
-  const bc = new BroadcastChannel(channel);
-  channels.set(db, bc);
-  bc.postMessage({ hello: true } satisfies SnapshotMessage);
+  channels.set(db, new SnapshotFollower(channel));
 }
 
-// Node accepts a BroadcastChannel here (docs of receiveMessageOnPort); @types/node says MessagePort.
+/** The snapshot each connection last took from its channel: a newer one is adopted. */
+const followed = new WeakMap<Db, Snapshot>();
+
 function receive(db: Db): void {
-  const bc = channels.get(db);
-  if (!bc) return;
-  for (
-    let m = receiveMessageOnPort(bc as unknown as MessagePort);
-    m;
-    m = receiveMessageOnPort(bc as unknown as MessagePort)
-  ) {
-    const message = m.message as SnapshotMessage;
-    if ('buffer' in message) adoptSnapshot(db, new Snapshot(message.buffer));
-  }
+  const latest = channels.get(db)?.latest();
+  if (!latest || followed.get(db) === latest.snapshot) return;
+  followed.set(db, latest.snapshot);
+  adoptSnapshot(db, latest.snapshot);
 }
 
 /** The adopted snapshot when it is current for `db`, else undefined. */

@@ -12,7 +12,9 @@
 // Layout (byte offsets, every section 8-aligned):
 //   header   Float64 x 16      HEADER fields below
 //   sent     Float64 x (maxId+1)  sent date (epoch ms) by message id, NaN where no message
-//   keys     Float64 x rows     full-text rowids (emails.fts_key), ascending
+//   keys     Float64 x rows     date order: full-text rowids (emails.fts_key), ascending; or, for
+//                                a store without such rowids (KEY_POSITIONS), the position itself
+//                                (the messages sorted by sent date, then id)
 //   ids      Int32   x rows     the message id of each of those rowids
 //   orders   Int32   x rows x 4 message ids sorted as SQL sorts them by receivedDate, subject, from, to
 //   universe Uint32  x words    the ids that exist
@@ -35,6 +37,7 @@ export const HEADER = {
   builtAt: 8,
   buildMs: 9,
   dataBytes: 10,
+  keyKind: 11,
 } as const;
 const HEADER_SLOTS = 16;
 
@@ -45,6 +48,16 @@ const HEADER_SLOTS = 16;
  */
 export type Group = 'd' | 's' | 't' | 'p' | 'b' | 'w';
 export const termKey = (group: Group, token: string) => `${group}:${token}`;
+/**
+ * A store whose text queries match only messages with a full-text document (PostgreSQL's
+ * side index, joined) keeps the set of those under this key; matchSet ANDs it into text queries.
+ */
+export const DOCS_KEY = 'x:docs';
+
+/** `keys` are full-text rowids of fts-key.ts (SQLite). */
+export const KEY_ROWIDS = 0;
+/** `keys` are positions in date order; `sent` holds the store's own date values (PostgreSQL). */
+export const KEY_POSITIONS = 1;
 
 /** The sort keys kept as permutations, in their order in the buffer. */
 export const ORDERS = ['receivedDate', 'subject', 'from', 'to'] as const;
@@ -67,6 +80,8 @@ export interface SnapshotParts {
   /** Every word of the default columns, in any order. */
   vocab: Iterable<string>;
   buildMs: number;
+  /** KEY_ROWIDS (default) or KEY_POSITIONS. */
+  keyKind?: number;
 }
 
 /** Packs what build.ts gathered into one shared buffer. */
@@ -125,6 +140,7 @@ export function pack(parts: SnapshotParts): SharedArrayBuffer {
   header[HEADER.builtAt] = Date.now();
   header[HEADER.buildMs] = parts.buildMs;
   header[HEADER.dataBytes] = dataBytes;
+  header[HEADER.keyKind] = parts.keyKind ?? KEY_ROWIDS;
   header[HEADER.magic] = MAGIC;
   return buffer;
 }
@@ -141,6 +157,7 @@ export class Snapshot {
   readonly words: number;
   readonly builtAt: number;
   readonly buildMs: number;
+  readonly keyKind: number;
   readonly sent: Float64Array;
   readonly keys: Float64Array;
   readonly ids: Int32Array;
@@ -161,6 +178,7 @@ export class Snapshot {
     this.words = header[HEADER.words]!;
     this.builtAt = header[HEADER.builtAt]!;
     this.buildMs = header[HEADER.buildMs]!;
+    this.keyKind = header[HEADER.keyKind]!;
     const terms = header[HEADER.terms]!;
     const dictBytes = header[HEADER.dictBytes]!;
     const vocabBytes = header[HEADER.vocabBytes]!;
