@@ -153,13 +153,13 @@ test.serial("a non-administrator cannot see or revoke others' keys, even by forg
   t.is((await accounts(web.fixture.keys.alice)).status, 200);
 });
 
-test.serial('/apidocs renders Swagger UI with the eight operations, with no console errors', async (t) => {
+test.serial('/apidocs renders Swagger UI with the nine operations, with no console errors', async (t) => {
   const page = await pleaseSignIn('alice');
   problems.length = 0; // the forged form's 404 above is expected
   await page.goto('/apidocs');
   await page.locator('.opblock').first().waitFor();
   // SPEC.md's six, the conversation and the attachment text.
-  t.is(await page.locator('.opblock').count(), 8);
+  t.is(await page.locator('.opblock').count(), 9);
   const paths = await page.locator('.opblock-summary-path').allInnerTexts();
   t.true(paths.some((p) => p.replace(/\u200b/g, '').includes('/api/v1/emails/{id}/attachments/{attachmentId}')));
   await page.screenshot({ path: shot('apidocs.png') });

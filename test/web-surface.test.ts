@@ -48,7 +48,11 @@ test('the docs page uses hashes for its inline script, not unsafe-inline, and no
   const spec = await agent.get('/apidocs/spec/v1.json');
   t.is(spec.status, 200);
   t.is(spec.body.info.version, '1.0.0');
-  t.is(Object.keys(spec.body.paths).length, 8, "SPEC.md's six, the conversation route and the attachment text");
+  t.is(
+    Object.keys(spec.body.paths).length,
+    9,
+    "SPEC.md's six, the conversation route, the attachment text and the aggregate",
+  );
 });
 
 test('without a session /apidocs redirects to sign-in and the document answers 401', async (t) => {
