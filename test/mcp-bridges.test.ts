@@ -284,6 +284,25 @@ test.serial('free messages have a cap of their own (Mcp:FreeRequestsPerMinute)',
   }
 });
 
+/**
+ * Loads a URL as a browser would, waiting (up to 30 s) for the server behind it to listen: a
+ * bridge may print its authorization URL before its callback server has bound its port, and a
+ * person is never that quick, but a test is. Any other failure is thrown at once.
+ */
+async function fetchWhenListening(url: string): Promise<Response> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      return await fetch(url);
+    } catch (err) {
+      const code = (err as { cause?: { code?: string } }).cause?.code;
+      if (code !== 'ECONNREFUSED' || Date.now() > deadline)
+        throw new Error(`loading ${url}: ${code ?? String(err)}`, { cause: err });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
 test.serial(
   "mcp-remote's OAuth flow: it registers, sends the person to the consent page, takes the code at its callback and serves tools",
   async (t) => {
@@ -312,7 +331,7 @@ test.serial(
             steps.push(`authorize ${at.searchParams.get('client_id')} ${at.searchParams.get('redirect_uri')}`);
             const back = await consent(await person(h.base, 'alice'), at.pathname + at.search);
             steps.push(`callback ${back.origin}${back.pathname}`);
-            const res = await fetch(back.href);
+            const res = await fetchWhenListening(back.href);
             steps.push(`callback answered ${res.status}`);
           })();
         },
