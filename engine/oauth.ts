@@ -142,3 +142,15 @@ export function consentAllowed(
   if (chosen === null) return true;
   return chosen.length > 0 && (visible === null || chosen.every((id) => visible.includes(id)));
 }
+
+/**
+ * The accounts a viewer may read, given those its user may (`assigned`, null for every account):
+ * an OAuth grant narrowed to some accounts sees those of them the user still may.
+ */
+export function narrowedToGrant(
+  assigned: readonly number[] | null,
+  only: readonly number[] | null | undefined,
+): number[] | null {
+  if (!only) return assigned && [...assigned];
+  return (assigned ?? only).filter((id) => only.includes(id));
+}

@@ -2,7 +2,7 @@
 // statements on it (db/statements.ts), so every query is compiled once per thread.
 import { Piscina } from 'piscina';
 import { isEncodedDetail } from './encoded-detail.js';
-import { setPriority } from 'node:os';
+import { lowerThreadPriority } from './thread-priority.js';
 import { workerData } from 'node:worker_threads';
 import type { AuthedJob, AuthedResult, Job, JobKind, JobResult, OwnedKind } from '../shared/jobs.js';
 import { openStore, type ArchiveStore } from './archive.js';
@@ -26,14 +26,7 @@ export interface WorkerData {
  * latency under a flood. Linux only, where a nice value belongs to one thread; elsewhere it
  * would lower the whole process.
  */
-const QUERY_NICE = 10;
-if ((workerData as WorkerData).lane === 'query' && process.platform === 'linux') {
-  try {
-    setPriority(QUERY_NICE);
-  } catch {
-    // Not permitted in this sandbox: run at normal priority.
-  }
-}
+if ((workerData as WorkerData).lane === 'query') lowerThreadPriority();
 
 let store: Promise<ArchiveStore> | undefined;
 

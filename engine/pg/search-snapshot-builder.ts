@@ -8,7 +8,7 @@
 // transaction that imports it and ends, and posts the buffer with the snapshot's token. The
 // exporting transaction stays open while its snapshot serves, and a little after the next one
 // is posted, so a search that took the old token can still import it.
-import { setPriority } from 'node:os';
+import { lowerThreadPriority } from '../thread-priority.js';
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import type { SnapshotMessage } from '../search/bitsets/share.js';
 import { catchUpSearchIndex } from './search-index.js';
@@ -29,13 +29,7 @@ export interface PgBuilderData {
 }
 
 const data = workerData as PgBuilderData;
-if (process.platform === 'linux') {
-  try {
-    setPriority(10);
-  } catch {
-    // not permitted here: normal priority
-  }
-}
+lowerThreadPriority();
 
 /** How long an exported snapshot stays importable after the next one is posted. */
 const RETIRE_MS = 10_000;

@@ -46,6 +46,7 @@ import { SORT_COLUMNS, summaryColumns, T, zonedTimestamp } from './columns.js';
 import { DOCS, tagTsQuery, tsquery } from './search-index.js';
 import { raw, sql } from './sql.js';
 import type { PgContext, Query } from './context.js';
+import { narrowedToGrant } from '../oauth.js';
 
 // ---------------------------------------------------------------------------------------------
 // Building and refreshing (the builder thread, search-snapshot-builder.ts)
@@ -521,8 +522,7 @@ export async function indexedSearch(
   );
   if (!probe || probe.max > snap.maxId) return undefined;
   // An OAuth grant narrowed to some accounts sees those the user still may (ADR 19).
-  const only = viewer.oauth?.accountIds;
-  const visible = !only ? probe.visible : (probe.visible ?? only).filter((id) => only.includes(id));
+  const visible = narrowedToGrant(probe.visible, viewer.oauth?.accountIds);
   const local: SearchQuery = { ...query };
   delete local.from;
   delete local.to;

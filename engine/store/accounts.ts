@@ -3,6 +3,7 @@ import type { MailAccountDto } from '../../shared/dto.js';
 import type { Viewer } from '../../shared/jobs.js';
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
+import { narrowedToGrant } from '../oauth.js';
 import { iso } from '../time.js';
 import { StoreError } from './errors.js';
 
@@ -58,9 +59,7 @@ export function visibleAccountIds(db: Db, viewer: Viewer): number[] | null {
   const assigned = viewer.isAdmin
     ? null
     : (prepared(db, 'SELECT account_id FROM user_accounts WHERE user_id = ?').pluck().all(viewer.userId) as number[]);
-  const only = viewer.oauth?.accountIds;
-  if (!only) return assigned;
-  return assigned === null ? [...only] : assigned.filter((id) => only.includes(id));
+  return narrowedToGrant(assigned, viewer.oauth?.accountIds);
 }
 
 export function canSeeAccount(db: Db, principal: Viewer, accountId: number): boolean {

@@ -3,7 +3,7 @@
 // extends the snapshot (extend.ts), when they were rewritten it builds anew, once the archive
 // has been quiet for a moment (an import in progress would otherwise be redone over and over). It runs at low CPU priority, like the query lane:
 // searches are still answered while it works, by SQL.
-import { setPriority } from 'node:os';
+import { lowerThreadPriority } from '../../thread-priority.js';
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import { openArchive } from '../../db/open.js';
 import { archiveState, buildSnapshot } from './build.js';
@@ -20,13 +20,7 @@ export interface BuilderData {
 }
 
 const data = workerData as BuilderData;
-if (process.platform === 'linux') {
-  try {
-    setPriority(10);
-  } catch {
-    // not permitted here: normal priority
-  }
-}
+lowerThreadPriority();
 
 const db = openArchive(data.dbPath, { readonly: true });
 const bc = new BroadcastChannel(data.channel);
