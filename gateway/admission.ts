@@ -1,7 +1,7 @@
 // Admission: the rate limit and the key check as one step, so that only a genuine key can spend
 // a key's budget.
 //
-// SPEC.md section 8 partitions each front end's budget by key prefix, else by client IP. The
+// SPEC.md, “Limits” partitions each front end's budget by key prefix, else by client IP. The
 // prefix is not a secret (the web page and the logs show it), so charging a request to the
 // prefix its token merely claims would let anyone who has seen a prefix spend that user's
 // budget with made-up keys and lock them out. Hence:

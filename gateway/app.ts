@@ -196,7 +196,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
       ),
     );
   } else {
-    // Disabled is a 404, but still one no cache may keep (SPEC.md 5.8: never cache /mcp).
+    // Disabled is a 404, but still one no cache may keep (SPEC.md, “Authentication”: never let a CDN cache /mcp).
     app.use(
       mount('/mcp', async (ctx) => {
         ctx.set('Cache-Control', 'no-store');

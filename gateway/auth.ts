@@ -1,4 +1,4 @@
-// Bearer API keys (SPEC.md section 5). The key's hash is looked up by a worker on every
+// Bearer API keys (SPEC.md, “Authentication”). The key's hash is looked up by a worker on every
 // request, so revocation, expiry and deactivation apply to the very next request in every
 // process. Cookies are never read here. A KeyCheck (below) runs a request's jobs and looks its
 // key up with the first of them; admission (admission.ts) decides what the outcome costs.

@@ -1,4 +1,4 @@
-// Fixed-window rate limits (SPEC.md section 8), one policy per front end.
+// Fixed-window rate limits (SPEC.md, “Limits”), one policy per front end.
 //
 // Which partition a request is charged to is admission's decision (admission.ts). With
 // Redis:Url set, counters live in Redis and every process of a cluster shares one budget; when

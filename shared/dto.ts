@@ -1,4 +1,4 @@
-// The wire shapes of SPEC.md section 2, as zod schemas: the types the code uses, the MCP tools'
+// The wire shapes of SPEC.md, “Resources and their fields”, as zod schemas: the types the code uses, the MCP tools'
 // output schemas and the OpenAPI document's components all come from these definitions.
 // Timestamps are UTC ISO 8601 strings ending in `Z`; the engine produces them with toISOString().
 import { z } from 'zod';

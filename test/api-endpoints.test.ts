@@ -1,4 +1,4 @@
-// Acceptance tests of SPEC.md section 4 (REST API v1): every endpoint, every query parameter
+// Acceptance tests of SPEC.md, “REST API” (v1): every endpoint, every query parameter
 // of GET /api/v1/emails, and the page-size settings, against the real gateway, a real worker
 // pool and a real SQLite archive.
 import anyTest, { type TestFn } from 'ava';

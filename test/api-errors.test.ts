@@ -1,4 +1,4 @@
-// SPEC.md section 7: every error is RFC 7807 problem+json with type, title, status, detail and
+// SPEC.md, “Errors”: every error is RFC 7807 problem+json with type, title, status, detail and
 // instance; unknown paths are 404, other methods 405, HEAD works, a disabled API is 404
 // everywhere, and a 500 never leaks a stack or an HTML page.
 import anyTest, { type TestFn } from 'ava';

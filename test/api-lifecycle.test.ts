@@ -1,5 +1,5 @@
 // The service's life around requests: workers that fail and are replaced, and a real server
-// process that flushes every access-log entry when it is stopped (SPEC.md section 2, access log).
+// process that flushes every access-log entry when it is stopped (SPEC.md, “Access log entry”).
 import anyTest, { type TestFn } from 'ava';
 import Database from '../engine/db/driver.js';
 import { get as httpGet, type IncomingMessage } from 'node:http';

@@ -1,4 +1,4 @@
-// SPEC.md section 8 across processes: with Redis:Url set, every gateway shares one budget per key;
+// SPEC.md, “Limits” across processes: with Redis:Url set, every gateway shares one budget per key;
 // when Redis goes away each keeps serving with its own per-process window, and it goes back to
 // the shared budget when Redis returns. Needs a Redis at REDIS_URL (default
 // redis://127.0.0.1:6379; CI always runs one) and the redis-server binary.

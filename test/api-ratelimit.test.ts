@@ -1,4 +1,4 @@
-// SPEC.md section 8, REST rate limit with the in-memory store: a fixed window of
+// SPEC.md, “Limits”, REST rate limit with the in-memory store: a fixed window of
 // Api:RateLimitPerMinute requests per genuine key's prefix (client IP without a key), with
 // RateLimit-* headers on every answer and 429 problem+json past the budget. Keys that fail
 // authentication are charged to the client IP's own budget (gateway/admission.ts).
@@ -183,7 +183,7 @@ test("made-up keys carrying a real key's prefix do not spend that key's budget (
     t.is(res.status, 200, `the owner's request ${i + 1}`);
     assertRateHeaders(t, res.headers, LIMIT - 1 - i, `owner ${i + 1}`);
   }
-  // The owner's own requests still spend the key's budget, per SPEC.md section 8.
+  // The owner's own requests still spend the key's budget, per SPEC.md, “Limits”.
   t.is((await api.request.get('/api/v1/stats').set(bearer(real)).set('X-Forwarded-For', freshIp())).status, 429);
 });
 

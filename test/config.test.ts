@@ -1,4 +1,4 @@
-// Settings (SPEC.md section 1): defaults < appsettings.json < environment, names case-insensitive,
+// Settings (SPEC.md, “Configuration settings”): defaults < appsettings.json < environment, names case-insensitive,
 // and every mistake a ConfigError of one line that names the setting.
 import test, { type ExecutionContext } from 'ava';
 import { writeFileSync } from 'node:fs';
@@ -37,7 +37,7 @@ function configError(t: ExecutionContext, load: () => unknown, ...mentions: Arra
   return message;
 }
 
-test('every default of SPEC.md section 1, plus the service settings', (t) => {
+test('every default of SPEC.md, “Configuration settings”, plus the service settings', (t) => {
   const s = loadSettings({ env: {}, cwd: workdir(t) });
   t.deepEqual(s.Api, {
     Enabled: false,

@@ -1,4 +1,4 @@
-// The HTTP side of /mcp (SPEC.md sections 4, 5, 7, 8): the master switch, API keys, methods,
+// The HTTP side of /mcp (SPEC.md, “MCP server”, “Authentication”, “Errors” and “Limits”): the master switch, API keys, methods,
 // caching, origins, body limits, malformed JSON-RPC, and the Mcp rate-limit policy.
 import anyTest, { type TestFn } from 'ava';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';

@@ -1,4 +1,4 @@
-// Acceptance tests of the MCP tools (SPEC.md section 4): discovery, every tool for an
+// Acceptance tests of the MCP tools (SPEC.md, “MCP server”): discovery, every tool for an
 // administrator's and restricted users' keys, search parameters and page-size clamping, and
 // argument errors, through the SDK's own Client against the real gateway on a real port.
 import anyTest, { type TestFn } from 'ava';

@@ -85,7 +85,7 @@ const ACCEPTED: Array<{ code: string; paths: string[]; reason: string }> = [
       `${ATTACHMENT_TEXT}.get.parameters.0.schema`,
       `${ATTACHMENT_TEXT}.get.parameters.1.schema`,
     ],
-    reason: 'SPEC.md section 2: ids are int32',
+    reason: 'SPEC.md, “Resources and their fields”: ids are int32',
   },
   {
     code: 'owasp:api4:2023-array-limit',

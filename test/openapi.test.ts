@@ -1,4 +1,4 @@
-// The OpenAPI v1 document (SPEC.md sections 2, 4, 7 and 9): it validates, it names and shapes
+// The OpenAPI v1 document (SPEC.md, “Resources and their fields”, “Endpoints”, “Errors” and “Versioning”): it validates, it names and shapes
 // the components as the spec says, it declares every operation, parameter and status, and a
 // client generated from it type-checks and talks to the running server, whose answers all
 // conform to the document.
@@ -246,7 +246,7 @@ test('info, servers, tags and bearer security', (t) => {
   t.deepEqual(doc.tags.map((x) => x.name).sort(), ['Accounts', 'Emails', 'Stats']);
 });
 
-test('components: the eight schema names of SPEC.md section 2 and the aggregate result, every field optional', (t) => {
+test('components: the eight schema names of SPEC.md, “Resources and their fields” and the aggregate result, every field optional', (t) => {
   const { schemas } = t.context.doc.components;
   t.deepEqual(Object.keys(schemas).sort(), [...DTO_SCHEMA_NAMES].sort());
   t.deepEqual([...DTO_SCHEMA_NAMES].sort(), [
@@ -271,7 +271,7 @@ test('components: the eight schema names of SPEC.md section 2 and the aggregate 
   }
 });
 
-test('components: fields, formats, nullability and references as SPEC.md section 2 lists them', (t) => {
+test('components: fields, formats, nullability and references as SPEC.md, “Resources and their fields” lists them', (t) => {
   const s = t.context.doc.components.schemas as Record<string, { properties: Record<string, JsonSchema> }>;
   const props = (name: string) => s[name]!.properties;
   const int32 = { type: 'integer', format: 'int32' };
@@ -370,7 +370,7 @@ test('components: fields, formats, nullability and references as SPEC.md section
   }
 });
 
-test('paths: the six GET operations of SPEC.md section 4, the conversation route and the attachment text, with ids, tags, parameters and statuses', (t) => {
+test('paths: the six GET operations of SPEC.md, “REST API”, the conversation route and the attachment text, with ids, tags, parameters and statuses', (t) => {
   const { doc } = t.context;
   t.deepEqual(Object.keys(doc.paths).sort(), Object.keys(OPERATIONS).sort());
   const ids = new Set<string>();
@@ -451,7 +451,7 @@ test('401 carries WWW-Authenticate; 429 and 503 carry Retry-After and the RateLi
   t.like(doc.components.headers['WWW-Authenticate'], { schema: { type: 'string' } });
 });
 
-test('GET /api/v1/emails parameters: types, formats, enums and defaults as SPEC.md section 4 lists them', (t) => {
+test('GET /api/v1/emails parameters: types, formats, enums and defaults as SPEC.md, “Query parameters of GET /api/v1/emails” lists them', (t) => {
   const { doc, settings } = t.context;
   const p = (name: string) => param(doc, '/api/v1/emails', name);
   t.like(p('q').schema, { type: 'string' });

@@ -82,7 +82,7 @@ export const migrations: Migration[] = [
       CREATE INDEX emails_from    ON emails (from_addr COLLATE NOCASE, id);
       CREATE INDEX emails_to      ON emails (to_addr COLLATE NOCASE, id);
 
-      -- The body fallback chain (SPEC.md section 2): original bytes, then untruncated text,
+      -- The body fallback chain (SPEC.md, “EmailDetailDto”): original bytes, then untruncated text,
       -- then the stored text. The stored text is what the index sees: cleaned and bounded.
       CREATE TABLE email_bodies (
         email_id          INTEGER PRIMARY KEY REFERENCES emails (id) ON DELETE CASCADE,
@@ -122,7 +122,7 @@ export const migrations: Migration[] = [
       CREATE INDEX attachments_email   ON attachments (email_id);
       CREATE INDEX attachments_content ON attachments (content_id);
 
-      -- SPEC.md section 2, API key record. Only the SHA-256 of a key is kept.
+      -- SPEC.md, “API key (record kept by the service)”. Only the SHA-256 of a key is kept.
       CREATE TABLE api_keys (
         id           INTEGER PRIMARY KEY,
         user_id      INTEGER NOT NULL REFERENCES users (id) ON DELETE CASCADE,

@@ -1,6 +1,6 @@
 // One async function per job kind, over Mail Archiver's PostgreSQL schema. The same jobs, DTO
 // mappers, body fallback, folder tree and key rules as the SQLite store (engine/handlers.ts);
-// only the SQL differs. Every read applies the visibility rule of SPEC.md section 5.6.
+// only the SQL differs. Every read applies the visibility rule of SPEC.md, “Authentication” (permission model).
 import type { Viewer } from '../../shared/jobs.js';
 import { attachmentText } from './attachment-text.js';
 import type { AccessType, AttachmentDto, EmailDetailDto, MailAccountDto } from '../../shared/dto.js';

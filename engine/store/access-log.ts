@@ -1,4 +1,4 @@
-// The access log (SPEC.md section 2): who searched, opened or downloaded what, and when.
+// The access log (SPEC.md, “Access log entry”): who searched, opened or downloaded what, and when.
 import type { AccessType } from '../../shared/dto.js';
 import type { AccessLogEntry } from '../../shared/jobs.js';
 import type { Db } from '../db/open.js';

@@ -1,5 +1,5 @@
 // Read queries over archived mail: search, detail, folders, attachments and stats.
-// Every query takes the principal and applies the visibility rule of SPEC.md section 5.6:
+// Every query takes the principal and applies the visibility rule of SPEC.md, “Authentication” (permission model):
 // what the caller may not see does not exist.
 import { statSync } from 'node:fs';
 import type {
@@ -109,7 +109,7 @@ export function storedBodyBytes(db: Db, id: number): number {
   return row?.bytes ?? 0;
 }
 
-/** The detail DTO from either store's row: the body fallback chain of SPEC.md section 2. */
+/** The detail DTO from either store's row: the body fallback chain of SPEC.md, “EmailDetailDto”. */
 export function toDetail(row: RawDetail, attachments: AttachmentDto[]): EmailDetailDto {
   return {
     ...toSummary(row),

@@ -1,4 +1,4 @@
-// API keys (SPEC.md sections 2 and 3). A key is `ma_` + 43 URL-safe base64 characters of 32
+// API keys (SPEC.md, “API key (record kept by the service)” and “States and transitions”). A key is `ma_` + 43 URL-safe base64 characters of 32
 // random bytes. Only its SHA-256 (hex) and its first 11 characters are stored; the plaintext
 // exists once, in the return value of createKey.
 import { createHash, randomBytes } from 'node:crypto';

@@ -1,5 +1,5 @@
 // What the web UI may do, decided here in the engine: sign-in, and each user's API keys
-// (SPEC.md section 4: users manage their own keys, administrators see and revoke anyone's).
+// (SPEC.md, “Interactive documentation (browser only)”: users manage their own keys, administrators see and revoke anyone's).
 // The actor is always re-read from the database, so a demoted or deactivated user loses
 // rights on the next request whatever their session cookie says.
 import { createHash, randomBytes } from 'node:crypto';

@@ -1,4 +1,4 @@
-// The OpenAPI v1 document of the REST API (SPEC.md sections 2, 4, 7 and 9).
+// The OpenAPI v1 document of the REST API (SPEC.md, “Resources and their fields”, “Endpoints”, “Errors” and “Versioning”).
 //
 // The component schemas are not written by hand: they are generated from the zod DTOs in
 // shared/dto.ts, the same definitions the engine's results are typed with and the MCP tools
@@ -36,10 +36,10 @@ import {
 import { COMPRESS_THRESHOLD_BYTES } from '../http/compress.js';
 
 export const OPENAPI_VERSION = '3.0.3';
-/** `info.version` of the v1 document (SPEC.md section 9). */
+/** `info.version` of the v1 document (SPEC.md, “Versioning”). */
 export const API_DOCUMENT_VERSION = '1.0.0';
 
-/** The component names of SPEC.md section 2, each the `.meta({ id })` of its zod schema. */
+/** The component names of SPEC.md, “Resources and their fields”, each the `.meta({ id })` of its zod schema. */
 export const DTO_SCHEMAS = {
   MailAccountDto: dto.MailAccountDto,
   FolderNodeDto: dto.FolderNodeDto,

@@ -1,4 +1,4 @@
-// REST API v1 (SPEC.md section 4): six GET routes, each a thin adapter over ArchiveService.
+// REST API v1 (SPEC.md, “REST API”): six GET routes, each a thin adapter over ArchiveService.
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { Readable } from 'node:stream';

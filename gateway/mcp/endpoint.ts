@@ -1,4 +1,4 @@
-// POST /mcp: the MCP server over stateless Streamable HTTP (SPEC.md sections 4, 5, 7, 8), for
+// POST /mcp: the MCP server over stateless Streamable HTTP (SPEC.md, “MCP server”, “Authentication”, “Errors” and “Limits”), for
 // two protocol eras on one endpoint (docs/decisions.md, ADR 15):
 //
 // - 2025-11-25 and older (the `initialize` handshake; what the v1 SDK, the Inspector and most
@@ -204,7 +204,7 @@ function freeMessage(read: BodyRead): boolean {
 }
 
 /**
- * Every /mcp answer is `Cache-Control: no-store` (SPEC.md 5.8), but the SDK passes its own
+ * Every /mcp answer is `Cache-Control: no-store` (SPEC.md, “Authentication”: never let a CDN cache /mcp), but the SDK passes its own
  * `no-cache, no-transform` to writeHead when it answers with an event stream (a 2026-07-28
  * subscriptions/listen), which would replace ours. Keep no-store, and no-transform if asked for
  * (it stops proxies from buffering the stream to compress it).

@@ -1,6 +1,6 @@
 // The shapes of tool results (MCP `CallToolResult`).
 //
-// The text block always carries the result exactly as SPEC.md section 4 describes it, as compact
+// The text block always carries the result exactly as SPEC.md, “MCP server” describes it, as compact
 // JSON: that is what most clients hand to the model. structuredContent must be a JSON object, so
 // an object result is sent as is, while a list or a nullable result is wrapped (`{items: [...]}`,
 // `{email: ...}`) for the tool's declared outputSchema.

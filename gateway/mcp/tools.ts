@@ -1,4 +1,4 @@
-// The five MCP tools of SPEC.md section 4 and get_thread (conversations, additive), each a thin adapter over ArchiveService (which checks
+// The five MCP tools of SPEC.md, “MCP server”, and get_thread (conversations, additive), each a thin adapter over ArchiveService (which checks
 // permissions in the engine and writes the access log), like the REST routes.
 //
 // Schemas, descriptions and annotations are built once per gateway, because descriptions quote

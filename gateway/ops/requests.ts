@@ -10,7 +10,7 @@ import type { GatewayMetrics } from './metrics.js';
 const FIXED_ROUTES = new Set(['/mcp', '/healthz', '/readyz', '/metrics']);
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
-/** The tools this server offers (SPEC.md section 4's five and ours); any other name a client sends is counted as `other`. */
+/** The tools this server offers (the five of SPEC.md, “MCP server”, and ours); any other name a client sends is counted as `other`. */
 export const TOOL_NAMES = new Set([
   'list_accounts',
   'list_folders',

@@ -87,7 +87,7 @@ export async function connectClient(
   return client;
 }
 
-/** The tools /mcp offers, sorted: SPEC.md section 4's five, get_thread and aggregate_emails. */
+/** The tools /mcp offers, sorted: the five of SPEC.md, “MCP server”, get_thread and aggregate_emails. */
 export const TOOL_NAMES_SORTED = [
   'aggregate_emails',
   'get_attachment',
