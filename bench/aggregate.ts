@@ -1,4 +1,4 @@
-// Aggregate benchmark (issue 27, part 3; docs/performance.md, "Aggregates"): the aggregate job
+// Aggregate benchmark (docs/performance.md, "Aggregates"; docs/search.md, "Aggregates"): the aggregate job
 // on the benchmark corpus (default 1,000,000 messages), in-process on one connection as a worker
 // thread runs it, with the shared in-memory index built and adopted as the pool's builder thread
 // would. Two targets: groupBy=month over a word in about 40% of the messages, and groupBy=from

@@ -1,4 +1,4 @@
-// Mail shaped by an attacker (issue 29): what one hostile message costs the archive with the
+// Mail shaped by an attacker (docs/security.md, "Mail shaped by an attacker"): what one hostile message costs the archive with the
 // bounds (the defaults of Import:* and Sync:WindowBytes) against the same run without them, each
 // in a child process of its own so that its peak RSS is its own.
 //

@@ -1,4 +1,4 @@
-// Aggregates (issue 27, part 3; docs/search.md, "Aggregates"): the rules both stores follow, so
+// Aggregates (docs/search.md, "Aggregates"): the rules both stores follow, so
 // that they group alike. A message's group keys are derived from its columns here; each store
 // then counts its matches by them (SQLite: engine/search/aggregate.ts, PostgreSQL:
 // engine/pg/aggregate.ts, in SQL with the same patterns).

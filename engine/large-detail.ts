@@ -12,7 +12,7 @@ export const INTERACTIVE_DETAIL_MAX_BYTES = 256 * 1024;
 /**
  * What one attachment adds to a detail's size for this routing: its entry in the answer (id,
  * name, type, size) and reading its row. The whole size counts them, so a message of 50,000
- * attachments (a hostile winmail.dat, issue 29 item 3) is read on the query lane like a large
+ * attachments (a hostile winmail.dat: docs/security.md, "Mail shaped by an attacker", item 3) is read on the query lane like a large
  * body: about 1,000 attachments weigh as much as the limit.
  */
 export const ATTACHMENT_ENTRY_BYTES = 256;

@@ -2,7 +2,7 @@
 // A failed write keeps its entries for the next attempt; close() drains everything, so a clean
 // shutdown loses nothing. The entries kept are bounded (Server:AccessLogMaxBacklog): once that
 // many wait, the service refuses reads (503) until writes succeed again, because every read must
-// be recorded (issue 29, item 10), and /readyz reports the backlog.
+// be recorded (docs/security.md, "Mail shaped by an attacker", item 10), and /readyz reports the backlog.
 import type { Logger } from 'pino';
 import type { EnginePool } from '../engine/index.js';
 import type { AccessLogEntry } from '../shared/jobs.js';

@@ -11,7 +11,7 @@
 //   a bearer token    → the key is checked:
 //       it fails      → one point of the client IP's failed-authentication budget, then 401
 //       it is genuine → one point of the policy's budget of the key's prefix (429 once spent)
-//   Once the IP's failed-authentication budget is spent (issue 29, item 6: everyone behind one
+//   Once the IP's failed-authentication budget is spent (docs/security.md, "Mail shaped by an attacker", item 6: everyone behind one
 //   NAT or proxy shares it), a token that cannot be a key is refused at once with 429 (no engine
 //   work), and a well-formed one is looked up on its own, before the route, with nothing else:
 //   a genuine key passes as above, anything else is the 429. A flood of junk thus costs at most

@@ -212,7 +212,7 @@ const schema = z.strictObject({
   Import: z
     .strictObject({
       // Mail from outside is hostile: every bound below holds for `import`, the demo builder and
-      // the IMAP sync alike (docs/security.md, issue 29). A "pass" is one import run, or one
+      // the IMAP sync alike (docs/security.md, "Mail shaped by an attacker"). A "pass" is one import run, or one
       // account's sync pass.
       // Characters of attachment text kept per message over all its attachments; later ones are
       // cut (truncated) or recorded as 'over budget'. One attachment keeps at most 1,000,000.

@@ -1,4 +1,4 @@
-// Aggregates (issue 27, part 3; docs/search.md, "Aggregates"): the key rules, the in-memory path
+// Aggregates (docs/search.md, "Aggregates"): the key rules, the in-memory path
 // against plain SQL GROUP BY on generated queries (SQLite), and the REST route and MCP tool on
 // this run's store (TEST_STORE), checked against the messages a search lists.
 import anyTest, { type TestFn } from 'ava';

@@ -138,7 +138,7 @@ test('a key that fails authentication is charged to the client IP, never to a ke
   t.is(fine.headers['ratelimit-remaining'], '99');
 });
 
-test('a genuine key from an address whose failed-key budget is spent is served on REST and MCP; junk from it is still 429 (issue 29, item 6)', async (t) => {
+test('a genuine key from an address whose failed-key budget is spent is served on REST and MCP; junk from it is still 429', async (t) => {
   const api = await startApi(
     {
       Api: { RateLimitPerMinute: 100 },

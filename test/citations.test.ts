@@ -58,3 +58,7 @@ test('every citation SPEC.md, “…” names a heading of docs/spec.md', (t) =>
 test('no citation of SPEC.md by section number', (t) => {
   t.deepEqual(hits(/SPEC\.md,? (?:sections? )?\d|§\s?\d|SPEC\.md section/), []);
 });
+
+test('no reference to the tracker by issue number', (t) => {
+  t.deepEqual(hits(/\bissues? #?\d+|\bissue \d+'s/i), []);
+});

@@ -36,7 +36,7 @@ async function readyOk(t: import('ava').ExecutionContext, api: ApiHarness, redis
   t.regex(res.body.checkedAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   // A SQLite archive also reports its shared search index (informational: never a failure).
   t.deepEqual(Object.keys(res.body.checks).sort(), ['accessLog', 'pool', 'redis', 'searchIndex']);
-  // Entries written as they come: no backlog (docs/security.md, issue 29 item 10).
+  // Entries written as they come: no backlog (docs/security.md, "Mail shaped by an attacker", item 10).
   t.like(res.body.checks.accessLog, { status: 'ok', max: 10_000 });
   t.true(['building', 'catching up', 'current'].includes(res.body.checks.searchIndex.status));
   t.is(res.body.checks.pool.status, 'ok');

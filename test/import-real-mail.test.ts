@@ -1,4 +1,4 @@
-// Real mail, read as it was written (docs/import.md, "What a message says"; issue 30): one
+// Real mail, read as it was written (docs/import.md, "What a message says"): one
 // hand-written message per class of fault found by importing real-world test messages and
 // comparing them field by field with an independent parser. The messages are written here at
 // test time, imported from a directory (as an operator would), and read back through the real

@@ -1,4 +1,4 @@
-// Answers that fit the model that asked (issue 27, part 2; docs/mcp.md, "Answers that fit"): every
+// Answers that fit the model that asked (docs/mcp.md, "Answers that fit the model"; ADR 20): every
 // tool result's text stays within Mcp:MaxResultChars, and what does not fit is paged, never cut
 // without a word. On this run's store (TEST_STORE), through the SDK client on the real gateway.
 import anyTest, { type TestFn } from 'ava';

@@ -1,5 +1,5 @@
 // The narrowest grants the service needs on a Mail Archiver database (docs/postgres.md,
-// "Privileges"; issue 29, item 11): once this service's schema exists, the gateway starts and
+// "Privileges"; docs/security.md, "Mail shaped by an attacker", item 11): once this service's schema exists, the gateway starts and
 // serves every read as a role without CREATE on the database, with SELECT on Mail Archiver's
 // tables, INSERT on AccessLogs (and its sequence), UPDATE ("LastUsedAt") on ApiKeys, and read and
 // write on its own schema's tables.

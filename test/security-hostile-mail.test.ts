@@ -1,4 +1,4 @@
-// Hardening (issue 29): mail shaped by an attacker must not fill the disk, stall the importer or
+// Hardening (docs/security.md, "Mail shaped by an attacker"): mail shaped by an attacker must not fill the disk, stall the importer or
 // the sync, or slow everyone else. Every bound here is a setting (Import:*, shared/config.ts),
 // shown with small values so that the tests stay small: attachment text per message and per
 // pass (characters and time), text saved in small batches, files taken out of a winmail.dat,

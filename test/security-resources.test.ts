@@ -141,7 +141,7 @@ async function addLargeMessage(dbPath: string, accountId: number, size: number, 
   }
 }
 
-test('a message of many attachments and a short body is read on the query lane too (issue 29, item 3)', async (t) => {
+test('a message of many attachments and a short body is read on the query lane too', async (t) => {
   const fixture = createFixture();
   t.teardown(() => fixture.cleanup());
   const many = await addLargeMessage(fixture.dbPath, fixture.accounts.work, 100, 1_100);
@@ -240,7 +240,7 @@ test('the REST detail is serialised and tagged on the worker: the gateway sends 
   t.is(await engine.run({ kind: 'detailJson', principal: { ...admin, isAdmin: false, userId: 999 }, id: large }), null);
 });
 
-test('the access log fails closed: past Server:AccessLogMaxBacklog unwritten entries reads are 503, /readyz says so, and nothing is lost (issue 29, item 10)', async (t) => {
+test('the access log fails closed: past Server:AccessLogMaxBacklog unwritten entries reads are 503, /readyz says so, and nothing is lost', async (t) => {
   const harness = await startApi(
     { Server: { AccessLogMaxBacklog: 3 } },
     { gateway: { accessLog: { intervalMs: 50, maxBatch: 1 } } },

@@ -456,7 +456,7 @@ test.serial(
   },
 );
 
-// Hardening (issue 29, items 5 and 8): a message above Import:MaxMessageBytes is never fetched,
+// Hardening (docs/security.md, "Mail shaped by an attacker", items 5 and 8): a message above Import:MaxMessageBytes is never fetched,
 // and is recorded (counted, and a warning with its UID and size), not dropped in silence; the
 // windows are cut by bytes; an account with security none is warned about.
 test.serial(

@@ -113,7 +113,7 @@ test.serial('revoking asks first, then refuses the key from the next request on'
   const ask = await revoke(agent, id, '');
   t.is(ask.status, 200);
   t.regex(ask.text, /Revoke this key\?/);
-  // An active key named in the notice's parameter is not said to be revoked (issue 29).
+  // An active key named in the notice's parameter is not said to be revoked (docs/security.md, "Mail shaped by an attacker", the cheap fixes).
   t.notRegex((await agent.get(`/keys?revoked=${id}`)).text, /is revoked/);
   t.is((await api(key)).status, 200, 'not revoked by the question');
   const done = await revoke(agent, id);

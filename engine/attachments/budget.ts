@@ -1,4 +1,4 @@
-// How much attachment text one message, and one pass, may cost (docs/security.md, issue 29,
+// How much attachment text one message, and one pass, may cost (docs/security.md, "Mail shaped by an attacker",
 // items 1 and 4). Each attachment is bounded on its own (extract.ts: 1,000,000 characters,
 // 5 s); this bounds their sum. A message is bounded in characters kept and in wall time spent;
 // a pass (one import run, or one account's sync pass) the same, so a message of 300 small DOCX

@@ -1,5 +1,5 @@
 // The Import:* settings (shared/config.ts) as the importer and the sync use them: what one
-// message, and one pass, may cost (docs/security.md, issue 29).
+// message, and one pass, may cost (docs/security.md, "Mail shaped by an attacker").
 import { defaultSettings, type Settings } from '../../shared/config.js';
 import { textBudgetLimits, type TextBudgetLimits } from '../attachments/budget.js';
 

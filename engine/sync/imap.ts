@@ -30,7 +30,7 @@ const UNPRINTABLE_ALL = new RegExp(UNPRINTABLE.source, 'gu');
 /**
  * A server folder path as the archive names it: `/` between levels, whatever the delimiter, and
  * control characters (and direction marks) from a hostile server replaced with U+FFFD: such a
- * name is stored, shown by the API and printed, and must not carry terminal escapes (issue 29,
+ * name is stored, shown by the API and printed, and must not carry terminal escapes (docs/security.md, "Mail shaped by an attacker",
  * item 7).
  */
 export function archiveFolder(folder: Pick<ListResponse, 'path' | 'delimiter'>): string {
@@ -38,7 +38,7 @@ export function archiveFolder(folder: Pick<ListResponse, 'path' | 'delimiter'>):
   return parts.filter(Boolean).join('/').replace(UNPRINTABLE_ALL, '\uFFFD') || 'INBOX';
 }
 
-/** The warning for an account whose password travels in clear text (issue 29, item 8). */
+/** The warning for an account whose password travels in clear text (docs/security.md, "Mail shaped by an attacker", item 8). */
 export const clearTextWarning = (settings: Pick<ImapSettings, 'host' | 'port'>) =>
   `its IMAP password is sent in clear text to ${settings.host}:${settings.port} (IMAP security none): anyone on the network path can read it; use tls or starttls`;
 

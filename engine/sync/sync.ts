@@ -136,7 +136,7 @@ async function syncAccount(
   let client: ImapFlow | undefined;
   const limits = options.limits ?? DEFAULT_IMPORT_LIMITS;
   // One attachment-text budget for the account's whole pass, over all its folders: a hostile
-  // mailbox costs this account's pass, not the next accounts' (issue 29, item 4).
+  // mailbox costs this account's pass, not the next accounts' (docs/security.md, "Mail shaped by an attacker", item 4).
   const textBudget = new TextBudget(limits.text);
   // The lease is renewed while the pass runs, not only between folders: reading one folder's
   // messages and their attachments may take longer than the lease (item 4).
@@ -144,7 +144,7 @@ async function syncAccount(
     void state.acquireLease(account.id, options.holder, LEASE_MS).catch(() => {});
   }, LEASE_MS / 4);
   renew.unref();
-  // The pass's wall time (issue 29, item 9): past it the pass stops after the message in hand;
+  // The pass's wall time (docs/security.md, "Mail shaped by an attacker", item 9): past it the pass stops after the message in hand;
   // a server that keeps one command going (an endless LIST) is disconnected at the deadline.
   const passMs = options.passMs ?? DEFAULT_PASS_MS;
   const overtime = new AbortController();

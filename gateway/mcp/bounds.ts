@@ -1,4 +1,4 @@
-// Answers that fit the model that asked (issue 27, part 2). A client holds a tool result only up
+// Answers that fit the model that asked (docs/mcp.md, "Answers that fit the model"; ADR 20). A client holds a tool result only up
 // to a size (Claude Code: 25,000 tokens; past about 50,000 characters it spills the result to a
 // file), so every result's text stays within Mcp:MaxResultChars (default 80,000 characters, about
 // 20,000 tokens). What would be larger is paged and says so: a long body is cut at a character

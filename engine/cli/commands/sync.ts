@@ -11,7 +11,7 @@ import { archivePath, parseId, withArchive } from '../context.js';
 /**
  * One line per account. Names, folder names and reasons may come from a hostile IMAP server (its
  * error texts, its folder names): printed with control characters escaped, they cannot rewrite
- * the operator's terminal (issue 29, item 7).
+ * the operator's terminal (docs/security.md, "Mail shaped by an attacker", item 7).
  */
 export function line(s: AccountSummary): string {
   const head = `${printable(s.name)} (id ${s.accountId})`;
