@@ -8,7 +8,7 @@
 //
 //   npm run bench:aggregate [-- --messages 1000000 --runs 21 --baseline-runs 3 --equal 30]
 import { isDeepStrictEqual } from 'node:util';
-import { openArchive, type Db } from '../engine/db/open.js';
+import { openArchive, type Db } from '../engine/sqlite/open.js';
 import { aggregateEmails } from '../engine/search/aggregate.js';
 import { buildSnapshot } from '../engine/search/bitsets/build.js';
 import { adoptSnapshot } from '../engine/search/bitsets/share.js';

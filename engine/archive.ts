@@ -1,13 +1,13 @@
 // The engine's one store contract. A job goes in, its typed result comes out; behind it sits one
 // implementation per store, chosen once, here, from Database:Path: a file path is the embedded
-// SQLite archive (engine/store/, engine/handlers.ts), a postgres:// URL a Mail Archiver
-// PostgreSQL database (engine/pg/). Nothing above this file knows which one it talks to.
+// SQLite archive (engine/sqlite/, engine/sqlite/handlers.ts), a postgres:// URL a Mail Archiver
+// PostgreSQL database (engine/postgres/). Nothing above this file knows which one it talks to.
 import { isPostgresUrl } from '../shared/config.js';
 import type { Job, JobKind, JobResult } from '../shared/jobs.js';
-import { openArchive, ArchiveOpenError } from './db/open.js';
-import { runJob } from './handlers.js';
+import { openArchive, ArchiveOpenError } from './sqlite/open.js';
+import { runJob } from './sqlite/handlers.js';
 import { followSnapshots } from './search/bitsets/share.js';
-import { describeConnectError, serverOf } from './pg/connect.js';
+import { describeConnectError, serverOf } from './postgres/connect.js';
 
 export { isPostgresUrl };
 
@@ -22,7 +22,7 @@ export interface ArchiveConfig {
   readReplicas?: readonly string[];
   /** Engine:JobTimeoutSeconds in milliseconds: PostgreSQL's statement_timeout (engine workers only). */
   statementTimeoutMs?: number;
-  /** The pool's channel for the shared search index (engine/search/bitsets; engine/pg/search-snapshot.ts). */
+  /** The pool's channel for the shared search index (engine/search/bitsets; engine/postgres/search-snapshot.ts). */
   searchChannel?: string;
 }
 
@@ -37,7 +37,7 @@ export const storeKind = (path: string): ArchiveStore['kind'] => (isPostgresUrl(
 /** Opens the store a worker thread keeps for its lifetime. */
 export async function openStore(config: ArchiveConfig): Promise<ArchiveStore> {
   if (storeKind(config.path) === 'postgres') {
-    const { PgStore } = await import('./pg/store.js');
+    const { PgStore } = await import('./postgres/store.js');
     return new PgStore({
       url: config.path,
       timeZone: config.timeZone ?? 'UTC',
@@ -60,7 +60,7 @@ export async function openStore(config: ArchiveConfig): Promise<ArchiveStore> {
 /**
  * Run once per process before any worker opens the store: creates or migrates a SQLite file;
  * on PostgreSQL, checks that the server answers and that Mail Archiver's schema has every table
- * and column the service uses (engine/pg/shape.ts), and migrates the service's own schema (with
+ * and column the service uses (engine/postgres/shape.ts), and migrates the service's own schema (with
  * `createIfEmpty`, an empty database first gets Mail Archiver's whole schema). Failures are
  * ArchiveOpenError: one sentence naming the setting, never a password. `onNotice` hears the one
  * line said about a Mail Archiver schema newer than this release was tested with.
@@ -74,7 +74,7 @@ export async function prepareArchive(
     return;
   }
   const pg = (await import('pg')).default;
-  const { prepareSchema } = await import('./pg/schema.js');
+  const { prepareSchema } = await import('./postgres/schema.js');
   const client = new pg.Client({ connectionString: config.path, connectionTimeoutMillis: 5_000 });
   client.on('error', () => {});
   try {
@@ -102,7 +102,7 @@ export const describeWhere = serverOf;
  */
 export async function sharedSessionSecret(config: ArchiveConfig): Promise<string | undefined> {
   if (storeKind(config.path) === 'sqlite') return undefined;
-  const { sharedSessionSecret: read } = await import('./pg/shared-settings.js');
+  const { sharedSessionSecret: read } = await import('./postgres/shared-settings.js');
   try {
     return await read(config.path);
   } catch (err) {

@@ -176,7 +176,7 @@ const schema = z.strictObject({
       // 0 turns it off (searches are then counted by SQL alone).
       SearchMemoryMB: int(0, 64 * 1024).default(768),
       // Every engine job not finished this long after it was submitted is cancelled and answered
-      // 503 with Retry-After (engine/job-budget.ts): no request can hold a thread for minutes.
+      // 503 with Retry-After (engine/pool/job-budget.ts): no request can hold a thread for minutes.
       // The slowest legitimate searches take a few seconds at a million messages.
       JobTimeoutSeconds: int(1, 3600).default(30),
     })

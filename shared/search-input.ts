@@ -15,7 +15,7 @@ import {
 } from './jobs.js';
 import { parseQuery, QuerySyntaxError } from './query-language.js';
 
-/** The code an InvalidInput keeps when it crosses the engine's thread boundary (engine/worker.ts). */
+/** The code an InvalidInput keeps when it crosses the engine's thread boundary (engine/pool/worker.ts). */
 const INVALID_INPUT = 'INVALID_INPUT';
 
 export class InvalidInput extends Error {

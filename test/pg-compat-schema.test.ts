@@ -1,4 +1,4 @@
-// The Mail Archiver schema fixture (engine/pg/mail-archiver-schema.sql) as the contract a
+// The Mail Archiver schema fixture (engine/postgres/mail-archiver-schema.sql) as the contract a
 // PostgreSQL store relies on: names, types, the full-text index, the lock triggers, the migration
 // history and the API-key storage described in docs/compat.md.
 import { createHash, randomBytes } from 'node:crypto';

@@ -5,7 +5,7 @@ import { createHmac } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import request from 'supertest';
-import { hashPassword, setPasswordHash, setUserActive } from '../engine/store/users.js';
+import { hashPassword, setPasswordHash, setUserActive } from '../engine/sqlite/users.js';
 import { SESSION_COOKIE } from '../gateway/web/session.js';
 import { SECRET_FILE_NAME } from '../gateway/web/session-secret.js';
 import { addWebUser, PASSWORDS, sessionCookies, signIn, startWeb, withDb, type WebFixture } from './helpers/web.js';

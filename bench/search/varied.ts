@@ -5,7 +5,7 @@
 // floor per kind of query (the engine in-process), first calls of single words across the
 // frequency range, sorts over a word in 43% of the archive, point reads against a bare HTTP
 // server, /accounts while the stream saturates the pool, and the server's memory.
-import { openArchive, type Db } from '../../engine/db/open.js';
+import { openArchive, type Db } from '../../engine/sqlite/open.js';
 import { exactCount, searchEmails } from '../../engine/search/plan.js';
 import { buildSnapshot } from '../../engine/search/bitsets/build.js';
 import { adoptSnapshot } from '../../engine/search/bitsets/share.js';

@@ -1,4 +1,4 @@
-// Aggregates over a SQLite archive (engine/aggregate.ts has the rules). With the shared in-memory
+// Aggregates over a SQLite archive (engine/rules/aggregate.ts has the rules). With the shared in-memory
 // index current, the matches are its set (bitsets/count.ts, as a search counts them) and each
 // match is counted into its group through a column of group numbers by message id, kept per
 // worker thread and extended as mail is appended (dates come from the snapshot's own sent
@@ -16,12 +16,12 @@ import {
   topGroups,
   topOfPairs,
   toAddresses,
-} from '../aggregate.js';
-import type { Db } from '../db/open.js';
-import { prepared } from '../db/statements.js';
+} from '../rules/aggregate.js';
+import type { Db } from '../sqlite/open.js';
+import { prepared } from '../sqlite/statements.js';
 import { matchSet } from './bitsets/count.js';
 import { FtsSource } from './fts-source.js';
-import { visibleAccountIds } from '../store/accounts.js';
+import { visibleAccountIds } from '../sqlite/accounts.js';
 import { currentSnapshot } from './bitsets/share.js';
 import type { Snapshot } from './bitsets/snapshot.js';
 import type { SqlCondition } from './compile.js';
@@ -225,7 +225,7 @@ function countBits(db: Db, snap: Snapshot, bits: Uint32Array, aggregate: Aggrega
 // ---- Plain SQL ------------------------------------------------------------------------------
 
 const withFunctions = new WeakSet<Db>();
-/** The key rules of engine/aggregate.ts as SQL functions of this connection. */
+/** The key rules of engine/rules/aggregate.ts as SQL functions of this connection. */
 function registerFunctions(db: Db): void {
   if (withFunctions.has(db)) return;
   const options = { deterministic: true };

@@ -12,10 +12,10 @@
 // import and permission change), so a cached count is never stale.
 import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
 import type { SearchQuery } from '../../shared/jobs.js';
-import type { Db } from '../db/open.js';
-import { prepared } from '../db/statements.js';
-import { visibleAccountIds, visibleAccountsClause } from '../store/accounts.js';
-import { pageOf, SUMMARY_COLUMNS, toSummary, type RawSummary } from '../store/summary.js';
+import type { Db } from '../sqlite/open.js';
+import { prepared } from '../sqlite/statements.js';
+import { visibleAccountIds, visibleAccountsClause } from '../sqlite/accounts.js';
+import { pageOf, SUMMARY_COLUMNS, toSummary, type RawSummary } from '../sqlite/summary.js';
 import { keyRange } from './fts-key.js';
 import { accountTag, directionTag, folderTag } from './tags.js';
 import { compileSearch, type SqlCondition } from './compile.js';

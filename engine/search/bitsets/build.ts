@@ -2,7 +2,7 @@
 // part describes the same moment. FTS5 does the reading: its vocabulary table says which words
 // are common, and one MATCH per kept word lists its messages. At 1,000,000 messages this reads
 // about 80 million postings; see docs/performance.md for the time it takes.
-import type { Db } from '../../db/open.js';
+import type { Db } from '../../sqlite/open.js';
 import { DEFAULT_COLUMNS } from '../compile.js';
 import { SORT_COLUMNS } from '../sort.js';
 import { buildPairs, MAX_PAIR_WORDS, PAIR_SHARE, type ColumnTexts } from './pairs.js';

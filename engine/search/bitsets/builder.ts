@@ -1,11 +1,11 @@
-// The builder thread: one per pool (engine/pool.ts starts it for a SQLite archive). It builds a
+// The builder thread: one per pool (engine/pool/pool.ts starts it for a SQLite archive). It builds a
 // snapshot at start, then looks at the archive once a second; when messages were added it
 // extends the snapshot (extend.ts), when they were rewritten it builds anew, once the archive
 // has been quiet for a moment (an import in progress would otherwise be redone over and over). It runs at low CPU priority, like the query lane:
 // searches are still answered while it works, by SQL.
-import { lowerThreadPriority } from '../../thread-priority.js';
+import { lowerThreadPriority } from '../../pool/thread-priority.js';
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
-import { openArchive } from '../../db/open.js';
+import { openArchive } from '../../sqlite/open.js';
 import { archiveState, buildSnapshot } from './build.js';
 import { extendSnapshot } from './extend.js';
 import { Snapshot } from './snapshot.js';

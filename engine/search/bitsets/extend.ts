@@ -5,7 +5,7 @@
 // to the kept sets they belong to; the rest of the snapshot is copied. Which words are kept is
 // not revisited here: a word that becomes common later is still found by FTS5, exactly, and the
 // builder does a full build once the archive has grown by a quarter.
-import type { Db } from '../../db/open.js';
+import type { Db } from '../../sqlite/open.js';
 import { tokenize } from '../unicode61.js';
 import { archiveState, inReadTransaction, readOrders } from './build.js';
 import { MAX_TAIL_PREFIX } from './tails.js';

@@ -1,5 +1,5 @@
 // Building and growing a snapshot from rows a store hands over, for a store that has no FTS5
-// vocabulary to ask (PostgreSQL: engine/pg/search-snapshot.ts). The store gives, per message,
+// vocabulary to ask (PostgreSQL: engine/postgres/search-snapshot.ts). The store gives, per message,
 // the words of its document by group (`d:` default columns, `s:` subject, `t:` tags); this
 // keeps the sets that are common enough (as build.ts does from FTS5's vocabulary), the prefix
 // tails, and the sorted vocabulary, and grows them with later messages (as extend.ts does).

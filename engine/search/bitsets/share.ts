@@ -9,8 +9,8 @@
 // account is read on every query.
 import { BroadcastChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import type { SearchIndexInfo } from '../../../shared/jobs.js';
-import type { Db } from '../../db/open.js';
-import { prepared } from '../../db/statements.js';
+import type { Db } from '../../sqlite/open.js';
+import { prepared } from '../../sqlite/statements.js';
 import { Snapshot } from './snapshot.js';
 
 /**
