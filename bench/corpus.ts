@@ -14,7 +14,8 @@ import { openArchive, type Db } from '../engine/sqlite/open.js';
 import { Random } from '../engine/demo/random.js';
 import { addAccount } from '../engine/sqlite/accounts.js';
 import { addUser, assignAccount } from '../engine/sqlite/users.js';
-import { ArchiveWriter, dedupKeyFor, type NewAttachment, type NewEmail } from '../engine/sqlite/writer.js';
+import { ArchiveWriter } from '../engine/sqlite/writer.js';
+import { dedupKeyFor, type NewAttachment, type NewEmail } from '../engine/rules/new-email.js';
 
 export const CORPUS_VERSION = 4;
 export const CACHE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../bench/.cache');

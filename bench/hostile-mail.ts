@@ -18,7 +18,7 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync, existsSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openAdmin } from '../engine/sqlite/admin.js';
+import { openAdmin } from '../engine/archive.js';
 import { importPaths } from '../engine/import/importer.js';
 import { DEFAULT_IMPORT_LIMITS, type ImportLimits } from '../engine/import/limits.js';
 import { syncPass } from '../engine/sync/pass.js';

@@ -9,7 +9,7 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { openAdmin } from '../engine/sqlite/admin.js';
+import { openAdmin } from '../engine/archive.js';
 import { CORPUS_BATCH, CORPUS_VERSION, corpusArgs, planCorpus, type CorpusOptions } from './corpus.js';
 
 function server() {

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
-import { openAdmin } from '../engine/sqlite/admin.js';
+import { openAdmin } from '../engine/archive.js';
 import { importPaths } from '../engine/import/importer.js';
 import { formatMboxEntry } from '../engine/import/mbox.js';
 import { connect, messagesAfter } from '../engine/sync/imap.js';

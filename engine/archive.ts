@@ -1,12 +1,15 @@
-// The engine's one store contract. A job goes in, its typed result comes out; behind it sits one
-// implementation per store, chosen once, here, from Database:Path: a file path is the embedded
-// SQLite archive (engine/sqlite/, engine/sqlite/handlers.ts), a postgres:// URL a Mail Archiver
-// PostgreSQL database (engine/postgres/). Nothing above this file knows which one it talks to.
+// The factory that picks a store. Both stores implement engine/store-contract.ts (ArchiveStore for
+// jobs, ArchiveAdmin for the operator); which one serves is chosen once, here, from Database:Path:
+// a file path is the embedded SQLite archive (engine/sqlite/), a postgres:// URL a Mail Archiver
+// PostgreSQL database (engine/postgres/). Nothing above this file knows which one it talks to, and
+// neither store imports the other.
 import { isPostgresUrl } from '../shared/config.js';
-import type { Job, JobKind, JobResult } from '../shared/jobs.js';
-import { openArchive, ArchiveOpenError } from './sqlite/open.js';
+import type { ArchiveAdmin, ArchiveStore } from './store-contract.js';
+import { SqliteAdmin } from './sqlite/admin.js';
+import { openArchive } from './sqlite/open.js';
+import { ArchiveOpenError } from '../shared/errors.js';
 import { runJob } from './sqlite/handlers.js';
-import { followSnapshots } from './search/bitsets/share.js';
+import { followSnapshots } from './sqlite/index-share.js';
 import { describeConnectError, serverOf } from './postgres/connect.js';
 
 export { isPostgresUrl };
@@ -24,12 +27,6 @@ export interface ArchiveConfig {
   statementTimeoutMs?: number;
   /** The pool's channel for the shared search index (engine/search/bitsets; engine/postgres/search-snapshot.ts). */
   searchChannel?: string;
-}
-
-export interface ArchiveStore {
-  readonly kind: 'sqlite' | 'postgres';
-  run<K extends JobKind>(job: Job<K>): JobResult<K> | Promise<JobResult<K>>;
-  close(): Promise<void>;
 }
 
 export const storeKind = (path: string): ArchiveStore['kind'] => (isPostgresUrl(path) ? 'postgres' : 'sqlite');
@@ -108,4 +105,33 @@ export async function sharedSessionSecret(config: ArchiveConfig): Promise<string
   } catch (err) {
     throw new ArchiveOpenError(describeConnectError(config.path, config.setting ?? 'Database:Path', err));
   }
+}
+
+export interface OpenAdminOptions {
+  /** May create the archive: a missing SQLite file, or Mail Archiver's schema in an empty database. */
+  create?: boolean;
+  /** Database:TimeZone (PostgreSQL only): the zone SentDate is written in. */
+  timeZone?: string;
+  /** Where the path came from, for messages: `Database:Path` (default) or `--db`. */
+  setting?: string;
+  /** Sync:SecretKey: encrypts stored IMAP passwords (engine/rules/secrets.ts). */
+  secretKey?: string | undefined;
+  /** Hears the line said about a Mail Archiver schema newer than this release was tested with. */
+  onNotice?: (line: string) => void;
+}
+
+/**
+ * Opens the archive at `path` for administration. On PostgreSQL it first checks (and with
+ * `create`, creates) the schema; every failure to connect or a schema it cannot use is one
+ * sentence (ArchiveOpenError), never a password.
+ */
+export async function openAdmin(path: string, options: OpenAdminOptions = {}): Promise<ArchiveAdmin> {
+  if (storeKind(path) === 'sqlite')
+    return new SqliteAdmin(openArchive(path, { mustExist: !options.create }), true, { secretKey: options.secretKey });
+  await prepareArchive(
+    { path, ...(options.setting ? { setting: options.setting } : {}) },
+    { createIfEmpty: options.create ?? false, ...(options.onNotice ? { onNotice: options.onNotice } : {}) },
+  );
+  const { PgAdmin } = await import('./postgres/admin.js');
+  return PgAdmin.open(path, options.timeZone ?? 'UTC', describeWhere(path), options.secretKey);
 }

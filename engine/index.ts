@@ -3,10 +3,16 @@
 // server.ts takes before it listens. The gateway imports the engine only through this file
 // (test/boundaries.test.ts holds it to that); the CLI, tests and benchmarks may reach further in.
 export { EnginePool, LANE_NAMES, type Lane } from './pool/pool.js';
-export { currentRequestSignal, EngineTimedOut, JobAbandoned, withRequestSignal } from './pool/job-budget.js';
-export { EngineOverloaded } from './pool/overloaded.js';
-export { ArchiveUnavailable, isArchiveUnavailable } from './pool/unavailable.js';
-export { ArchiveOpenError } from './sqlite/open.js';
+export { currentRequestSignal, withRequestSignal } from './pool/job-budget.js';
+// The errors a job or the start-up can end in (the catalogue is shared/errors.ts; docs/errors.md).
+export {
+  ArchiveOpenError,
+  ArchiveUnavailable,
+  EngineOverloaded,
+  EngineTimedOut,
+  isArchiveUnavailable,
+  JobAbandoned,
+} from '../shared/errors.js';
 export { prepareArchive, sharedSessionSecret } from './archive.js';
 export { readOrCreateSecretFile } from './rules/secret-file.js';
 export { CODE_CHALLENGE, clientDisplayName, newAuthorizationCode, secretHash } from './rules/oauth.js';

@@ -1,19 +1,47 @@
-// What the operator's side of an archive offers (engine/sqlite/admin.ts), apart from how each store does
-// it: the ArchiveAdmin interface both stores implement (SQLite in engine/sqlite/admin.ts, PostgreSQL in
-// engine/postgres/admin.ts), with the types it speaks. Types only, so either implementation can import
-// it without importing the other (docs/architecture.md, "Boundaries").
+// The store contract: what both stores implement, apart from how each does it. ArchiveStore takes
+// the engine's jobs (SQLite: engine/sqlite/handlers.ts, PostgreSQL: engine/postgres/store.ts);
+// ArchiveAdmin is the operator's side (engine/sqlite/admin.ts, engine/postgres/admin.ts), with the
+// writer (MailWriter) every importer writes through. The errors a store throws are in the one
+// catalogue, shared/errors.ts. Types only, so either store imports it without importing the other,
+// and engine/archive.ts picks one (docs/architecture.md, "Boundaries").
 import type { AccessType, MailAccountDto } from '../shared/dto.js';
-import type { KeyRow } from '../shared/jobs.js';
+import type { Job, JobKind, JobResult, KeyRow } from '../shared/jobs.js';
 import type { SecretBox } from './rules/secrets.js';
 import type { AttachmentTextStore } from './attachments/index-texts.js';
-import type { AccessLogRow } from './sqlite/access-log.js';
-import type { CreatedKey } from './sqlite/keys.js';
-import type { UserRow } from './sqlite/users.js';
-import type { NewEmail } from './sqlite/writer.js';
+import type { UserRow } from './rules/users.js';
+import type { NewEmail } from './rules/new-email.js';
 import type { AccountChanges, AccountStatus, NewImapAccount } from './sync/account-settings.js';
 import type { SyncState } from './sync/types.js';
 
-export type { AccessLogRow, AccountChanges, AccountStatus, CreatedKey, NewImapAccount, UserRow };
+export type { AccountChanges, AccountStatus, NewImapAccount, UserRow };
+
+/** Jobs in, typed results out: what a worker thread keeps open for its lifetime. */
+export interface ArchiveStore {
+  readonly kind: 'sqlite' | 'postgres';
+  run<K extends JobKind>(job: Job<K>): JobResult<K> | Promise<JobResult<K>>;
+  close(): Promise<void>;
+}
+
+export interface AccessLogRow {
+  id: number;
+  at: string;
+  username: string | null;
+  userId: number;
+  type: AccessType;
+  keyPrefix: string | null;
+  clientIp: string | null;
+  emailId: number | null;
+  accountId: number | null;
+  searchParams: Record<string, unknown> | null;
+  source: string | null;
+}
+
+export interface CreatedKey {
+  id: number;
+  key: string;
+  prefix: string;
+  row: KeyRow;
+}
 
 export interface ArchiveContents {
   messages: number;

@@ -11,7 +11,7 @@ import Database from '../engine/sqlite/driver.js';
 import request from 'supertest';
 import { createHash } from 'node:crypto';
 import { get as httpGet, type IncomingMessage } from 'node:http';
-import { EngineOverloaded } from '../engine/pool/overloaded.js';
+import { EngineOverloaded } from '../shared/errors.js';
 import { EnginePool, SHORT_QUEUE_PER_THREAD, type Lane } from '../engine/pool/pool.js';
 import { ArchiveService } from '../gateway/archive-service.js';
 import { KeyCheck } from '../gateway/auth.js';

@@ -7,7 +7,7 @@
 import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
 import { prepareArchive } from '../engine/archive.js';
-import { ArchiveOpenError } from '../engine/sqlite/open.js';
+import { ArchiveOpenError } from '../shared/errors.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { KNOWN_MIGRATIONS, MAIL_ARCHIVER_TESTED } from '../engine/postgres/schema.js';
 import { OPTIONAL_COLUMNS, USED_COLUMNS } from '../engine/postgres/shape.js';

@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import supertest from 'supertest';
 import { prepareArchive } from '../engine/archive.js';
-import { ArchiveOpenError } from '../engine/sqlite/open.js';
+import { ArchiveOpenError } from '../shared/errors.js';
 import { MAIL_ARCHIVER_DDL } from '../engine/postgres/schema.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
 import type { EmailDetailDto, EmailSummaryDto, PagedResult } from '../shared/dto.js';

@@ -12,7 +12,7 @@ import { Extractor } from '../engine/attachments/extractor.js';
 import { indexNewMessages, reindexAttachments, type AttachmentTextStore } from '../engine/attachments/index-texts.js';
 import { importPaths, type ImportOptions } from '../engine/import/importer.js';
 import { DEFAULT_IMPORT_LIMITS } from '../engine/import/limits.js';
-import type { ArchiveAdmin } from '../engine/sqlite/admin.js';
+import type { ArchiveAdmin } from '../engine/store-contract.js';
 import { line } from '../engine/cli/commands/sync.js';
 import { noTextReason } from '../gateway/archive-service.js';
 import { archiveFolder, fetchWindows } from '../engine/sync/imap.js';

@@ -6,7 +6,7 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { request as httpRequest } from 'node:http';
 import { ABANDONED_GRACE_MS, type EnginePool, type Lane } from '../engine/pool/pool.js';
-import { EngineTimedOut, JobAbandoned } from '../engine/pool/job-budget.js';
+import { EngineTimedOut, JobAbandoned } from '../shared/errors.js';
 import { bearer, listen, startApi, type ApiHarness } from './helpers/api.js';
 
 const test = anyTest as TestFn;

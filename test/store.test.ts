@@ -1,7 +1,8 @@
 import test from 'ava';
 import { openArchive, migrate, schemaVersion, LATEST_VERSION } from '../engine/sqlite/open.js';
 import { prepareBody, resolveBody } from '../engine/rules/body.js';
-import { hashKey, KEY_PATTERN, authenticate } from '../engine/sqlite/keys.js';
+import { authenticate } from '../engine/sqlite/keys.js';
+import { hashKey, KEY_PATTERN } from '../engine/rules/keys.js';
 import { getEmailDetail, searchEmails } from '../engine/sqlite/emails.js';
 import { createFixture, email, tempDir } from './helpers/fixture.js';
 import { ArchiveWriter } from '../engine/sqlite/writer.js';

@@ -4,7 +4,8 @@
 import test, { type ExecutionContext } from 'ava';
 import { spawnSync } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { openAdmin, type ArchiveAdmin } from '../engine/sqlite/admin.js';
+import { type ArchiveAdmin } from '../engine/store-contract.js';
+import { openAdmin } from '../engine/archive.js';
 import { StoreError } from '../shared/errors.js';
 import { PgSyncState } from '../engine/postgres/sync-state.js';
 import { cliArchive, fails, json, ok, type CliArchive } from './helpers/cli-archive.js';

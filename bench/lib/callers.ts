@@ -2,7 +2,8 @@
 // would), the principal it resolves to, and the accounts it sees.
 import type { Db } from '../../engine/sqlite/open.js';
 import { listVisibleAccounts } from '../../engine/sqlite/accounts.js';
-import { authenticate, createKey, hashKey } from '../../engine/sqlite/keys.js';
+import { authenticate, createKey } from '../../engine/sqlite/keys.js';
+import { hashKey } from '../../engine/rules/keys.js';
 import type { Principal } from '../../shared/jobs.js';
 
 export interface Caller {

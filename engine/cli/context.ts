@@ -1,7 +1,8 @@
 // What every CLI command needs: the archive it works on and a way to print results.
 import type { Command } from 'commander';
 import { loadSettings } from '../../shared/config.js';
-import { openAdmin, type ArchiveAdmin } from '../sqlite/admin.js';
+import { type ArchiveAdmin } from '../store-contract.js';
+import { openAdmin } from '../archive.js';
 import { storeKind } from '../archive.js';
 import { printable } from '../../shared/key-name.js';
 

@@ -8,13 +8,12 @@ import { constants } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadSettings, type Settings } from '../../shared/config.js';
-import { openAdmin } from '../sqlite/admin.js';
+import { openAdmin } from '../archive.js';
 import { describeWhere, storeKind } from '../archive.js';
-import { ArchiveOpenError } from '../sqlite/open.js';
+import { ArchiveOpenError, StoreError } from '../../shared/errors.js';
 import { buildDemoArchive } from '../demo/build.js';
 import { issueDemoKeys, type DemoKeys } from '../demo/keys.js';
 import { formatDemoArchive, formatKeys } from '../demo/report.js';
-import { StoreError } from '../../shared/errors.js';
 
 const KEY_NAME = 'demo-start';
 const SERVER = fileURLToPath(new URL('../../gateway/server.js', import.meta.url));

@@ -1,5 +1,6 @@
 // API keys for trying the service: one for an administrator, one for a restricted user.
-import { asAdmin, type ArchiveAdmin, type UserRow } from '../sqlite/admin.js';
+import { asAdmin } from '../sqlite/admin.js';
+import { type ArchiveAdmin, type UserRow } from '../store-contract.js';
 import type { Db } from '../sqlite/open.js';
 import { StoreError } from '../../shared/errors.js';
 

@@ -2,7 +2,8 @@
 // writer (engine/sqlite/admin.ts: ArchiveWriter on SQLite, PgArchiveWriter on PostgreSQL), so one import
 // path serves both stores. It prints nothing; callers hear about progress and skipped messages
 // through callbacks.
-import { asAdmin, type ArchiveAdmin } from '../sqlite/admin.js';
+import { asAdmin } from '../sqlite/admin.js';
+import { type ArchiveAdmin } from '../store-contract.js';
 import type { Db } from '../sqlite/open.js';
 import { parseMessage, type ParsedMessage } from './parse.js';
 import type { Repair } from './repairs.js';

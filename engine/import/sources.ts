@@ -4,7 +4,7 @@ import { closeSync, openSync, readdirSync, readSync, statSync, type Dirent, type
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { StoreError } from '../../shared/errors.js';
-import { normalizeFolder } from '../sqlite/writer.js';
+import { normalizeFolder } from '../rules/new-email.js';
 import { decodeMailboxName, isMaildirFolder } from './maildir.js';
 import { readMbox } from './mbox.js';
 

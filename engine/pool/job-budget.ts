@@ -10,26 +10,6 @@
 // to pass it through each call.
 import { AsyncLocalStorage } from 'node:async_hooks';
 
-/** What a client is told to wait after a job ran out of time. */
-export const TIMED_OUT_RETRY_SECONDS = 5;
-
-/** A job ran past its budget and was stopped: answered 503 with Retry-After, never a 500. */
-export class EngineTimedOut extends Error {
-  override name = 'EngineTimedOut';
-  readonly retryAfterSeconds = TIMED_OUT_RETRY_SECONDS;
-  constructor(readonly budgetMs: number) {
-    super(`The job ran longer than its budget of ${budgetMs} ms and was stopped.`);
-  }
-}
-
-/** The job was cancelled because the client it worked for went away: nobody reads the answer. */
-export class JobAbandoned extends Error {
-  override name = 'JobAbandoned';
-  constructor() {
-    super('The client went away; its job was cancelled.');
-  }
-}
-
 const requestSignal = new AsyncLocalStorage<AbortSignal>();
 
 /** Runs `fn` with `signal` as the request signal of every job it submits. */

@@ -14,15 +14,16 @@ import { Piscina } from 'piscina';
 import type { AuthedJob, AuthedResult, Job, JobKind, JobResult, OwnedKind } from '../../shared/jobs.js';
 import { storeKind } from '../archive.js';
 import { openArchive } from '../sqlite/open.js';
-import { EngineOverloaded, type Lane } from './overloaded.js';
+import { type Lane } from '../../shared/jobs.js';
+import { EngineOverloaded, EngineTimedOut, JobAbandoned } from '../../shared/errors.js';
 import { INTERACTIVE_DETAIL_MAX_BYTES, isMovedToQueryLane } from './large-detail.js';
-import { currentRequestSignal, EngineTimedOut, JobAbandoned, TIMEOUT_REASON } from './job-budget.js';
+import { currentRequestSignal, TIMEOUT_REASON } from './job-budget.js';
 import { Worker } from 'node:worker_threads';
-import type { BuilderData } from '../search/bitsets/builder.js';
+import type { BuilderData } from '../sqlite/index-builder.js';
 import type { PgBuilderData } from '../postgres/search-snapshot-builder.js';
 import type { WorkerData } from './worker.js';
 
-export type { Lane } from './overloaded.js';
+export type { Lane } from '../../shared/jobs.js';
 
 export interface EnginePoolOptions {
   /** Database:Path: a SQLite file or a postgres:// URL. */
@@ -209,7 +210,7 @@ export class EnginePool {
     interactive: { timedOut: 0, abandoned: 0 },
     query: { timedOut: 0, abandoned: 0 },
   };
-  /** Builds the shared search index (engine/search/bitsets/builder.ts, engine/postgres/search-snapshot-builder.ts). */
+  /** Builds the shared search index (engine/sqlite/index-builder.ts, engine/postgres/search-snapshot-builder.ts). */
   #builder: Worker | undefined;
   #searchIndexError: string | undefined;
 
@@ -247,7 +248,7 @@ export class EnginePool {
     this.#budgetMs = options.jobTimeoutMs ?? Number.POSITIVE_INFINITY;
     this.#lanes = { interactive: lane('interactive', threads.interactive), query: lane('query', threads.query) };
     if (channel && storeKind(options.dbPath) === 'sqlite')
-      this.#builder = startBuilder('../search/bitsets/builder.js', {
+      this.#builder = startBuilder('../sqlite/index-builder.js', {
         dbPath: options.dbPath,
         channel,
         maxBytes: searchMemory,

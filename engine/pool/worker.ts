@@ -5,7 +5,8 @@ import { isEncodedDetail } from './encoded-detail.js';
 import { lowerThreadPriority } from './thread-priority.js';
 import { workerData } from 'node:worker_threads';
 import type { AuthedJob, AuthedResult, Job, JobKind, JobResult, OwnedKind } from '../../shared/jobs.js';
-import { openStore, type ArchiveStore } from '../archive.js';
+import { openStore } from '../archive.js';
+import { type ArchiveStore } from '../store-contract.js';
 
 export interface WorkerData {
   /** Database:Path: a SQLite file or a postgres:// URL (engine/archive.ts chooses the store). */

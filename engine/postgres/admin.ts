@@ -22,11 +22,10 @@ import { loadSecretKey, SecretBox } from '../rules/secrets.js';
 import type { SyncState } from '../sync/types.js';
 import { pgAddImapAccount, pgListAccountStatus, pgRotateSecret, pgSetAccount, PgSyncState } from './sync-state.js';
 import { hashMailArchiverPassword } from '../rules/passwords.js';
-import { EMAIL_ADDRESS } from '../sqlite/accounts.js';
+import { checkEmail, checkUsername, EMAIL_ADDRESS, foldName } from '../rules/users.js';
 import { StoreError } from '../../shared/errors.js';
 import { keyNameProblem } from '../../shared/key-name.js';
-import { hashKey, KEY_PATTERN, KEY_PREFIX_LENGTH, toRow, type RawKey } from '../sqlite/keys.js';
-import { checkEmail, checkUsername, foldName } from '../sqlite/users.js';
+import { hashKey, KEY_PATTERN, KEY_PREFIX_LENGTH, toRow, type RawKey } from '../rules/keys.js';
 import { iso } from '../rules/time.js';
 import { T, utcMs, utcTimestamp } from './columns.js';
 import {

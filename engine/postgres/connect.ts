@@ -3,7 +3,7 @@
 // become ArchiveUnavailable, which the gateway answers as 503 and which heals by itself when
 // the server is back: pg's pool drops broken clients and the next query opens a new one.
 import pg from 'pg';
-import { ArchiveUnavailable } from '../pool/unavailable.js';
+import { ArchiveUnavailable } from '../../shared/errors.js';
 
 /** int8 (count(*), bigint sizes) as a number: archive counts stay far below 2^53. */
 const types = {

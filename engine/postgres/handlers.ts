@@ -19,22 +19,23 @@ import {
 } from '../../shared/jobs.js';
 import { keyNameProblem, tooManyKeys } from '../../shared/key-name.js';
 import { StoreError } from '../../shared/errors.js';
-import { buildFolderTree } from '../sqlite/folders.js';
+import { buildFolderTree } from '../rules/folders.js';
 import {
+  accepted,
+  forbidden,
   generateKey,
   hashKey,
   KEY_PREFIX_LENGTH,
   LAST_USED_INTERVAL_MS,
-  accepted,
   lastUsedDue,
+  notFound,
+  type RawKey,
   refusal,
   toRow,
-  type RawKey,
-} from '../sqlite/keys.js';
-import { toDetail, type RawDetail } from '../sqlite/emails.js';
-import { ATTACHMENT_CHUNK_BYTES } from '../sqlite/writer.js';
-import { verifyPasswordSync } from '../sqlite/users.js';
-import { decoyHash, forbidden, notFound, stampOf } from '../sqlite/web.js';
+} from '../rules/keys.js';
+import { toDetail, type RawDetail } from '../rules/summary.js';
+import { ATTACHMENT_CHUNK_BYTES } from '../rules/new-email.js';
+import { decoyHash, stampOf, verifyPasswordSync } from '../rules/password-hash.js';
 import { iso } from '../rules/time.js';
 import { summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './columns.js';
 import { searchPage } from './search.js';

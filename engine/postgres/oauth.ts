@@ -13,7 +13,7 @@ import {
   type CodeRow,
   type RefreshRow,
 } from '../rules/oauth.js';
-import { generateKey, hashKey, KEY_PREFIX_LENGTH } from '../sqlite/keys.js';
+import { generateKey, hashKey, KEY_PREFIX_LENGTH } from '../rules/keys.js';
 import { T, utcTimestamp } from './columns.js';
 import { sql } from './sql.js';
 import type { PgContext, Query } from './context.js';

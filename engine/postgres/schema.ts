@@ -8,7 +8,7 @@
 // whole schema, history included, by the CLI.
 import { readFileSync } from 'node:fs';
 import type pg from 'pg';
-import { ArchiveOpenError } from '../sqlite/open.js';
+import { ArchiveOpenError } from '../../shared/errors.js';
 import { ourMigrations } from './migrations.js';
 import { checkShape } from './shape.js';
 

@@ -1,5 +1,5 @@
 // The builder thread of a PostgreSQL archive's in-memory search index (ADR 22): one per pool,
-// as for SQLite (engine/search/bitsets/builder.ts). Once a second it looks at the archive; it
+// as for SQLite (engine/sqlite/index-builder.ts). Once a second it looks at the archive; it
 // refreshes the snapshot when Mail Archiver has archived mail (a higher id) or when the refresh
 // interval has passed (a delete, a folder move or a reassignment shows in the next refresh).
 //

@@ -19,8 +19,7 @@ import type { SearchIndexInfo, SearchQuery, Viewer } from '../../shared/jobs.js'
 import { parseQuery, type Node } from '../../shared/query-language.js';
 import { RELEVANCE_WINDOW } from '../../shared/search-input.js';
 import { compileSearch } from '../search/compile.js';
-import { countMatches } from '../search/bitsets/count.js';
-import { leafKey } from '../search/bitsets/count.js';
+import { countMatches, leafKey } from '../search/bitsets/count.js';
 import { pageIds, relevancePageIds } from '../search/bitsets/page.js';
 import { needsSubjects, rankedSets, termsFromSets } from '../search/bitsets/ranked.js';
 import { grownSet, grownTerms, keptTerms, Postings, toTermSet } from '../search/bitsets/rows.js';
@@ -41,7 +40,7 @@ import { MAX_PAIR_WORDS, PAIR_SHARE, pairKey, pairWordKey } from '../search/bits
 import { rankedLeaves, rankWindow } from '../search/relevance.js';
 import { accountTag, directionTag, folderTag } from '../search/tags.js';
 import { tokenize } from '../search/unicode61.js';
-import { pageOf, toSummary, type RawSummary } from '../sqlite/summary.js';
+import { pageOf, toSummary, type RawSummary } from '../rules/summary.js';
 import { SORT_COLUMNS, summaryColumns, T, zonedTimestamp } from './columns.js';
 import { DOCS, tagTsQuery, tsquery } from './search-index.js';
 import { raw, sql } from './sql.js';

@@ -1,15 +1,14 @@
 // Search over a PostgreSQL archive: the same filters, sorts and query language as the SQLite
-// store (engine/search/plan.ts), with `q` compiled to a tsquery over the service's own
+// store (engine/sqlite/search.ts), with `q` compiled to a tsquery over the service's own
 // side-index (search-index.ts). Filters stay on ArchivedEmails' columns, which Mail Archiver
 // keeps current (a folder move changes FolderName only). Differences: docs/search.md.
-import type { Viewer } from '../../shared/jobs.js';
+import type { SearchQuery, Viewer } from '../../shared/jobs.js';
 import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
-import type { SearchQuery } from '../../shared/jobs.js';
 import { hasReadTerm, parseQuery } from '../../shared/query-language.js';
 import { readTermsUnsupported } from '../../shared/search-input.js';
 import { compileSearch } from '../search/compile.js';
 import { snippetTermsOf, withSnippets } from '../search/snippet.js';
-import { pageOf, toSummary, type RawSummary } from '../sqlite/summary.js';
+import { pageOf, toSummary, type RawSummary } from '../rules/summary.js';
 import { SORT_COLUMNS, summaryColumns, T, visibleAccounts, zonedTimestamp } from './columns.js';
 import { compileMatch, compileTsQuery, DOCS, ensureSearchIndex } from './search-index.js';
 import { ensureThreads, threadCondition, threadIdsOf } from './threads.js';
@@ -85,7 +84,7 @@ export async function searchEmails(
   const ranked = query.sortBy === 'relevance' && !compiledMatch.bySql && positive();
   const tsq = ranked ? compileTsQuery(query.q) : null;
 
-  // Sorted by date, two plans, chosen with the exact count as on SQLite (engine/search/plan.ts).
+  // Sorted by date, two plans, chosen with the exact count as on SQLite (engine/sqlite/search.ts).
   // Many matches: walk IX_ArchivedEmails_SentDate newest first and probe the side-index per
   // message, reading about (offset + pageSize) * archive / total messages. Few: list the matches
   // from the GIN index first and sort only them. The planner's own guess misjudges a rare word

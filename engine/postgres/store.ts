@@ -5,7 +5,7 @@
 import type pg from 'pg';
 import { performance } from 'node:perf_hooks';
 import type { Job, JobKind, JobResult, PostgresHealth } from '../../shared/jobs.js';
-import { ArchiveUnavailable } from '../pool/unavailable.js';
+import { ArchiveUnavailable } from '../../shared/errors.js';
 import { createPgPool, isUnavailable, serverOf } from './connect.js';
 import { pgHandlers } from './handlers.js';
 import { OPTIONAL_COLUMNS } from './shape.js';

@@ -7,7 +7,7 @@
 // it (`enc:v1:…`): then the account's outcome asks for our own.
 import type { MailAccountDto } from '../../shared/dto.js';
 import type { SecretBox } from '../rules/secrets.js';
-import { EMAIL_ADDRESS } from '../sqlite/accounts.js';
+import { EMAIL_ADDRESS } from '../rules/users.js';
 import { StoreError } from '../../shared/errors.js';
 import {
   changedImap,

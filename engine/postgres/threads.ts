@@ -11,7 +11,7 @@
 import type { Viewer } from '../../shared/jobs.js';
 import type { EmailSummaryDto } from '../../shared/dto.js';
 import { MAX_THREAD_LENGTH } from '../../shared/jobs.js';
-import { toSummary, type RawSummary } from '../sqlite/summary.js';
+import { toSummary, type RawSummary } from '../rules/summary.js';
 import { EXCERPT_SOURCE_CHARS, withExcerpts } from '../search/snippet.js';
 import {
   linkDecision,

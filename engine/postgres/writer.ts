@@ -22,7 +22,7 @@ import { createHash } from 'node:crypto';
 import { hasFileAttachments } from '../attachments/counts.js';
 import { prepareBody, STORED_BODY_LIMIT, type PreparedBody } from '../rules/body.js';
 import { toSecond } from '../search/fts-key.js';
-import { messageIdOnlyKey, normalizeFolder, type NewEmail } from '../sqlite/writer.js';
+import { messageIdOnlyKey, normalizeFolder, type NewEmail } from '../rules/new-email.js';
 import { T } from './columns.js';
 import { relinkFromHeaders } from './threads.js';
 import { sql } from './sql.js';

@@ -1,6 +1,6 @@
 // Aggregates (issue 27, part 3; docs/search.md, "Aggregates"): the rules both stores follow, so
 // that they group alike. A message's group keys are derived from its columns here; each store
-// then counts its matches by them (SQLite: engine/search/aggregate.ts, PostgreSQL:
+// then counts its matches by them (SQLite: engine/sqlite/aggregate.ts, PostgreSQL:
 // engine/postgres/aggregate.ts, in SQL with the same patterns).
 //
 // - from: the sender's address, lower-cased (ASCII letters only, as both stores can do alike):

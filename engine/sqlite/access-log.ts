@@ -2,6 +2,7 @@
 import type { AccessType } from '../../shared/dto.js';
 import type { AccessLogEntry } from '../../shared/jobs.js';
 import type { Db } from './open.js';
+import type { AccessLogRow } from '../store-contract.js';
 import { prepared } from './statements.js';
 import { iso } from '../rules/time.js';
 
@@ -28,20 +29,6 @@ export function writeAccessLog(db: Db, entries: readonly AccessLogEntry[]): numb
     }
   })();
   return entries.length;
-}
-
-export interface AccessLogRow {
-  id: number;
-  at: string;
-  username: string | null;
-  userId: number;
-  type: AccessType;
-  keyPrefix: string | null;
-  clientIp: string | null;
-  emailId: number | null;
-  accountId: number | null;
-  searchParams: Record<string, unknown> | null;
-  source: string | null;
 }
 
 interface RawLog {

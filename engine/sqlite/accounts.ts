@@ -6,6 +6,7 @@ import { prepared } from './statements.js';
 import { narrowedToGrant } from '../rules/oauth.js';
 import { iso } from '../rules/time.js';
 import { StoreError } from '../../shared/errors.js';
+import { EMAIL_ADDRESS } from '../rules/users.js';
 
 interface RawAccount {
   id: number;
@@ -26,9 +27,6 @@ const toDto = (r: RawAccount): MailAccountDto => ({
 });
 
 const COLUMNS = 'a.id, a.name, a.email_address, a.provider, a.is_enabled, a.last_sync';
-
-/** Loose on purpose: one @, something either side, no spaces. */
-export const EMAIL_ADDRESS = /^[^\s@]+@[^\s@]+$/;
 
 /**
  * SQL that limits `column` (an account id) to what the principal may see. Admins see all;

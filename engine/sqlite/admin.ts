@@ -1,11 +1,9 @@
-// The operator's side of the archive: what the CLI, the importer and the demo builder do to it
-// (users, accounts, keys, the access log, writing mail), as one async interface
-// (engine/store-contract.ts) with one implementation per store. The SQLite one wraps the synchronous functions of engine/sqlite/
-// unchanged; the PostgreSQL one (engine/postgres/admin.ts) does the same over Mail Archiver's tables.
-// Which one is chosen once, here, from Database:Path, like engine/archive.ts does for jobs.
+// The operator's side of a SQLite archive: what the CLI, the importer and the demo builder do to it
+// (users, accounts, keys, the access log, writing mail), as ArchiveAdmin (engine/store-contract.ts)
+// over the synchronous functions of engine/sqlite/, unchanged. The PostgreSQL one is
+// engine/postgres/admin.ts; engine/archive.ts (openAdmin) chooses between them from Database:Path.
 import type { AccountChanges, ArchiveAdmin, ArchiveContents, MailWriter, NewImapAccount } from '../store-contract.js';
-import { describeWhere, prepareArchive, storeKind } from '../archive.js';
-import { openArchive, type Db } from './open.js';
+import type { Db } from './open.js';
 import { listAccessLog } from './access-log.js';
 import { addAccount, listAllAccounts, requireAccount, touchLastSync } from './accounts.js';
 import { addImapAccount, listAccountStatus, rotateSecret, setAccount, SqliteSyncState } from './sync-state.js';
@@ -15,17 +13,15 @@ import { createKey, findKey, listKeys, revokeKey } from './keys.js';
 import {
   addUser,
   assignAccount,
-  hashPassword,
   listUsers,
   requireUser,
   setPasswordHash,
   setUserActive,
   unassignAccount,
 } from './users.js';
+import { hashPassword } from '../rules/password-hash.js';
 import { ArchiveWriter } from './writer.js';
 import { SqliteAttachmentTexts } from './attachment-text.js';
-
-export type * from '../store-contract.js';
 
 export function archiveContents(db: Db): ArchiveContents {
   return db
@@ -120,33 +116,4 @@ export function asAdmin(target: Db | ArchiveAdmin): ArchiveAdmin {
   return 'kind' in target && typeof (target as ArchiveAdmin).openWriter === 'function'
     ? (target as ArchiveAdmin)
     : new SqliteAdmin(target as Db, false);
-}
-
-export interface OpenAdminOptions {
-  /** May create the archive: a missing SQLite file, or Mail Archiver's schema in an empty database. */
-  create?: boolean;
-  /** Database:TimeZone (PostgreSQL only): the zone SentDate is written in. */
-  timeZone?: string;
-  /** Where the path came from, for messages: `Database:Path` (default) or `--db`. */
-  setting?: string;
-  /** Sync:SecretKey: encrypts stored IMAP passwords (engine/rules/secrets.ts). */
-  secretKey?: string | undefined;
-  /** Hears the line said about a Mail Archiver schema newer than this release was tested with. */
-  onNotice?: (line: string) => void;
-}
-
-/**
- * Opens the archive at `path` for administration. On PostgreSQL it first checks (and with
- * `create`, creates) the schema; every failure to connect or a schema it cannot use is one
- * sentence (ArchiveOpenError), never a password.
- */
-export async function openAdmin(path: string, options: OpenAdminOptions = {}): Promise<ArchiveAdmin> {
-  if (storeKind(path) === 'sqlite')
-    return new SqliteAdmin(openArchive(path, { mustExist: !options.create }), true, { secretKey: options.secretKey });
-  await prepareArchive(
-    { path, ...(options.setting ? { setting: options.setting } : {}) },
-    { createIfEmpty: options.create ?? false, ...(options.onNotice ? { onNotice: options.onNotice } : {}) },
-  );
-  const { PgAdmin } = await import('../postgres/admin.js');
-  return PgAdmin.open(path, options.timeZone ?? 'UTC', describeWhere(path), options.secretKey);
 }

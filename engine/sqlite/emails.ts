@@ -10,22 +10,20 @@ import type {
   PagedResult,
   StatsDto,
 } from '../../shared/dto.js';
-import type { AttachmentHandle, SearchQuery } from '../../shared/jobs.js';
+import type { AttachmentHandle, SearchQuery, Viewer as SharedViewer } from '../../shared/jobs.js';
 import { hasReadTerm, parseQuery } from '../../shared/query-language.js';
 import { readTermsUnsupported } from '../../shared/search-input.js';
-import { resolveBody } from '../rules/body.js';
 import type { Db } from './open.js';
 import { prepared } from './statements.js';
-import { searchEmails } from '../search/plan.js';
+import { searchEmails } from './search.js';
 import { snippetTermsOf, withSnippets } from '../search/snippet.js';
 import { threadIdsOf } from './threads.js';
-import { iso } from '../rules/time.js';
 import { ATTACHMENT_ENTRY_BYTES } from '../pool/large-detail.js';
 import { canSeeAccount, visibleAccountsClause } from './accounts.js';
-import { buildFolderTree } from './folders.js';
-import { SUMMARY_COLUMNS, toSummary, type RawSummary } from './summary.js';
+import { buildFolderTree } from '../rules/folders.js';
+import { toDetail, type RawDetail } from '../rules/summary.js';
+import { SUMMARY_COLUMNS } from './summary-columns.js';
 
-import type { Viewer as SharedViewer } from '../../shared/jobs.js';
 type Viewer = SharedViewer;
 
 /** Search lives in the planner; re-exported so every read query is reachable from here. */
@@ -61,20 +59,6 @@ export function searchPage(db: Db, viewer: Viewer, query: SearchQuery): PagedRes
   return items === result.items ? result : { ...result, items };
 }
 
-/** A message's detail row, in the column names both stores select (engine/postgres/handlers.ts too). */
-export interface RawDetail extends RawSummary {
-  cc_addr: string;
-  bcc_addr: string;
-  received_date: number;
-  message_id: string;
-  text_body: string | null;
-  html_body: string | null;
-  text_untruncated: string | null;
-  html_untruncated: string | null;
-  text_original: Buffer | null;
-  html_original: Buffer | null;
-}
-
 export function getEmailDetail(db: Db, viewer: Viewer, id: number): EmailDetailDto | null {
   const visible = visibleAccountsClause(viewer, 'e.account_id');
   const row = prepared(
@@ -107,20 +91,6 @@ export function storedBodyBytes(db: Db, id: number): number {
           + (SELECT count(*) FROM attachments WHERE email_id = @id) * ${ATTACHMENT_ENTRY_BYTES} AS bytes`,
   ).get({ id }) as { bytes: number | null } | undefined;
   return row?.bytes ?? 0;
-}
-
-/** The detail DTO from either store's row: the body fallback chain of SPEC.md section 2. */
-export function toDetail(row: RawDetail, attachments: AttachmentDto[]): EmailDetailDto {
-  return {
-    ...toSummary(row),
-    cc: row.cc_addr,
-    bcc: row.bcc_addr,
-    receivedDate: iso(row.received_date),
-    messageId: row.message_id,
-    textBody: resolveBody(row.text_original, row.text_untruncated, row.text_body),
-    htmlBody: resolveBody(row.html_original, row.html_untruncated, row.html_body),
-    attachments,
-  };
 }
 
 /** null when the account does not exist or is not visible: the caller cannot tell which. */

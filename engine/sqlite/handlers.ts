@@ -16,17 +16,11 @@ import {
 import { getAttachmentText } from './attachment-text.js';
 import { authenticate } from './keys.js';
 import { getThread } from './threads.js';
-import {
-  exchangeOAuthToken,
-  getOAuthClient,
-  issueOAuthCode,
-  registerOAuthClient,
-  revokeOAuthToken,
-} from './oauth.js';
-import { aggregateEmails } from '../search/aggregate.js';
+import { exchangeOAuthToken, getOAuthClient, issueOAuthCode, registerOAuthClient, revokeOAuthToken } from './oauth.js';
+import { aggregateEmails } from './aggregate.js';
 import { encodeDetail } from '../pool/encoded-detail.js';
 import { movedToQueryLane } from '../pool/large-detail.js';
-import { snapshotInfo } from '../search/bitsets/share.js';
+import { snapshotInfo } from './index-share.js';
 import { createKeyFor, endSessions, listKeysFor, login, revokeKeyAs, sessionUser } from './web.js';
 
 type Handlers = { [K in JobKind]: (db: Db, job: Job<K>) => JobResult<K> };

@@ -15,7 +15,7 @@ import {
   type RefreshRow,
 } from '../rules/oauth.js';
 import { visibleAccountIds } from './accounts.js';
-import { generateKey, hashKey, KEY_PREFIX_LENGTH } from './keys.js';
+import { generateKey, hashKey, KEY_PREFIX_LENGTH } from '../rules/keys.js';
 import { getUser } from './users.js';
 
 export function getOAuthClient(db: Db, clientId: string): OAuthClient | null {

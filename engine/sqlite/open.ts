@@ -4,6 +4,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { migrations } from './migrations.js';
+import { ArchiveOpenError } from '../../shared/errors.js';
 
 export type Db = BetterSqlite3.Database;
 
@@ -12,10 +13,6 @@ export interface OpenOptions {
   readonly?: boolean;
   /** Fail instead of creating a new, empty archive when the file is missing. */
   mustExist?: boolean;
-}
-
-export class ArchiveOpenError extends Error {
-  override name = 'ArchiveOpenError';
 }
 
 export function openArchive(path: string, options: OpenOptions = {}): Db {

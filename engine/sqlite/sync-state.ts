@@ -14,7 +14,8 @@ import {
   type NewImapAccount,
 } from '../sync/account-settings.js';
 import type { FolderState, ImapSecurity, SyncAccount, SyncOutcome, SyncState } from '../sync/types.js';
-import { addAccount, EMAIL_ADDRESS, getAccount, listAllAccounts, requireAccount } from './accounts.js';
+import { addAccount, getAccount, listAllAccounts, requireAccount } from './accounts.js';
+import { EMAIL_ADDRESS } from '../rules/users.js';
 import { StoreError } from '../../shared/errors.js';
 import type { MailAccountDto } from '../../shared/dto.js';
 

@@ -15,7 +15,8 @@ import {
   type SubjectCandidate,
 } from '../rules/threads.js';
 import { visibleAccountsClause } from './accounts.js';
-import { SUMMARY_COLUMNS, toSummary, type RawSummary } from './summary.js';
+import { toSummary, type RawSummary } from '../rules/summary.js';
+import { SUMMARY_COLUMNS } from './summary-columns.js';
 import { EXCERPT_SOURCE_CHARS, withExcerpts } from '../search/snippet.js';
 
 type Db = BetterSqlite3.Database;

@@ -1,63 +1,9 @@
 // Users of the archive: who they are, whether they may still read, and which accounts they see.
-import { randomBytes, scrypt as scryptCb, scryptSync, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import type { Db } from './open.js';
-import { isMailArchiverHash, verifyMailArchiverPasswordSync } from '../rules/passwords.js';
 import { prepared } from './statements.js';
 import { iso } from '../rules/time.js';
-import { EMAIL_ADDRESS } from './accounts.js';
+import { checkEmail, checkUsername, foldName, type UserRow } from '../rules/users.js';
 import { StoreError } from '../../shared/errors.js';
-
-export interface UserRow {
-  id: number;
-  username: string;
-  email: string | null;
-  isAdmin: boolean;
-  isActive: boolean;
-  createdAt: string;
-  accountIds: number[];
-}
-
-// scrypt cost: N=2^15 takes ~50 ms here, enough to make offline guessing expensive.
-const SCRYPT = { N: 32768, r: 8, p: 1, keylen: 32, maxmem: 64 * 1024 * 1024 };
-
-function scrypt(password: string, salt: Buffer, keylen: number, opts: ScryptOptions): Promise<Buffer> {
-  return new Promise((res, rej) => scryptCb(password, salt, keylen, opts, (e, k) => (e ? rej(e) : res(k))));
-}
-
-export async function hashPassword(password: string): Promise<string> {
-  const salt = randomBytes(16);
-  const key = await scrypt(password, salt, SCRYPT.keylen, SCRYPT);
-  return ['scrypt', SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString('base64'), key.toString('base64')].join('$');
-}
-
-export async function verifyPassword(password: string, stored: string | null): Promise<boolean> {
-  const parsed = parseStoredHash(stored);
-  if (!parsed) return false;
-  const got = await scrypt(password, parsed.salt, parsed.expected.length, parsed.options);
-  return timingSafeEqual(parsed.expected, got);
-}
-
-/** The same check, blocking: for worker threads, where a job is synchronous anyway. */
-export function verifyPasswordSync(password: string, stored: string | null): boolean {
-  // A PostgreSQL archive holds Mail Archiver's format (engine/rules/passwords.ts).
-  if (stored !== null && isMailArchiverHash(stored)) return verifyMailArchiverPasswordSync(password, stored);
-  const parsed = parseStoredHash(stored);
-  if (!parsed) return false;
-  return timingSafeEqual(parsed.expected, scryptSync(password, parsed.salt, parsed.expected.length, parsed.options));
-}
-
-function parseStoredHash(stored: string | null): { salt: Buffer; expected: Buffer; options: ScryptOptions } | null {
-  const parts = (stored ?? '').split('$');
-  if (parts.length !== 6 || parts[0] !== 'scrypt') return null;
-  const [, n, r, p, salt, hash] = parts as [string, string, string, string, string, string];
-  const expected = Buffer.from(hash, 'base64');
-  if (expected.length === 0) return null;
-  return {
-    salt: Buffer.from(salt, 'base64'),
-    expected,
-    options: { N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem },
-  };
-}
 
 interface RawUser {
   id: number;
@@ -89,22 +35,6 @@ const SELECT_USERS = `
          (SELECT group_concat(account_id) FROM user_accounts WHERE user_id = u.id) AS account_ids
   FROM users u`;
 
-/** A new user's name as stored (trimmed, NFC), or a StoreError; the same rule on every store. */
-export function checkUsername(input: string): string {
-  const username = input.trim().normalize('NFC');
-  if (!/^[\p{L}\p{N}._@-]{1,64}$/u.test(username)) {
-    throw new StoreError(`Invalid username "${input}": use 1 to 64 letters, digits, dots, dashes, underscores or @.`);
-  }
-  return username;
-}
-
-/** A new user's contact address (trimmed; empty means none), or a StoreError. */
-export function checkEmail(input: string | null | undefined): string | null {
-  const email = input?.trim() || null;
-  if (email !== null && !EMAIL_ADDRESS.test(email)) throw new StoreError(`"${input}" is not an e-mail address.`);
-  return email;
-}
-
 export function addUser(
   db: Db,
   input: { username: string; email?: string | null; isAdmin?: boolean; passwordHash?: string | null; now?: number },
@@ -123,9 +53,6 @@ export function getUser(db: Db, id: number): UserRow | null {
   const row = prepared(db, `${SELECT_USERS} WHERE u.id = ?`).get(id) as RawUser | undefined;
   return row ? toUser(row) : null;
 }
-
-/** Usernames match case-insensitively in every script and whatever the Unicode normal form. */
-export const foldName = (name: string): string => name.normalize('NFC').toLowerCase();
 
 export function findUser(db: Db, username: string): UserRow | null {
   const wanted = username.trim();

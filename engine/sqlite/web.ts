@@ -2,25 +2,14 @@
 // (SPEC.md section 4: users manage their own keys, administrators see and revoke anyone's).
 // The actor is always re-read from the database, so a demoted or deactivated user loses
 // rights on the next request whatever their session cookie says.
-import { createHash, randomBytes } from 'node:crypto';
 import { KEYS_PAGE_SIZE, type JobResult, type WebKeyResult, type WebUser } from '../../shared/jobs.js';
 import type { Db } from './open.js';
 import { StoreError } from '../../shared/errors.js';
-import { createKey, getKey, listKeysPage, revokeKey, type KeyRow } from './keys.js';
-import { findUser, getUser, passwordHashOf, verifyPasswordSync, type UserRow } from './users.js';
-
-/** Fingerprint of the stored password hash: changing the password changes it. */
-export function stampOf(passwordHash: string): string {
-  return createHash('sha256').update(passwordHash, 'utf8').digest('base64url').slice(0, 16);
-}
-
-// A hash nobody's password matches, with the cost of a real one, so an unknown user, a user
-// without a password and a wrong password all take the same time to refuse.
-let decoy: string | undefined;
-export function decoyHash(): string {
-  decoy ??= ['scrypt', 32768, 8, 1, randomBytes(16).toString('base64'), randomBytes(32).toString('base64')].join('$');
-  return decoy;
-}
+import { createKey, getKey, listKeysPage, revokeKey } from './keys.js';
+import { forbidden, notFound, type KeyRow } from '../rules/keys.js';
+import { decoyHash, stampOf, verifyPasswordSync } from '../rules/password-hash.js';
+import { findUser, getUser, passwordHashOf } from './users.js';
+import { type UserRow } from '../rules/users.js';
 
 const toWebUser = (user: UserRow, passwordHash: string): WebUser => ({
   id: user.id,
@@ -60,9 +49,6 @@ function activeActor(db: Db, actorId: number): UserRow | null {
   const user = getUser(db, actorId);
   return user && user.isActive ? user : null;
 }
-
-export const forbidden = { ok: false, reason: 'forbidden', message: 'Your account is not active.' } as const;
-export const notFound = { ok: false, reason: 'not-found', message: 'There is no such API key.' } as const;
 
 export function listKeysFor(
   db: Db,

@@ -3,7 +3,7 @@
 // synced message is stored exactly as an imported one and deduplicated against it. Failures are
 // per account: recorded with their reason, retried on a later pass, never stopping the others.
 import type { ImapFlow } from 'imapflow';
-import type { ArchiveAdmin } from '../sqlite/admin.js';
+import type { ArchiveAdmin } from '../store-contract.js';
 import { TextBudget } from '../attachments/budget.js';
 import { importMessages, type ImportProgress } from '../import/importer.js';
 import { DEFAULT_IMPORT_LIMITS, type ImportLimits } from '../import/limits.js';

@@ -6,7 +6,8 @@ import { openArchive, type Db } from '../../engine/sqlite/open.js';
 import { addAccount } from '../../engine/sqlite/accounts.js';
 import { createKey } from '../../engine/sqlite/keys.js';
 import { addUser, assignAccount, setUserActive } from '../../engine/sqlite/users.js';
-import { ArchiveWriter, dedupKeyFor, type NewEmail } from '../../engine/sqlite/writer.js';
+import { ArchiveWriter } from '../../engine/sqlite/writer.js';
+import { dedupKeyFor, type NewEmail } from '../../engine/rules/new-email.js';
 
 export function tempDir(prefix = 'mag-test-'): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));

@@ -6,7 +6,8 @@
 // TEST_MAIL_ARCHIVER_SHAPE picks another, test/helpers/pg-mail-archiver.ts).
 import pg from 'pg';
 import Database from '../../engine/sqlite/driver.js';
-import { openAdmin, type ArchiveAdmin } from '../../engine/sqlite/admin.js';
+import { type ArchiveAdmin } from '../../engine/store-contract.js';
+import { openAdmin } from '../../engine/archive.js';
 import { prepareArchive } from '../../engine/archive.js';
 import { accessTypeOf } from '../../engine/postgres/handlers.js';
 import { copySqliteToPostgres } from './pg-copy.js';

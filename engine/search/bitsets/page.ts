@@ -5,7 +5,7 @@
 // the archive: a few milliseconds at 1,000,000 messages, however many or few match.
 import type { SearchQuery } from '../../../shared/jobs.js';
 import { keyRange } from '../fts-key.js';
-import { lowerBound } from './build.js';
+import { lowerBound } from './lower-bound.js';
 import { KEY_POSITIONS, type Snapshot } from './snapshot.js';
 
 /** The ids of the requested page, in order; undefined for relevance over text (relevancePageIds ranks it). */

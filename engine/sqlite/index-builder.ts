@@ -3,13 +3,13 @@
 // extends the snapshot (extend.ts), when they were rewritten it builds anew, once the archive
 // has been quiet for a moment (an import in progress would otherwise be redone over and over). It runs at low CPU priority, like the query lane:
 // searches are still answered while it works, by SQL.
-import { lowerThreadPriority } from '../../pool/thread-priority.js';
+import { lowerThreadPriority } from '../pool/thread-priority.js';
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
-import { openArchive } from '../../sqlite/open.js';
-import { archiveState, buildSnapshot } from './build.js';
-import { extendSnapshot } from './extend.js';
-import { Snapshot } from './snapshot.js';
-import type { SnapshotMessage } from './share.js';
+import { openArchive } from './open.js';
+import { archiveState, buildSnapshot } from './index-build.js';
+import { extendSnapshot } from './index-extend.js';
+import { Snapshot } from '../search/bitsets/snapshot.js';
+import type { SnapshotMessage } from '../search/bitsets/share.js';
 
 export interface BuilderData {
   dbPath: string;

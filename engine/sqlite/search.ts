@@ -11,29 +11,28 @@
 // Exact counts are cached per worker, keyed by the archive's generation (bumped by every
 // import and permission change), so a cached count is never stale.
 import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
-import type { SearchQuery } from '../../shared/jobs.js';
-import type { Db } from '../sqlite/open.js';
-import { prepared } from '../sqlite/statements.js';
-import { visibleAccountIds, visibleAccountsClause } from '../sqlite/accounts.js';
-import { pageOf, SUMMARY_COLUMNS, toSummary, type RawSummary } from '../sqlite/summary.js';
-import { keyRange } from './fts-key.js';
-import { accountTag, directionTag, folderTag } from './tags.js';
-import { compileSearch, type SqlCondition } from './compile.js';
-import { SORT_COLUMNS } from './sort.js';
-import { countMatches } from './bitsets/count.js';
-import { currentSnapshot } from './bitsets/share.js';
-import { pageIds, relevancePageIds } from './bitsets/page.js';
+import type { SearchQuery, Viewer as SharedViewer } from '../../shared/jobs.js';
+import type { Db } from './open.js';
+import { prepared } from './statements.js';
+import { visibleAccountIds, visibleAccountsClause } from './accounts.js';
+import { pageOf, toSummary, type RawSummary } from '../rules/summary.js';
+import { SUMMARY_COLUMNS } from './summary-columns.js';
+import { keyRange } from '../search/fts-key.js';
+import { accountTag, directionTag, folderTag } from '../search/tags.js';
+import { compileSearch, ftsExpression, type SqlCondition } from '../search/compile.js';
+import { SORT_COLUMNS } from '../search/sort.js';
+import { countMatches } from '../search/bitsets/count.js';
+import { currentSnapshot } from './index-share.js';
+import { pageIds, relevancePageIds } from '../search/bitsets/page.js';
 import { parseQuery } from '../../shared/query-language.js';
 import { RELEVANCE_WINDOW } from '../../shared/search-input.js';
-import { lowerBound } from './bitsets/build.js';
-import type { Snapshot } from './bitsets/snapshot.js';
-import { ftsExpression } from './compile.js';
-import { tokenize } from './unicode61.js';
-import { rankedLeaves, rankWindow, subjectLeaf, type RelevanceTerm } from './relevance.js';
-import { rankedSets, termsFromSets } from './bitsets/ranked.js';
+import { lowerBound } from '../search/bitsets/lower-bound.js';
+import type { Snapshot } from '../search/bitsets/snapshot.js';
+import { tokenize } from '../search/unicode61.js';
+import { rankedLeaves, rankWindow, subjectLeaf, type RelevanceTerm } from '../search/relevance.js';
+import { rankedSets, termsFromSets } from '../search/bitsets/ranked.js';
 import { FtsSource } from './fts-source.js';
 
-import type { Viewer as SharedViewer } from '../../shared/jobs.js';
 type Viewer = SharedViewer;
 
 /** Exact counts by (generation, viewer, filters), per connection (one per worker); bounded. */

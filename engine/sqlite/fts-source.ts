@@ -1,10 +1,10 @@
 // The SQLite store's answers to the in-memory index (bitsets/source.ts): FTS5 MATCH queries,
 // whose rowids (fts-key.ts) the snapshot turns into message ids.
-import type { Db } from '../sqlite/open.js';
-import { prepared } from '../sqlite/statements.js';
-import { leafKey } from './bitsets/count.js';
-import type { Snapshot } from './bitsets/snapshot.js';
-import { StaleSnapshot, type Leaf, type LeafSource } from './bitsets/source.js';
+import type { Db } from './open.js';
+import { prepared } from './statements.js';
+import { leafKey } from '../search/bitsets/count.js';
+import type { Snapshot } from '../search/bitsets/snapshot.js';
+import { StaleSnapshot, type Leaf, type LeafSource } from '../search/bitsets/source.js';
 
 export class FtsSource implements LeafSource {
   constructor(readonly db: Db) {}

@@ -5,13 +5,13 @@
 // to the kept sets they belong to; the rest of the snapshot is copied. Which words are kept is
 // not revisited here: a word that becomes common later is still found by FTS5, exactly, and the
 // builder does a full build once the archive has grown by a quarter.
-import type { Db } from '../../sqlite/open.js';
-import { tokenize } from '../unicode61.js';
-import { archiveState, inReadTransaction, readOrders } from './build.js';
-import { MAX_TAIL_PREFIX } from './tails.js';
-import { PairFinder } from './pairs.js';
-import { grownTerms } from './rows.js';
-import { pack, Snapshot, termKey, wordsFor } from './snapshot.js';
+import type { Db } from './open.js';
+import { tokenize } from '../search/unicode61.js';
+import { archiveState, inReadTransaction, readOrders } from './index-build.js';
+import { MAX_TAIL_PREFIX } from '../search/bitsets/tails.js';
+import { PairFinder } from '../search/bitsets/pairs.js';
+import { grownTerms } from '../search/bitsets/rows.js';
+import { pack, Snapshot, termKey, wordsFor } from '../search/bitsets/snapshot.js';
 
 /** A new snapshot with the messages added since `old`, or undefined when only a full build will do. */
 export function extendSnapshot(db: Db, old: Snapshot): SharedArrayBuffer | undefined {

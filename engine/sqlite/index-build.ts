@@ -2,12 +2,21 @@
 // part describes the same moment. FTS5 does the reading: its vocabulary table says which words
 // are common, and one MATCH per kept word lists its messages. At 1,000,000 messages this reads
 // about 80 million postings; see docs/performance.md for the time it takes.
-import type { Db } from '../../sqlite/open.js';
-import { DEFAULT_COLUMNS } from '../compile.js';
-import { SORT_COLUMNS } from '../sort.js';
-import { buildPairs, MAX_PAIR_WORDS, PAIR_SHARE, type ColumnTexts } from './pairs.js';
-import { addPrefixTails, TAIL_MIN_COST_US } from './tails.js';
-import { ORDERS, pack, termKey, wordsFor, type Group, type OrderKey, type TermSet } from './snapshot.js';
+import { lowerBound } from '../search/bitsets/lower-bound.js';
+import type { Db } from './open.js';
+import { DEFAULT_COLUMNS } from '../search/compile.js';
+import { SORT_COLUMNS } from '../search/sort.js';
+import { buildPairs, MAX_PAIR_WORDS, PAIR_SHARE, type ColumnTexts } from '../search/bitsets/pairs.js';
+import { addPrefixTails, TAIL_MIN_COST_US } from '../search/bitsets/tails.js';
+import {
+  ORDERS,
+  pack,
+  termKey,
+  wordsFor,
+  type Group,
+  type OrderKey,
+  type TermSet,
+} from '../search/bitsets/snapshot.js';
 
 export interface BuildOptions {
   /** A word is kept when at least this many messages hold it (default: 1 in 1,000, at least 256). */
@@ -183,18 +192,6 @@ export function inReadTransaction<T>(db: Db, work: () => T): T {
   } finally {
     db.exec('COMMIT');
   }
-}
-
-/** The first position at or after `from` whose value is not below `value` (numbers or words). */
-export function lowerBound<T extends number | string>(sorted: ArrayLike<T>, value: T, from = 0): number {
-  let lo = from;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (sorted[mid]! < value) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /** Each other sort key as SQL orders it (collation included), ascending; descending is the reverse. */

@@ -3,7 +3,7 @@
 // match is counted into its group through a column of group numbers by message id, kept per
 // worker thread and extended as mail is appended (dates come from the snapshot's own sent
 // dates). Otherwise, and for tests and benchmarks (`reference`), plain SQL: the search's match
-// source (plan.ts) and GROUP BY over the same key functions.
+// source (engine/sqlite/search.ts) and GROUP BY over the same key functions.
 import type { AggregateResultDto } from '../../shared/dto.js';
 import type { AggregateQuery, GroupBy, Viewer } from '../../shared/jobs.js';
 import { parseQuery } from '../../shared/query-language.js';
@@ -17,15 +17,15 @@ import {
   topOfPairs,
   toAddresses,
 } from '../rules/aggregate.js';
-import type { Db } from '../sqlite/open.js';
-import { prepared } from '../sqlite/statements.js';
-import { matchSet } from './bitsets/count.js';
+import type { Db } from './open.js';
+import { prepared } from './statements.js';
+import { matchSet } from '../search/bitsets/count.js';
 import { FtsSource } from './fts-source.js';
-import { visibleAccountIds } from '../sqlite/accounts.js';
-import { currentSnapshot } from './bitsets/share.js';
-import type { Snapshot } from './bitsets/snapshot.js';
-import type { SqlCondition } from './compile.js';
-import { sqlSource, type PlanOptions } from './plan.js';
+import { visibleAccountIds } from './accounts.js';
+import { currentSnapshot } from './index-share.js';
+import type { Snapshot } from '../search/bitsets/snapshot.js';
+import type { SqlCondition } from '../search/compile.js';
+import { sqlSource, type PlanOptions } from './search.js';
 
 export function aggregateEmails(
   db: Db,
