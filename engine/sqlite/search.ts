@@ -210,175 +210,228 @@ export function sqlSource(
   return { kind: 'fts', fts, extra };
 }
 
+/** What every step of one search reads: the query, who asks, and the page it wants. */
+interface Search {
+  db: Db;
+  viewer: Viewer;
+  query: SearchQuery;
+  options: PlanOptions;
+  offset: number;
+  desc: boolean;
+  dir: 'ASC' | 'DESC';
+  /** The viewer as a count-cache key: admins share one count, others count per user and grant. */
+  viewerKey: unknown[];
+  /** The shared in-memory index when it is current (engine/search/bitsets); else SQL counts. */
+  snap: Snapshot | undefined;
+  /** The parsed `q`, or null without text. */
+  root: ReturnType<typeof parseQuery> | null;
+}
+
+const where = (conds: SqlCondition[]) => (conds.length ? conds.map((c) => `(${c.sql})`).join(' AND ') : '1');
+const params = (conds: SqlCondition[]) => conds.flatMap((c) => c.params);
+const pageFor = (s: Search, items: EmailSummaryDto[], totalItems: number) => pageOf(s.query, items, totalItems);
+
 export function searchEmails(
   db: Db,
   viewer: Viewer,
   query: SearchQuery,
   options: PlanOptions = {},
 ): PagedResult<EmailSummaryDto> {
-  const page = (items: EmailSummaryDto[], totalItems: number) => pageOf(query, items, totalItems);
   const compiled = compileSearch(query.q);
-  if (compiled.kind === 'none') return page([], 0);
-  const extra = compiled.kind === 'query' ? compiled.conditions : [];
-  const offset = (query.page - 1) * query.pageSize;
+  if (compiled.kind === 'none') return pageOf(query, [], 0);
   const desc = query.sortOrder === 'desc';
-  const dir = desc ? 'DESC' : 'ASC';
-  const where = (conds: SqlCondition[]) => (conds.length ? conds.map((c) => `(${c.sql})`).join(' AND ') : '1');
-  const params = (conds: SqlCondition[]) => conds.flatMap((c) => c.params);
-  const viewerKey = [viewer.isAdmin ? 'admin' : viewer.userId, viewer.oauth?.accountIds ?? null];
-  // The shared in-memory index counts when it is current (engine/search/bitsets); else SQL.
-  const snap = options.reference ? undefined : currentSnapshot(db);
-  const root = query.q?.trim() ? parseQuery(query.q) : null;
-  const matched = snap ? countMatches(new FtsSource(db), snap, visibleAccountIds(db, viewer), query, root) : undefined;
-  const indexed = matched?.total;
-  if (snap && matched) {
-    if (offset >= matched.total) return page([], matched.total);
-    const ids =
-      pageIds(snap, matched.bits, query, root !== null) ??
-      relevancePageIds(snap, matched.bits, query, matched.total, RELEVANCE_WINDOW, (window) =>
-        rankWindow(window, relevanceTerms(db, snap, rankedLeaves(root), window, options), snap.rows, desc),
-      );
-    return page(summariesOf(db, ids), matched.total);
-  }
+  const s: Search = {
+    db,
+    viewer,
+    query,
+    options,
+    offset: (query.page - 1) * query.pageSize,
+    desc,
+    dir: desc ? 'DESC' : 'ASC',
+    viewerKey: [viewer.isAdmin ? 'admin' : viewer.userId, viewer.oauth?.accountIds ?? null],
+    snap: options.reference ? undefined : currentSnapshot(db),
+    root: query.q?.trim() ? parseQuery(query.q) : null,
+  };
+  const fromIndex = indexPage(s);
+  if (fromIndex) return fromIndex;
 
   const source = sqlSource(db, viewer, query, compiled);
-  if (source.kind === 'none') return page([], 0);
-  if (source.kind === 'table') {
-    // No text to match: filters on the emails table, sorted through its indexes.
-    const filters = source.filters;
-    const sortBy = query.sortBy === 'relevance' ? 'sentDate' : query.sortBy; // nothing to rank by
-    const total =
-      indexed ??
-      cachedCount(
-        db,
-        JSON.stringify([viewerKey, filters]),
-        () =>
-          prepared(db, `SELECT count(*) FROM emails e WHERE ${where(filters)}`)
-            .pluck()
-            .get(...params(filters)) as number,
-        options,
-      );
-    if (offset >= total) return page([], total);
-    const rows = prepared(
-      db,
-      `SELECT ${SUMMARY_COLUMNS} FROM emails e WHERE ${where(filters)}
-         ORDER BY ${SORT_COLUMNS[sortBy]} ${dir}, e.id ${dir} LIMIT ? OFFSET ?`,
-    ).all(...params(filters), query.pageSize, offset) as RawSummary[];
-    return page(rows.map(toSummary), total);
-  }
+  if (source.kind === 'none') return pageFor(s, [], 0);
+  if (source.kind === 'table') return tablePage(s, source.filters);
+  return textPage(s, source.fts, compiled.kind === 'query' ? compiled.conditions : []);
+}
 
-  // Text to match: every filter the index can apply goes into the MATCH itself.
-  const { fts } = source;
-  const all = [...fts, ...extra];
-  const joined = 'FROM email_fts f JOIN emails e ON e.fts_key = f.rowid';
-
-  const total =
-    indexed ??
-    cachedCount(
-      db,
-      JSON.stringify([viewerKey, all]),
-      () =>
-        extra.length === 0
-          ? (prepared(db, `SELECT count(*) FROM email_fts f WHERE ${where(fts)}`)
-              .pluck()
-              .get(...params(fts)) as number)
-          : (prepared(db, `SELECT count(*) ${joined} WHERE ${where(all)}`)
-              .pluck()
-              .get(...params(all)) as number),
-      options,
+/** The count and the page from the shared in-memory index; undefined when it cannot count this. */
+function indexPage(s: Search): PagedResult<EmailSummaryDto> | undefined {
+  const { db, snap, query } = s;
+  if (!snap) return undefined;
+  const matched = countMatches(new FtsSource(db), snap, visibleAccountIds(db, s.viewer), query, s.root);
+  if (!matched) return undefined;
+  if (s.offset >= matched.total) return pageFor(s, [], matched.total);
+  const ids =
+    pageIds(snap, matched.bits, query, s.root !== null) ??
+    relevancePageIds(snap, matched.bits, query, matched.total, RELEVANCE_WINDOW, (window) =>
+      rankWindow(window, relevanceTerms(db, snap, rankedLeaves(s.root), window, s.options), snap.rows, s.desc),
     );
-  if (offset >= total) return page([], total);
+  return pageFor(s, summariesOf(db, ids), matched.total);
+}
 
-  if (query.sortBy === 'relevance') {
-    // The newest RELEVANCE_WINDOW matches are ranked (relevance.ts); older ones follow, newest
-    // first (asc is the reverse). FTS5 reads the newest matches first and stops.
-    const from = extra.length ? joined : 'FROM email_fts f';
-    const newest = prepared(
-      db,
-      `SELECT f.rowid ${from} WHERE ${where(all)} ORDER BY f.rowid DESC LIMIT ${RELEVANCE_WINDOW}`,
-    )
-      .pluck()
-      .all(...params(all)) as number[];
-    const windowRows = rankWindow(
-      newest,
-      relevanceTerms(db, snap, rankedLeaves(root), newest, options),
-      snap ? snap.rows : archiveSize(db, options),
-      desc,
-    ).map((key) => [key] as const);
-    const inWindow = windowRows.length;
-    const older = total - inWindow;
-    const keys: number[] = [];
-    const olderKeys = (limit: number, skip: number) =>
-      prepared(db, `SELECT f.rowid ${from} WHERE ${where(all)} ORDER BY f.rowid ${dir} LIMIT ? OFFSET ?`)
+/** No text to match: filters on the emails table, sorted through its indexes. */
+function tablePage(s: Search, filters: SqlCondition[]): PagedResult<EmailSummaryDto> {
+  const { db, query } = s;
+  const sortBy = query.sortBy === 'relevance' ? 'sentDate' : query.sortBy; // nothing to rank by
+  const total = cachedCount(
+    db,
+    JSON.stringify([s.viewerKey, filters]),
+    () =>
+      prepared(db, `SELECT count(*) FROM emails e WHERE ${where(filters)}`)
         .pluck()
-        .all(...params(all), limit, desc ? inWindow + skip : skip) as number[];
-    const segments = desc
-      ? [
-          { n: inWindow, keys: (limit: number, skip: number) => windowRows.slice(skip, skip + limit).map((r) => r[0]) },
-          { n: older, keys: olderKeys },
-        ]
-      : [
-          { n: older, keys: olderKeys },
-          { n: inWindow, keys: (limit: number, skip: number) => windowRows.slice(skip, skip + limit).map((r) => r[0]) },
-        ];
-    let skip = offset;
-    for (const segment of segments) {
-      const want = query.pageSize - keys.length;
-      if (want <= 0) break;
-      if (skip >= segment.n) {
-        skip -= segment.n;
-        continue;
-      }
-      keys.push(...segment.keys(Math.min(want, segment.n - skip), skip));
-      skip = 0;
-    }
-    return page(summariesOf(db, keys, 'fts_key'), total);
-  }
+        .get(...params(filters)) as number,
+    s.options,
+  );
+  if (s.offset >= total) return pageFor(s, [], total);
+  const rows = prepared(
+    db,
+    `SELECT ${SUMMARY_COLUMNS} FROM emails e WHERE ${where(filters)}
+       ORDER BY ${SORT_COLUMNS[sortBy]} ${s.dir}, e.id ${s.dir} LIMIT ? OFFSET ?`,
+  ).all(...params(filters), query.pageSize, s.offset) as RawSummary[];
+  return pageFor(s, rows.map(toSummary), total);
+}
 
-  if (extra.length === 0 && query.sortBy === 'sentDate') {
+/** The join from the full-text index to the messages, for conditions FTS5 cannot run. */
+const JOINED = 'FROM email_fts f JOIN emails e ON e.fts_key = f.rowid';
+
+/**
+ * Text to match: every filter the index can apply is in the MATCH itself (`fts`); `extra` is what
+ * needs the emails table. Counted, then paged by the sort asked for.
+ */
+function textPage(s: Search, fts: SqlCondition[], extra: SqlCondition[]): PagedResult<EmailSummaryDto> {
+  const { db, query } = s;
+  const all = [...fts, ...extra];
+  const total = cachedCount(
+    db,
+    JSON.stringify([s.viewerKey, all]),
+    () =>
+      extra.length === 0
+        ? (prepared(db, `SELECT count(*) FROM email_fts f WHERE ${where(fts)}`)
+            .pluck()
+            .get(...params(fts)) as number)
+        : (prepared(db, `SELECT count(*) ${JOINED} WHERE ${where(all)}`)
+            .pluck()
+            .get(...params(all)) as number),
+    s.options,
+  );
+  if (s.offset >= total) return pageFor(s, [], total);
+  if (query.sortBy === 'relevance')
+    return pageFor(s, summariesOf(db, relevanceKeys(s, all, extra, total), 'fts_key'), total);
+  if (query.sortBy === 'sentDate') return pageFor(s, sentDateRows(s, fts, extra).map(toSummary), total);
+  return pageFor(s, otherSortRows(s, fts, extra, total, query.sortBy).map(toSummary), total);
+}
+
+/**
+ * The page's full-text keys by relevance: the newest RELEVANCE_WINDOW matches are ranked
+ * (relevance.ts); older ones follow, newest first (asc is the reverse). FTS5 reads the newest
+ * matches first and stops.
+ */
+function relevanceKeys(s: Search, all: SqlCondition[], extra: SqlCondition[], total: number): number[] {
+  const { db, query, desc, dir, offset } = s;
+  const from = extra.length ? JOINED : 'FROM email_fts f';
+  const newest = prepared(
+    db,
+    `SELECT f.rowid ${from} WHERE ${where(all)} ORDER BY f.rowid DESC LIMIT ${RELEVANCE_WINDOW}`,
+  )
+    .pluck()
+    .all(...params(all)) as number[];
+  const windowRows = rankWindow(
+    newest,
+    relevanceTerms(db, s.snap, rankedLeaves(s.root), newest, s.options),
+    s.snap ? s.snap.rows : archiveSize(db, s.options),
+    desc,
+  ).map((key) => [key] as const);
+  const inWindow = windowRows.length;
+  const older = total - inWindow;
+  const keys: number[] = [];
+  const olderKeys = (limit: number, skip: number) =>
+    prepared(db, `SELECT f.rowid ${from} WHERE ${where(all)} ORDER BY f.rowid ${dir} LIMIT ? OFFSET ?`)
+      .pluck()
+      .all(...params(all), limit, desc ? inWindow + skip : skip) as number[];
+  const segments = desc
+    ? [
+        { n: inWindow, keys: (limit: number, skip: number) => windowRows.slice(skip, skip + limit).map((r) => r[0]) },
+        { n: older, keys: olderKeys },
+      ]
+    : [
+        { n: older, keys: olderKeys },
+        { n: inWindow, keys: (limit: number, skip: number) => windowRows.slice(skip, skip + limit).map((r) => r[0]) },
+      ];
+  let skip = offset;
+  for (const segment of segments) {
+    const want = query.pageSize - keys.length;
+    if (want <= 0) break;
+    if (skip >= segment.n) {
+      skip -= segment.n;
+      continue;
+    }
+    keys.push(...segment.keys(Math.min(want, segment.n - skip), skip));
+    skip = 0;
+  }
+  return keys;
+}
+
+/** By sent date, the full-text index's own order. */
+function sentDateRows(s: Search, fts: SqlCondition[], extra: SqlCondition[]): RawSummary[] {
+  const { db, query, dir, offset } = s;
+  if (extra.length === 0) {
     // The index alone decides the page; only its rows are joined (a deep page skips
     // thousands of index entries without touching the emails table for them).
-    const rows = prepared(
+    return prepared(
       db,
       `SELECT ${SUMMARY_COLUMNS} FROM (
            SELECT f.rowid AS k FROM email_fts f WHERE ${where(fts)} ORDER BY f.rowid ${dir} LIMIT ? OFFSET ?
          ) p JOIN emails e ON e.fts_key = p.k
          ORDER BY p.k ${dir}`,
     ).all(...params(fts), query.pageSize, offset) as RawSummary[];
-    return page(rows.map(toSummary), total);
   }
-  if (query.sortBy === 'sentDate') {
-    const rows = prepared(
-      db,
-      `SELECT ${SUMMARY_COLUMNS} ${joined} WHERE ${where(all)} ORDER BY f.rowid ${dir} LIMIT ? OFFSET ?`,
-    ).all(...params(all), query.pageSize, offset) as RawSummary[];
-    return page(rows.map(toSummary), total);
-  }
+  const all = [...fts, ...extra];
+  return prepared(
+    db,
+    `SELECT ${SUMMARY_COLUMNS} ${JOINED} WHERE ${where(all)} ORDER BY f.rowid ${dir} LIMIT ? OFFSET ?`,
+  ).all(...params(all), query.pageSize, offset) as RawSummary[];
+}
 
-  // Another sort key: either sort the matches, or walk the key's index and keep the rows that
-  // match, whichever reads fewer rows. Sorting reads every match; the walk reads about
-  // (offset + pageSize) / share-of-archive-matching rows, plus one pass to list the matches.
-  const order = `${SORT_COLUMNS[query.sortBy]} ${dir}, e.id ${dir}`;
+/**
+ * Another sort key: either sort the matches, or walk the key's index and keep the rows that
+ * match, whichever reads fewer rows. Sorting reads every match; the walk reads about
+ * (offset + pageSize) / share-of-archive-matching rows, plus one pass to list the matches.
+ */
+function otherSortRows(
+  s: Search,
+  fts: SqlCondition[],
+  extra: SqlCondition[],
+  total: number,
+  sortBy: keyof typeof SORT_COLUMNS,
+): RawSummary[] {
+  const { db, query, dir, offset } = s;
+  const all = [...fts, ...extra];
+  const order = `${SORT_COLUMNS[sortBy]} ${dir}, e.id ${dir}`;
   const archive = cachedCount(
     db,
     'archive',
     () => prepared(db, 'SELECT count(*) FROM emails').pluck().get() as number,
-    options,
+    s.options,
   );
   const walkRows = ((offset + query.pageSize) * archive) / total;
-  const rows =
-    walkRows < total
-      ? // `+e.fts_key` keeps SQLite from driving the query by the match list: the sort index drives.
-        (prepared(
-          db,
-          `SELECT ${SUMMARY_COLUMNS} FROM emails e
-             WHERE +e.fts_key IN (SELECT f.rowid FROM email_fts f WHERE ${where(fts)}) AND ${where(extra)}
-             ORDER BY ${order} LIMIT ? OFFSET ?`,
-        ).all(...params(fts), ...params(extra), query.pageSize, offset) as RawSummary[])
-      : (prepared(db, `SELECT ${SUMMARY_COLUMNS} ${joined} WHERE ${where(all)} ORDER BY ${order} LIMIT ? OFFSET ?`).all(
-          ...params(all),
-          query.pageSize,
-          offset,
-        ) as RawSummary[]);
-  return page(rows.map(toSummary), total);
+  return walkRows < total
+    ? // `+e.fts_key` keeps SQLite from driving the query by the match list: the sort index drives.
+      (prepared(
+        db,
+        `SELECT ${SUMMARY_COLUMNS} FROM emails e
+           WHERE +e.fts_key IN (SELECT f.rowid FROM email_fts f WHERE ${where(fts)}) AND ${where(extra)}
+           ORDER BY ${order} LIMIT ? OFFSET ?`,
+      ).all(...params(fts), ...params(extra), query.pageSize, offset) as RawSummary[])
+    : (prepared(db, `SELECT ${SUMMARY_COLUMNS} ${JOINED} WHERE ${where(all)} ORDER BY ${order} LIMIT ? OFFSET ?`).all(
+        ...params(all),
+        query.pageSize,
+        offset,
+      ) as RawSummary[]);
 }
