@@ -267,7 +267,7 @@ async function refreshPgSnapshot(
     : (key: string, id: number) => {
         if (keptBefore(key)) postings.add(key, id);
         else if (key.startsWith('d:')) {
-          // A word not kept belongs to the tails of its prefixes (as extend.ts).
+          // A word not kept belongs to the tails of its prefixes (as engine/sqlite/index-extend.ts).
           const chars = [...key.slice(2)];
           for (let l = 1; l <= Math.min(MAX_TAIL_PREFIX, chars.length); l++) {
             const tail = termKey('p', chars.slice(0, l).join(''));

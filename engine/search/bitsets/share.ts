@@ -1,4 +1,4 @@
-// How the worker threads share one snapshot. A builder thread (builder.ts), started by the
+// How the worker threads share one snapshot. A builder thread (engine/sqlite/index-builder.ts), started by the
 // pool, owns the building; it posts each finished snapshot's SharedArrayBuffer on a
 // BroadcastChannel private to that pool, and every query thread adopts it: the memory is
 // shared, not copied. A thread that starts later asks for the current one ('hello').
