@@ -135,6 +135,15 @@ test('the store contract, the rules both stores keep and search import neither s
   t.deepEqual(arrows(neutral, eitherStore), []);
 });
 
+test('the rules both stores keep and search are leaves: they import only shared/ and their own folder', (t) => {
+  for (const folder of ['engine/rules', 'engine/search'])
+    t.deepEqual(
+      arrows(under(folder), (to) => !under(folder)(to) && !under('shared')(to)),
+      [],
+      folder,
+    );
+});
+
 /**
  * Importing, syncing and attachment text write through the writer contract (ArchiveAdmin's
  * openWriter, engine/store-contract.ts), never a store's writer. The one arrow into a store is
