@@ -17,7 +17,7 @@ export function archivePath(cmd: Command): string {
 }
 
 /**
- * Opens the archive (a SQLite file or a PostgreSQL database, engine/sqlite/admin.ts) for the duration of
+ * Opens the archive (a SQLite file or a PostgreSQL database, engine/archive.ts openAdmin) for the duration of
  * `work` and closes it however `work` ends. Only the commands that start an archive (`create`)
  * may create a missing file, or Mail Archiver's schema in an empty PostgreSQL database; the
  * others say that there is none.

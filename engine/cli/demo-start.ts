@@ -22,7 +22,7 @@ async function prepareArchive(
   path: string,
   timeZone: string,
 ): Promise<{ report: string; keys: DemoKeys; built: boolean }> {
-  // A SQLite file or a Mail Archiver PostgreSQL database (engine/sqlite/admin.ts); either may be created.
+  // A SQLite file or a Mail Archiver PostgreSQL database (engine/archive.ts openAdmin); either may be created.
   const db = await openAdmin(path, { create: true, timeZone });
   const where = storeKind(path) === 'postgres' ? describeWhere(path) : path;
   try {

@@ -1,5 +1,5 @@
 // The importer: sources in, parsed messages out, written in batches through the archive's
-// writer (engine/sqlite/admin.ts: ArchiveWriter on SQLite, PgArchiveWriter on PostgreSQL), so one import
+// writer (ArchiveAdmin.openWriter(), engine/store-contract.ts: ArchiveWriter on SQLite, PgArchiveWriter on PostgreSQL), so one import
 // path serves both stores. It prints nothing; callers hear about progress and skipped messages
 // through callbacks.
 import { asAdmin } from '../sqlite/admin.js';

@@ -1,4 +1,4 @@
-// The operator's side of a PostgreSQL archive (engine/sqlite/admin.ts ArchiveAdmin) over Mail
+// The operator's side of a PostgreSQL archive (ArchiveAdmin, engine/store-contract.ts) over Mail
 // Archiver's tables: the same checks, the same messages and the same rows out as the SQLite
 // store, written the way Mail Archiver writes them (docs/compat.md, docs/postgres.md "CLI on
 // PostgreSQL").
