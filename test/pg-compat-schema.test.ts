@@ -6,7 +6,7 @@ import test from 'ava';
 import pg from 'pg';
 import { createTestDatabase, loadSqlFile, type TestDatabase } from './helpers/postgres.js';
 
-const FIXTURE = new URL('../../engine/pg/mail-archiver-schema.sql', import.meta.url);
+const FIXTURE = new URL('../../engine/postgres/mail-archiver-schema.sql', import.meta.url);
 const LATEST_MIGRATION = '20260818120000_MigrateV2608_1';
 const TS = 'timestamp without time zone';
 const TSTZ = 'timestamp with time zone';

@@ -68,7 +68,7 @@ test('the known migration list runs from 2508.2 to 2609.4 and the CLI creates 26
 test("every Mail Archiver name the PostgreSQL store's SQL quotes is in the checked list", (t) => {
   // A query that starts using a column must add it to USED_COLUMNS (engine/postgres/shape.ts), or the
   // service would start on a database without it and fail at that query instead of at start.
-  const dir = new URL('../../engine/pg/', import.meta.url);
+  const dir = new URL('../../engine/postgres/', import.meta.url);
   const known = new Set([
     ...Object.keys(USED_COLUMNS),
     ...Object.values(USED_COLUMNS).flatMap((c) => Object.keys(c)),

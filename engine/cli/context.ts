@@ -2,8 +2,7 @@
 import type { Command } from 'commander';
 import { loadSettings } from '../../shared/config.js';
 import { type ArchiveAdmin } from '../store-contract.js';
-import { openAdmin } from '../archive.js';
-import { storeKind } from '../archive.js';
+import { openAdmin, storeKind } from '../archive.js';
 import { printable } from '../../shared/key-name.js';
 
 export interface GlobalOptions {

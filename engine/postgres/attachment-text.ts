@@ -2,8 +2,7 @@
 // engine/sqlite/attachment-text.ts over Mail Archiver's EmailAttachments and AttachmentContents.
 // Mail Archiver archives mail without telling us, so `mail-archive reindex --attachments` is how
 // its attachments get text; the importer does it for what it writes itself.
-import type { Viewer } from '../../shared/jobs.js';
-import type { AttachmentTextPage } from '../../shared/jobs.js';
+import type { AttachmentTextPage, Viewer } from '../../shared/jobs.js';
 import type { ExtractResult } from '../attachments/extract.js';
 import {
   pageOfText,

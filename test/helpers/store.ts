@@ -7,8 +7,7 @@
 import pg from 'pg';
 import Database from '../../engine/sqlite/driver.js';
 import { type ArchiveAdmin } from '../../engine/store-contract.js';
-import { openAdmin } from '../../engine/archive.js';
-import { prepareArchive } from '../../engine/archive.js';
+import { openAdmin, prepareArchive } from '../../engine/archive.js';
 import { accessTypeOf } from '../../engine/postgres/handlers.js';
 import { copySqliteToPostgres } from './pg-copy.js';
 import { DEFAULT_SHAPE, loadMailArchiverSchema } from './pg-mail-archiver.js';
