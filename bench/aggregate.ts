@@ -8,12 +8,12 @@
 //
 //   npm run bench:aggregate [-- --messages 1000000 --runs 21 --baseline-runs 3 --equal 30]
 import { isDeepStrictEqual } from 'node:util';
-import { openArchive, type Db } from '../engine/db/open.js';
-import { aggregateEmails } from '../engine/search/aggregate.js';
-import { buildSnapshot } from '../engine/search/bitsets/build.js';
-import { adoptSnapshot } from '../engine/search/bitsets/share.js';
+import { openArchive, type Db } from '../engine/sqlite/open.js';
+import { aggregateEmails } from '../engine/sqlite/aggregate.js';
+import { buildSnapshot } from '../engine/sqlite/index-build.js';
+import { adoptSnapshot } from '../engine/sqlite/index-share.js';
 import { Snapshot } from '../engine/search/bitsets/snapshot.js';
-import { searchEmails } from '../engine/search/plan.js';
+import { searchEmails } from '../engine/sqlite/search.js';
 import { GROUP_BY, type AggregateQuery } from '../shared/jobs.js';
 import { parseAggregateInput } from '../shared/search-input.js';
 import { COMMON_WORDS, ensureCorpus } from './corpus.js';

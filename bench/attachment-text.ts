@@ -9,11 +9,11 @@ import { createWriteStream, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openArchive, type Db } from '../engine/db/open.js';
+import { openArchive, type Db } from '../engine/sqlite/open.js';
 import { buildDemoArchive } from '../engine/demo/build.js';
 import { importPaths } from '../engine/import/importer.js';
 import { formatMboxEntry } from '../engine/import/mbox.js';
-import { addAccount } from '../engine/store/accounts.js';
+import { addAccount } from '../engine/sqlite/accounts.js';
 import { typicalMail } from './typical-mail.js';
 
 function argValue(name: string, fallback: number): number {

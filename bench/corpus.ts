@@ -10,11 +10,12 @@
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openArchive, type Db } from '../engine/db/open.js';
+import { openArchive, type Db } from '../engine/sqlite/open.js';
 import { Random } from '../engine/demo/random.js';
-import { addAccount } from '../engine/store/accounts.js';
-import { addUser, assignAccount } from '../engine/store/users.js';
-import { ArchiveWriter, dedupKeyFor, type NewAttachment, type NewEmail } from '../engine/store/writer.js';
+import { addAccount } from '../engine/sqlite/accounts.js';
+import { addUser, assignAccount } from '../engine/sqlite/users.js';
+import { ArchiveWriter } from '../engine/sqlite/writer.js';
+import { dedupKeyFor, type NewAttachment, type NewEmail } from '../engine/rules/new-email.js';
 
 export const CORPUS_VERSION = 4;
 export const CACHE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../bench/.cache');

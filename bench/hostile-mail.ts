@@ -18,10 +18,10 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync, existsSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openAdmin } from '../engine/admin.js';
+import { openAdmin } from '../engine/archive.js';
 import { importPaths } from '../engine/import/importer.js';
 import { DEFAULT_IMPORT_LIMITS, type ImportLimits } from '../engine/import/limits.js';
-import { syncPass } from '../engine/sync/sync.js';
+import { syncPass } from '../engine/sync/pass.js';
 import { docx, eml } from '../test/helpers/attachment-mail.js';
 import { tnef } from '../test/helpers/tnef.js';
 import { arg as argValue } from './lib/args.js';
@@ -74,7 +74,7 @@ async function child(scenario: string, bounded: boolean, dir: string): Promise<v
   }
   const seconds = (performance.now() - started) / 1000;
   if (scenario !== 'sync') {
-    const { default: Database } = await import('../engine/db/driver.js');
+    const { default: Database } = await import('../engine/sqlite/driver.js');
     const db = new Database(dbPath);
     db.pragma('wal_checkpoint(TRUNCATE)');
     extra.attachments = db.prepare('SELECT count(*) FROM attachments').pluck().get() as number;

@@ -11,8 +11,8 @@
 import { request } from 'node:http';
 import { createFixture, email } from '../test/helpers/fixture.js';
 import { writeBigAttachment } from '../test/helpers/api.js';
-import { openArchive } from '../engine/db/open.js';
-import { ArchiveWriter } from '../engine/store/writer.js';
+import { openArchive } from '../engine/sqlite/open.js';
+import { ArchiveWriter } from '../engine/sqlite/writer.js';
 import { mib, rssBytes } from './lib/memory.js';
 import { startServer, type RunningServer } from './lib/server.js';
 

@@ -7,10 +7,10 @@ import { createWriteStream, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
-import { openArchive } from '../engine/db/open.js';
+import { openArchive } from '../engine/sqlite/open.js';
 import { importPaths } from '../engine/import/importer.js';
 import { formatMboxEntry, readMbox } from '../engine/import/mbox.js';
-import { addAccount } from '../engine/store/accounts.js';
+import { addAccount } from '../engine/sqlite/accounts.js';
 import { typicalMail } from './typical-mail.js';
 
 const TARGET = 1000; // messages per second, the importer's stated goal

@@ -10,8 +10,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openArchive } from '../engine/db/open.js';
-import { createKey } from '../engine/store/keys.js';
+import { openArchive } from '../engine/sqlite/open.js';
+import { createKey } from '../engine/sqlite/keys.js';
 import { CACHE_DIR, ensureCorpus, sampleAddress } from './corpus.js';
 import { ms, percentile, ratio, sequential } from './lib/load.js';
 import { startArchiveServer } from './lib/server.js';

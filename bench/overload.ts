@@ -11,8 +11,8 @@
 //
 //   npm run bench:overload [-- --messages 200000 --flood 10 --multiple 5 --connections 200 --unbounded 1]
 import autocannon from 'autocannon';
-import { openArchive } from '../engine/db/open.js';
-import { createKey } from '../engine/store/keys.js';
+import { openArchive } from '../engine/sqlite/open.js';
+import { createKey } from '../engine/sqlite/keys.js';
 import { COMMON_WORDS, ensureCorpus } from './corpus.js';
 import { ms, percentile, ratio } from './lib/load.js';
 import { startProbe, timedGet, type ProbeResult } from './lib/probe.js';

@@ -1,6 +1,6 @@
 // The benchmark corpus (bench/corpus.ts, the same plan and message stream) in a PostgreSQL
 // database in Mail Archiver's schema, written through the PostgreSQL store's own write path
-// (engine/admin.ts openAdmin + MailWriter), the way `mail-archive import` writes. Cached like the
+// (engine/archive.ts openAdmin + MailWriter), the way `mail-archive import` writes. Cached like the
 // SQLite file: a database named by size, seed and corpus version on the local server
 // (PGHOST/PGPORT/PGUSER, default 127.0.0.1:5432 as postgres), built under a temporary name and
 // renamed when complete, so an interrupted build is never mistaken for a finished one.
@@ -9,7 +9,7 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { openAdmin } from '../engine/admin.js';
+import { openAdmin } from '../engine/archive.js';
 import { CORPUS_BATCH, CORPUS_VERSION, corpusArgs, planCorpus, type CorpusOptions } from './corpus.js';
 
 function server() {

@@ -1,7 +1,7 @@
 // The folder filter on a Mail Archiver database without and with 2609's folder index
 // (`ix_archivedemails_foldername_pattern`, FolderName text_pattern_ops; docs/compat.md): a
 // folder of 10 messages spread over an archive of N, searched with no q, newest first, the way
-// the PostgreSQL store searches it (engine/pg/search.ts: the exact count, then the first page).
+// the PostgreSQL store searches it (engine/postgres/search.ts: the exact count, then the first page).
 // Each statement runs under EXPLAIN ANALYZE (best of 5), and the whole search job through the
 // store (median of 5), first without the index, then with it, in this one run; the ratio is
 // without / with.
@@ -16,11 +16,11 @@
 //   npm run bench:pg-folder [-- --messages 1000000]
 import pg from 'pg';
 import { performance } from 'node:perf_hooks';
-import { MAIL_ARCHIVER_DDL } from '../engine/pg/schema.js';
-import { filterConditions } from '../engine/pg/search.js';
-import { summaryColumns, T } from '../engine/pg/columns.js';
-import { join, sql, type Sql } from '../engine/pg/sql.js';
-import { PgStore } from '../engine/pg/store.js';
+import { MAIL_ARCHIVER_DDL } from '../engine/postgres/schema.js';
+import { filterConditions } from '../engine/postgres/search.js';
+import { summaryColumns, T } from '../engine/postgres/columns.js';
+import { join, sql, type Sql } from '../engine/postgres/sql.js';
+import { PgStore } from '../engine/postgres/store.js';
 import { readFileSync } from 'node:fs';
 import { ms, ratio } from './lib/load.js';
 
@@ -85,7 +85,7 @@ async function measure(client: pg.Client, store: PgStore, label: string) {
   const admin = { isAdmin: true, userId: 1 };
   const query = { folder: FOLDER, page: 1, pageSize: 20, sortBy: 'sentDate' as const, sortOrder: 'desc' as const };
   const where = join(filterConditions(ctx, admin, query), ' AND ', 'true');
-  // The two statements engine/pg/search.ts runs for a search without q.
+  // The two statements engine/postgres/search.ts runs for a search without q.
   const count = await explain(client, sql`SELECT count(*) AS n FROM ${T.emails} e WHERE ${where}`);
   const page = await explain(
     client,

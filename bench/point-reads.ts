@@ -11,7 +11,7 @@
 // that does nothing. The second is the ceiling for any request that reads the archive off the
 // gateway thread, however cheap the read. With PROFILE_DIR set, the server runs with --cpu-prof
 // into that directory (each thread writes its own .cpuprofile).
-import { openArchive } from '../engine/db/open.js';
+import { openArchive } from '../engine/sqlite/open.js';
 import { arg } from './lib/args.js';
 import { createCaller } from './lib/callers.js';
 import { load, loadStream, ratio, wholeMs, type LoadResult } from './lib/load.js';

@@ -16,9 +16,9 @@
 //
 //   npm run bench:postgres [-- --messages 100000 --duration 10 --connections 8 --stream 20000 --runs 3]
 import pg from 'pg';
-import { openAdmin } from '../engine/admin.js';
-import { openArchive } from '../engine/db/open.js';
-import { exactCount } from '../engine/search/plan.js';
+import { openAdmin } from '../engine/archive.js';
+import { openArchive } from '../engine/sqlite/open.js';
+import { exactCount } from '../engine/sqlite/search.js';
 import { parseSearchInput } from '../shared/search-input.js';
 import type { SearchIndexInfo } from '../shared/jobs.js';
 import { ensureCorpus, sampleAddresses } from './corpus.js';

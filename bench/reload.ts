@@ -17,7 +17,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildDemoArchive } from '../engine/demo/build.js';
 import { issueDemoKeys } from '../engine/demo/keys.js';
-import { openArchive } from '../engine/db/open.js';
+import { openArchive } from '../engine/sqlite/open.js';
 import { tempDir } from '../test/helpers/fixture.js';
 import { freePort, ping, waitFor } from '../test/helpers/redis.js';
 import { addTally, emptyTally, loadUntil, PHASES, type Phase, type Tally } from './lib/drain-client.js';

@@ -12,7 +12,7 @@
 // It ends with one table: each target, what was measured, met or missed.
 //
 //   npm run bench:search [-- --messages 1000000 --duration 10 --connections 8 --stream 30000 --exact 200]
-import { openArchive } from '../engine/db/open.js';
+import { openArchive } from '../engine/sqlite/open.js';
 import { ensureCorpus } from './corpus.js';
 import { arg } from './lib/args.js';
 import { createCaller } from './lib/callers.js';

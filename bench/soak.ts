@@ -9,8 +9,8 @@
 // in the access log.
 import autocannon from 'autocannon';
 import { readFileSync } from 'node:fs';
-import { openArchive } from '../engine/db/open.js';
-import { createKey } from '../engine/store/keys.js';
+import { openArchive } from '../engine/sqlite/open.js';
+import { createKey } from '../engine/sqlite/keys.js';
 import { COMMON_WORDS, ensureCorpus } from './corpus.js';
 import { startServer, type RunningServer } from './lib/server.js';
 

@@ -1,6 +1,6 @@
 // IMAP sync benchmark: N typical messages (default 20,000, the same generator as bench:import)
 // in the INBOX of a private local Dovecot (test/helpers/dovecot.ts), synced into a fresh archive
-// through the real sync pass (engine/sync/sync.ts), beside the file importer on the same messages
+// through the real sync pass (engine/sync/pass.ts), beside the file importer on the same messages
 // written as one mbox, also into a fresh archive. Both run in this process, alternating, each
 // several times; the medians give the ratio, against the target of 70% of the importer's rate.
 // A fetch-only pass (the same IMAP reads, nothing parsed or written) shows what IMAP itself costs.
@@ -13,11 +13,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
-import { openAdmin } from '../engine/admin.js';
+import { openAdmin } from '../engine/archive.js';
 import { importPaths } from '../engine/import/importer.js';
 import { formatMboxEntry } from '../engine/import/mbox.js';
 import { connect, messagesAfter } from '../engine/sync/imap.js';
-import { syncPass } from '../engine/sync/sync.js';
+import { syncPass } from '../engine/sync/pass.js';
 import { countMessages, startDovecot, writeMaildirMessages, type DovecotServer } from '../test/helpers/dovecot.js';
 import { typicalMail } from './typical-mail.js';
 

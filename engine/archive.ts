@@ -1,13 +1,16 @@
-// The engine's one store contract. A job goes in, its typed result comes out; behind it sits one
-// implementation per store, chosen once, here, from Database:Path: a file path is the embedded
-// SQLite archive (engine/store/, engine/handlers.ts), a postgres:// URL a Mail Archiver
-// PostgreSQL database (engine/pg/). Nothing above this file knows which one it talks to.
+// The factory that picks a store. Both stores implement engine/store-contract.ts (ArchiveStore for
+// jobs, ArchiveAdmin for the operator); which one serves is chosen once, here, from Database:Path:
+// a file path is the embedded SQLite archive (engine/sqlite/), a postgres:// URL a Mail Archiver
+// PostgreSQL database (engine/postgres/). Nothing above this file knows which one it talks to, and
+// neither store imports the other.
 import { isPostgresUrl } from '../shared/config.js';
-import type { Job, JobKind, JobResult } from '../shared/jobs.js';
-import { openArchive, ArchiveOpenError } from './db/open.js';
-import { runJob } from './handlers.js';
-import { followSnapshots } from './search/bitsets/share.js';
-import { describeConnectError, serverOf } from './pg/connect.js';
+import type { ArchiveAdmin, ArchiveStore } from './store-contract.js';
+import { SqliteAdmin } from './sqlite/admin.js';
+import { openArchive } from './sqlite/open.js';
+import { ArchiveOpenError } from '../shared/errors.js';
+import { runJob } from './sqlite/handlers.js';
+import { followSnapshots } from './sqlite/index-share.js';
+import { describeConnectError, serverOf } from './postgres/connect.js';
 
 export { isPostgresUrl };
 
@@ -22,14 +25,8 @@ export interface ArchiveConfig {
   readReplicas?: readonly string[];
   /** Engine:JobTimeoutSeconds in milliseconds: PostgreSQL's statement_timeout (engine workers only). */
   statementTimeoutMs?: number;
-  /** The pool's channel for the shared search index (engine/search/bitsets; engine/pg/search-snapshot.ts). */
+  /** The pool's channel for the shared search index (engine/search/bitsets; engine/postgres/search-snapshot.ts). */
   searchChannel?: string;
-}
-
-export interface ArchiveStore {
-  readonly kind: 'sqlite' | 'postgres';
-  run<K extends JobKind>(job: Job<K>): JobResult<K> | Promise<JobResult<K>>;
-  close(): Promise<void>;
 }
 
 export const storeKind = (path: string): ArchiveStore['kind'] => (isPostgresUrl(path) ? 'postgres' : 'sqlite');
@@ -37,7 +34,7 @@ export const storeKind = (path: string): ArchiveStore['kind'] => (isPostgresUrl(
 /** Opens the store a worker thread keeps for its lifetime. */
 export async function openStore(config: ArchiveConfig): Promise<ArchiveStore> {
   if (storeKind(config.path) === 'postgres') {
-    const { PgStore } = await import('./pg/store.js');
+    const { PgStore } = await import('./postgres/store.js');
     return new PgStore({
       url: config.path,
       timeZone: config.timeZone ?? 'UTC',
@@ -60,7 +57,7 @@ export async function openStore(config: ArchiveConfig): Promise<ArchiveStore> {
 /**
  * Run once per process before any worker opens the store: creates or migrates a SQLite file;
  * on PostgreSQL, checks that the server answers and that Mail Archiver's schema has every table
- * and column the service uses (engine/pg/shape.ts), and migrates the service's own schema (with
+ * and column the service uses (engine/postgres/shape.ts), and migrates the service's own schema (with
  * `createIfEmpty`, an empty database first gets Mail Archiver's whole schema). Failures are
  * ArchiveOpenError: one sentence naming the setting, never a password. `onNotice` hears the one
  * line said about a Mail Archiver schema newer than this release was tested with.
@@ -74,7 +71,7 @@ export async function prepareArchive(
     return;
   }
   const pg = (await import('pg')).default;
-  const { prepareSchema } = await import('./pg/schema.js');
+  const { prepareSchema } = await import('./postgres/schema.js');
   const client = new pg.Client({ connectionString: config.path, connectionTimeoutMillis: 5_000 });
   client.on('error', () => {});
   try {
@@ -102,10 +99,39 @@ export const describeWhere = serverOf;
  */
 export async function sharedSessionSecret(config: ArchiveConfig): Promise<string | undefined> {
   if (storeKind(config.path) === 'sqlite') return undefined;
-  const { sharedSessionSecret: read } = await import('./pg/shared-settings.js');
+  const { sharedSessionSecret: read } = await import('./postgres/shared-settings.js');
   try {
     return await read(config.path);
   } catch (err) {
     throw new ArchiveOpenError(describeConnectError(config.path, config.setting ?? 'Database:Path', err));
   }
+}
+
+export interface OpenAdminOptions {
+  /** May create the archive: a missing SQLite file, or Mail Archiver's schema in an empty database. */
+  create?: boolean;
+  /** Database:TimeZone (PostgreSQL only): the zone SentDate is written in. */
+  timeZone?: string;
+  /** Where the path came from, for messages: `Database:Path` (default) or `--db`. */
+  setting?: string;
+  /** Sync:SecretKey: encrypts stored IMAP passwords (engine/rules/secrets.ts). */
+  secretKey?: string | undefined;
+  /** Hears the line said about a Mail Archiver schema newer than this release was tested with. */
+  onNotice?: (line: string) => void;
+}
+
+/**
+ * Opens the archive at `path` for administration. On PostgreSQL it first checks (and with
+ * `create`, creates) the schema; every failure to connect or a schema it cannot use is one
+ * sentence (ArchiveOpenError), never a password.
+ */
+export async function openAdmin(path: string, options: OpenAdminOptions = {}): Promise<ArchiveAdmin> {
+  if (storeKind(path) === 'sqlite')
+    return new SqliteAdmin(openArchive(path, { mustExist: !options.create }), true, { secretKey: options.secretKey });
+  await prepareArchive(
+    { path, ...(options.setting ? { setting: options.setting } : {}) },
+    { createIfEmpty: options.create ?? false, ...(options.onNotice ? { onNotice: options.onNotice } : {}) },
+  );
+  const { PgAdmin } = await import('./postgres/admin.js');
+  return PgAdmin.open(path, options.timeZone ?? 'UTC', describeWhere(path), options.secretKey);
 }

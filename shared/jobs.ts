@@ -68,7 +68,7 @@ export interface AggregateQuery {
 /** At most this many messages of one conversation are returned (the oldest); documented in the API. */
 export const MAX_THREAD_LENGTH = 1000;
 
-/** The engine's two worker lanes (engine/pool.ts): point reads and key checks, and scans. */
+/** The engine's two worker lanes (engine/pool/pool.ts): point reads and key checks, and scans. */
 export type Lane = 'interactive' | 'query';
 
 export type AuthFailure = 'unknown' | 'expired' | 'revoked' | 'inactive';
@@ -246,26 +246,26 @@ export interface JobMap {
   /** null when the account does not exist or is not visible. */
   folders: { args: { principal: Principal; accountId: number }; result: FolderNodeDto[] | null };
   search: { args: { principal: Principal; query: SearchQuery }; result: PagedResult<EmailSummaryDto> };
-  /** The top groups of a search's matches, with exact counts (engine/aggregate.ts). */
+  /** The top groups of a search's matches, with exact counts (engine/rules/aggregate.ts). */
   aggregate: { args: { principal: Principal; aggregate: AggregateQuery }; result: AggregateResultDto };
   /** null when the message does not exist or is not visible. */
   /**
    * With `interactiveMaxBytes` (the pool sets it on the interactive lane), a message whose stored
-   * bodies are larger is not read: the job answers engine/large-detail.ts's MovedToQueryLane
+   * bodies are larger is not read: the job answers engine/pool/large-detail.ts's MovedToQueryLane
    * instead, and the pool runs it again on the query lane. Callers of the pool never see that.
    */
   detail: { args: { principal: Principal; id: number; interactiveMaxBytes?: number }; result: EmailDetailDto | null };
   /**
    * The same detail as the REST answer's bytes: JSON, UTF-8, with its ETag, made on the worker so
    * that a message of tens of megabytes costs the gateway thread a write, not a parse, a
-   * serialisation and a hash (docs/security.md, item 4; engine/encoded-detail.ts). Sized as `detail` is.
+   * serialisation and a hash (docs/security.md, item 4; engine/pool/encoded-detail.ts). Sized as `detail` is.
    */
   detailJson: {
     args: { principal: Principal; id: number; interactiveMaxBytes?: number };
     result: EncodedDetail | null;
   };
   /**
-   * The conversation of a message, oldest first (at most MAX_THREAD_LENGTH members, engine/threads.ts);
+   * The conversation of a message, oldest first (at most MAX_THREAD_LENGTH members, engine/rules/threads.ts);
    * null when the message does not exist or is not visible.
    */
   /** `excerpts`: each item also carries an `excerpt`, the beginning of its text body (MCP get_thread). */

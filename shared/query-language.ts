@@ -19,6 +19,7 @@
 // The parser is forgiving where the meaning is plain (a missing closing quote or parenthesis
 // at the end, an operator with nothing to operate on is searched as a word) and refuses only
 // what has no sensible reading, with a QuerySyntaxError that says what to fix.
+import { QuerySyntaxError } from './errors.js';
 
 export const TEXT_FIELDS = ['subject', 'from', 'to', 'cc', 'bcc', 'body', 'filename'] as const;
 export type TextField = (typeof TEXT_FIELDS)[number];
@@ -37,9 +38,8 @@ export type Node =
   | { type: 'or'; children: Node[] }
   | { type: 'not'; child: Node };
 
-export class QuerySyntaxError extends Error {
-  override name = 'QuerySyntaxError';
-}
+// Defined in the error catalogue; exported here too, beside the parser that throws it.
+export { QuerySyntaxError };
 
 /** What the index treats as a word: letters, marks and digits (SQLite's unicode61). */
 const WORD = /[\p{L}\p{M}\p{N}\p{Co}]+/gu;

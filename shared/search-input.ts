@@ -1,6 +1,7 @@
 // Validation of search parameters, shared by REST (query strings) and MCP (typed JSON).
 // Both front ends hand over what the caller sent; this turns it into a SearchQuery or throws
 // InvalidInput naming the parameter and what was wrong, which each front end reports its way.
+import { InvalidInput, isInvalidInput } from './errors.js';
 import {
   AGGREGATE_LIMIT_DEFAULT,
   AGGREGATE_LIMIT_MAX,
@@ -15,23 +16,8 @@ import {
 } from './jobs.js';
 import { parseQuery, QuerySyntaxError } from './query-language.js';
 
-/** The code an InvalidInput keeps when it crosses the engine's thread boundary (engine/worker.ts). */
-const INVALID_INPUT = 'INVALID_INPUT';
-
-export class InvalidInput extends Error {
-  override name = 'InvalidInput';
-  readonly code = INVALID_INPUT;
-  constructor(
-    readonly param: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** An InvalidInput, thrown here or by an engine job (which only the code survives). */
-export const isInvalidInput = (err: unknown): err is Error =>
-  err instanceof InvalidInput || (err as { code?: unknown } | null)?.code === INVALID_INPUT;
+// Defined in the error catalogue; exported here too, beside the parsing that throws them.
+export { InvalidInput, isInvalidInput };
 
 /**
  * What a store without Mail Archiver's IsRead column says to is:read / is:unread: the parameter

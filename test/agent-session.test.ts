@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import PDFDocument from 'pdfkit';
 import { reindexAttachments } from '../engine/attachments/index-texts.js';
 import { Extractor } from '../engine/attachments/extractor.js';
-import { openArchive } from '../engine/db/open.js';
+import { openArchive } from '../engine/sqlite/open.js';
 import { importPaths } from '../engine/import/importer.js';
 import { formatMboxEntry } from '../engine/import/mbox.js';
 import type { EmailDetailDto, EmailSummaryDto, PagedResult } from '../shared/dto.js';

@@ -4,7 +4,7 @@
 // spent budget is told apart only after the key was checked, and key changes apply to the very
 // next request. Serial: each test counts the jobs the gateway sends to its pool.
 import anyTest, { type TestFn } from 'ava';
-import type { EnginePool } from '../engine/pool.js';
+import type { EnginePool } from '../engine/pool/pool.js';
 import type { AuthedJob, Job } from '../shared/jobs.js';
 import { bearer, INVALID_TOKEN_CHALLENGE, startApi, unknownKey, type ApiHarness } from './helpers/api.js';
 import { changeArchive, withAdmin } from './helpers/store.js';

@@ -24,7 +24,7 @@ function residentParts(): { anon: number; file: number } {
   return { anon: kb('RssAnon'), file: kb('RssFile') };
 }
 
-/** PRAGMA mmap_size of the archive connections (engine/db/open.ts): the most file-backed RSS a connection adds. */
+/** PRAGMA mmap_size of the archive connections (engine/sqlite/open.ts): the most file-backed RSS a connection adds. */
 const MMAP_BYTES = 256 * 1024 * 1024;
 
 test('a 200 MB attachment streams intact with bounded memory', async (t) => {

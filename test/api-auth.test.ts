@@ -1,7 +1,7 @@
 // SPEC.md, “States and transitions” and “Authentication”: bearer API keys, the permission model on every endpoint, key
 // states taking effect on the very next request, and the LastUsedAt write throttle.
 import anyTest, { type TestFn } from 'ava';
-import { hashKey, LAST_USED_INTERVAL_MS } from '../engine/store/keys.js';
+import { hashKey, LAST_USED_INTERVAL_MS } from '../engine/rules/keys.js';
 import type { EmailSummaryDto, MailAccountDto } from '../shared/dto.js';
 import {
   bearer,

@@ -2,10 +2,10 @@
 // of GET /api/v1/emails, and the page-size settings, against the real gateway, a real worker
 // pool and a real SQLite archive.
 import anyTest, { type TestFn } from 'ava';
-import { openArchive } from '../engine/db/open.js';
+import { openArchive } from '../engine/sqlite/open.js';
 import { asServed, changeArchive, HAS_READ_FLAG, servedKeys } from './helpers/store.js';
-import { addAccount } from '../engine/store/accounts.js';
-import { ArchiveWriter } from '../engine/store/writer.js';
+import { addAccount } from '../engine/sqlite/accounts.js';
+import { ArchiveWriter } from '../engine/sqlite/writer.js';
 import type {
   EmailDetailDto,
   EmailSummaryDto,

@@ -3,8 +3,8 @@
 // everywhere, and a 500 never leaks a stack or an HTML page.
 import anyTest, { type TestFn } from 'ava';
 import { get as httpGet } from 'node:http';
-import { openArchive } from '../engine/db/open.js';
-import { ArchiveWriter } from '../engine/store/writer.js';
+import { openArchive } from '../engine/sqlite/open.js';
+import { ArchiveWriter } from '../engine/sqlite/writer.js';
 import { bearer, capturingLogger, listen, startApi, type ApiHarness } from './helpers/api.js';
 import { createFixture, email } from './helpers/fixture.js';
 

@@ -19,8 +19,8 @@ import { readAccessLog } from './helpers/store.js';
 const run = promisify(execFile);
 const HELPERS = fileURLToPath(new URL('./helpers/api.js', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('./helpers/fixture.js', import.meta.url));
-const OPEN = fileURLToPath(new URL('../engine/db/open.js', import.meta.url));
-const WRITER = fileURLToPath(new URL('../engine/store/writer.js', import.meta.url));
+const OPEN = fileURLToPath(new URL('../engine/sqlite/open.js', import.meta.url));
+const WRITER = fileURLToPath(new URL('../engine/sqlite/writer.js', import.meta.url));
 const BIG = 3 * 1024 * 1024 + 12_345; // 13 stored chunks, the last one partial
 
 interface Context {

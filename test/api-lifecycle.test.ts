@@ -1,11 +1,11 @@
 // The service's life around requests: workers that fail and are replaced, and a real server
 // process that flushes every access-log entry when it is stopped (SPEC.md, “Access log entry”).
 import anyTest, { type TestFn } from 'ava';
-import Database from '../engine/db/driver.js';
+import Database from '../engine/sqlite/driver.js';
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
-import { openArchive } from '../engine/db/open.js';
-import { ArchiveWriter } from '../engine/store/writer.js';
+import { openArchive } from '../engine/sqlite/open.js';
+import { ArchiveWriter } from '../engine/sqlite/writer.js';
 import type { EmailSummaryDto } from '../shared/dto.js';
 import { bearer, startApi, type ApiHarness } from './helpers/api.js';
 import { createFixture, email } from './helpers/fixture.js';

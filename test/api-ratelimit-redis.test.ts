@@ -3,7 +3,7 @@
 // the shared budget when Redis returns. Needs a Redis at REDIS_URL (default
 // redis://127.0.0.1:6379; CI always runs one) and the redis-server binary.
 import test from 'ava';
-import { createKey } from '../engine/store/keys.js';
+import { createKey } from '../engine/sqlite/keys.js';
 import { bearer, capturingLogger, startApi, type ApiHarness } from './helpers/api.js';
 import { createFixture, type Fixture } from './helpers/fixture.js';
 import { redisCommand, redisUrl, startRedisServer, waitFor } from './helpers/redis.js';

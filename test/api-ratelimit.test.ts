@@ -5,7 +5,7 @@
 import anyTest, { type TestFn } from 'ava';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createKey } from '../engine/store/keys.js';
+import { createKey } from '../engine/sqlite/keys.js';
 import { RateLimiter } from '../gateway/rate-limit.js';
 import { bearer, INVALID_TOKEN_CHALLENGE, silentLogger, startApi, unknownKey, type ApiHarness } from './helpers/api.js';
 

@@ -82,8 +82,8 @@ function circles(): string[][] {
 test('the reader sees every source file and its imports', (t) => {
   // A parser that saw nothing would pass every rule below.
   t.true(graph.size > 100);
-  t.true(graph.get('engine/admin.ts')!.includes('engine/admin-contract.ts'));
-  t.true(graph.get('engine/admin.ts')!.includes('engine/pg/admin.ts'), 'the dynamic import is seen');
+  t.true(graph.get('engine/sqlite/admin.ts')!.includes('engine/store-contract.ts'));
+  t.true(graph.get('engine/archive.ts')!.includes('engine/postgres/admin.ts'), 'the dynamic import is seen');
   t.true(graph.get('gateway/app.ts')!.includes('engine/index.ts'));
 });
 
@@ -120,49 +120,40 @@ test('only the CLI imports the CLI and the demo builder', (t) => {
   );
 });
 
-test('the SQLite store imports nothing of the PostgreSQL store', (t) => {
-  const sqlite = (f: string) => under('engine/store')(f) || under('engine/db')(f) || f === 'engine/handlers.ts';
-  t.deepEqual(arrows(sqlite, under('engine/pg')), []);
+const sqlite = under('engine/sqlite');
+const postgres = under('engine/postgres');
+const eitherStore = (f: string) => sqlite(f) || postgres(f);
+
+test('the two stores import nothing from each other', (t) => {
+  t.deepEqual(arrows(sqlite, postgres), []);
+  t.deepEqual(arrows(postgres, sqlite), []);
+});
+
+test('the store contract, the rules both stores keep and search import neither store', (t) => {
+  const neutral = (f: string) =>
+    f === 'engine/store-contract.ts' || under('engine/rules')(f) || under('engine/search')(f);
+  t.deepEqual(arrows(neutral, eitherStore), []);
+});
+
+test('the rules both stores keep and search are leaves: they import only shared/ and their own folder', (t) => {
+  for (const folder of ['engine/rules', 'engine/search'])
+    t.deepEqual(
+      arrows(under(folder), (to) => !under(folder)(to) && !under('shared')(to)),
+      [],
+      folder,
+    );
 });
 
 /**
- * The PostgreSQL store still takes rules both stores share from the SQLite folders (key hashing,
- * user checks, summaries, folder trees, NewEmail, StoreError, ArchiveOpenError): these arrows, and
- * no new ones. The list only shrinks: when a shared rule moves to a store-neutral home
- * (docs/architecture.md, "Boundaries"), delete its line here; the test fails until you do.
+ * Importing, syncing and attachment text write through the writer contract (ArchiveAdmin's
+ * openWriter, engine/store-contract.ts), never a store's writer. The one arrow into a store is
+ * the importer's convenience for an open SQLite handle (tests and benchmarks pass one), wrapped
+ * by engine/sqlite/admin.ts asAdmin.
  */
-const PG_INTO_SQLITE_KNOWN = [
-  'engine/pg/admin.ts -> engine/store/accounts.ts',
-  'engine/pg/admin.ts -> engine/store/errors.ts',
-  'engine/pg/admin.ts -> engine/store/keys.ts',
-  'engine/pg/admin.ts -> engine/store/users.ts',
-  'engine/pg/handlers.ts -> engine/store/emails.ts',
-  'engine/pg/handlers.ts -> engine/store/errors.ts',
-  'engine/pg/handlers.ts -> engine/store/folders.ts',
-  'engine/pg/handlers.ts -> engine/store/keys.ts',
-  'engine/pg/oauth.ts -> engine/store/keys.ts',
-  'engine/pg/handlers.ts -> engine/store/users.ts',
-  'engine/pg/handlers.ts -> engine/store/web.ts',
-  'engine/pg/handlers.ts -> engine/store/writer.ts',
-  'engine/pg/schema.ts -> engine/db/open.ts',
-  'engine/pg/search.ts -> engine/store/summary.ts',
-  'engine/pg/search-snapshot.ts -> engine/store/summary.ts',
-  'engine/pg/sync.ts -> engine/store/accounts.ts',
-  'engine/pg/sync.ts -> engine/store/errors.ts',
-  'engine/pg/threads.ts -> engine/store/summary.ts',
-  'engine/pg/writer.ts -> engine/store/writer.ts',
-];
-
-test('the PostgreSQL store imports the SQLite folders only where it is known to (a list to shrink)', (t) => {
-  const actual = arrows(under('engine/pg'), (to) => under('engine/store')(to) || under('engine/db')(to)).sort();
-  t.deepEqual(
-    actual.filter((a) => !PG_INTO_SQLITE_KNOWN.includes(a)),
-    [],
-    'a new arrow from engine/pg into engine/store or engine/db: put the shared rule in a store-neutral file instead',
-  );
-  t.deepEqual(
-    PG_INTO_SQLITE_KNOWN.filter((a) => !actual.includes(a)),
-    [],
-    'an arrow on the known list is gone: take it off the list',
-  );
+test('the importer, sync and attachment text reach no store but through the contract', (t) => {
+  const writers = (f: string) => under('engine/import')(f) || under('engine/sync')(f) || under('engine/attachments')(f);
+  t.deepEqual(arrows(writers, eitherStore), [
+    'engine/import/importer.ts -> engine/sqlite/admin.ts',
+    'engine/import/importer.ts -> engine/sqlite/open.ts',
+  ]);
 });

@@ -2,7 +2,7 @@
 import test from 'ava';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from '../engine/db/driver.js';
+import Database from '../engine/sqlite/driver.js';
 import { runCli } from './helpers/cli.js';
 import { createFixture } from './helpers/fixture.js';
 

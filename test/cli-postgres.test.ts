@@ -6,13 +6,12 @@ import test, { type ExecutionContext } from 'ava';
 import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openAdmin } from '../engine/admin.js';
-import { openStore } from '../engine/archive.js';
-import { STORED_BODY_LIMIT } from '../engine/body.js';
-import { OWN_SCHEMA_VERSION } from '../engine/pg/schema.js';
-import { verifyMailArchiverPasswordSync } from '../engine/passwords.js';
-import { hashKey } from '../engine/store/keys.js';
-import type { NewEmail } from '../engine/store/writer.js';
+import { openAdmin, openStore } from '../engine/archive.js';
+import { STORED_BODY_LIMIT } from '../engine/rules/body.js';
+import { OWN_SCHEMA_VERSION } from '../engine/postgres/schema.js';
+import { verifyMailArchiverPasswordSync } from '../engine/rules/passwords.js';
+import { hashKey } from '../engine/rules/keys.js';
+import type { NewEmail } from '../engine/rules/new-email.js';
 import { runCli } from './helpers/cli.js';
 import type { Run } from './helpers/cli.js';
 import { cliArchive, fails, json, ok } from './helpers/cli-archive.js';
@@ -356,8 +355,8 @@ test('a role without the rights to write gets one sentence naming the refusal, e
 test('afterBatch runs once per committed batch, after its commit', async (t) => {
   const a = await cliArchive(t, 'postgres');
   await a.admin();
-  const { PgStore } = await import('../engine/pg/store.js');
-  const { PgArchiveWriter } = await import('../engine/pg/writer.js');
+  const { PgStore } = await import('../engine/postgres/store.js');
+  const { PgArchiveWriter } = await import('../engine/postgres/writer.js');
   const store = new PgStore({ url: a.db, timeZone: 'UTC' });
   t.teardown(() => store.close());
   const [account] = await a.pgQuery<{ Id: number }>(

@@ -5,9 +5,9 @@
 import test, { type ExecutionContext } from 'ava';
 import { mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openArchive, type Db } from '../engine/db/open.js';
+import { openArchive, type Db } from '../engine/sqlite/open.js';
 import { importPaths, type ImportSummary } from '../engine/import/importer.js';
-import { addAccount } from '../engine/store/accounts.js';
+import { addAccount } from '../engine/sqlite/accounts.js';
 import { cliArchive, STORE_KINDS } from './helpers/cli-archive.js';
 import { tempDir } from './helpers/fixture.js';
 

@@ -7,10 +7,10 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openArchive } from '../engine/db/open.js';
+import { openArchive } from '../engine/sqlite/open.js';
 import { importPaths, MAX_LISTED_REPAIRS } from '../engine/import/importer.js';
 import { parseMailDate } from '../engine/import/mail-date.js';
-import { addAccount } from '../engine/store/accounts.js';
+import { addAccount } from '../engine/sqlite/accounts.js';
 import { readMbox } from '../engine/import/mbox.js';
 import { cliArchive, STORE_KINDS, type CliArchive, type StoreKind } from './helpers/cli-archive.js';
 import { runCli } from './helpers/cli.js';

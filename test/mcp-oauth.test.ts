@@ -8,13 +8,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { openArchive } from '../engine/db/open.js';
-import { buildSnapshot } from '../engine/search/bitsets/build.js';
-import { adoptSnapshot } from '../engine/search/bitsets/share.js';
+import { openArchive } from '../engine/sqlite/open.js';
+import { buildSnapshot } from '../engine/sqlite/index-build.js';
+import { adoptSnapshot } from '../engine/sqlite/index-share.js';
 import { Snapshot } from '../engine/search/bitsets/snapshot.js';
-import { searchEmails } from '../engine/search/plan.js';
-import { listVisibleAccounts } from '../engine/store/accounts.js';
-import { getEmailDetail } from '../engine/store/emails.js';
+import { searchEmails } from '../engine/sqlite/search.js';
+import { listVisibleAccounts } from '../engine/sqlite/accounts.js';
+import { getEmailDetail } from '../engine/sqlite/emails.js';
 import type { SearchQuery, Viewer } from '../shared/jobs.js';
 import { createFixture } from './helpers/fixture.js';
 import {

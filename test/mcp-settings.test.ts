@@ -2,7 +2,7 @@
 // access log the tools write, and what a failing engine looks like to an agent.
 import anyTest, { type TestFn } from 'ava';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { EnginePool } from '../engine/pool.js';
+import type { EnginePool } from '../engine/pool/pool.js';
 import type { EmailDetailDto, EmailSummaryDto, PagedResult } from '../shared/dto.js';
 import type { JobKind } from '../shared/jobs.js';
 import { capturingLogger } from './helpers/api.js';

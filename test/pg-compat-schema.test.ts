@@ -1,4 +1,4 @@
-// The Mail Archiver schema fixture (engine/pg/mail-archiver-schema.sql) as the contract a
+// The Mail Archiver schema fixture (engine/postgres/mail-archiver-schema.sql) as the contract a
 // PostgreSQL store relies on: names, types, the full-text index, the lock triggers, the migration
 // history and the API-key storage described in docs/compat.md.
 import { createHash, randomBytes } from 'node:crypto';
@@ -6,7 +6,7 @@ import test from 'ava';
 import pg from 'pg';
 import { createTestDatabase, loadSqlFile, type TestDatabase } from './helpers/postgres.js';
 
-const FIXTURE = new URL('../../engine/pg/mail-archiver-schema.sql', import.meta.url);
+const FIXTURE = new URL('../../engine/postgres/mail-archiver-schema.sql', import.meta.url);
 const LATEST_MIGRATION = '20260818120000_MigrateV2608_1';
 const TS = 'timestamp without time zone';
 const TSTZ = 'timestamp with time zone';

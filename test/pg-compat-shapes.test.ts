@@ -1,4 +1,4 @@
-// Compatibility by shape (docs/compat.md, engine/pg/shape.ts): each Mail Archiver schema a user
+// Compatibility by shape (docs/compat.md, engine/postgres/shape.ts): each Mail Archiver schema a user
 // may run, built from our DDL fixtures, checked at start by the server and the CLI. 2608.1 and
 // 2609.4 (with IsRead and the trigram index) are served; a future migration that adds an
 // unrelated table is served with one log line naming it and the newest tested migration; one
@@ -7,13 +7,13 @@
 import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
 import { prepareArchive } from '../engine/archive.js';
-import { ArchiveOpenError } from '../engine/db/open.js';
+import { ArchiveOpenError } from '../shared/errors.js';
 import { readdirSync, readFileSync } from 'node:fs';
-import { KNOWN_MIGRATIONS, MAIL_ARCHIVER_TESTED } from '../engine/pg/schema.js';
-import { OPTIONAL_COLUMNS, USED_COLUMNS } from '../engine/pg/shape.js';
+import { KNOWN_MIGRATIONS, MAIL_ARCHIVER_TESTED } from '../engine/postgres/schema.js';
+import { OPTIONAL_COLUMNS, USED_COLUMNS } from '../engine/postgres/shape.js';
 import { runCli } from './helpers/cli.js';
 import { tempDir, type Fixture } from './helpers/fixture.js';
-import { PgStore } from '../engine/pg/store.js';
+import { PgStore } from '../engine/postgres/store.js';
 import type { SearchQuery } from '../shared/jobs.js';
 import {
   addMessage,
@@ -66,9 +66,9 @@ test('the known migration list runs from 2508.2 to 2609.4 and the CLI creates 26
 });
 
 test("every Mail Archiver name the PostgreSQL store's SQL quotes is in the checked list", (t) => {
-  // A query that starts using a column must add it to USED_COLUMNS (engine/pg/shape.ts), or the
+  // A query that starts using a column must add it to USED_COLUMNS (engine/postgres/shape.ts), or the
   // service would start on a database without it and fail at that query instead of at start.
-  const dir = new URL('../../engine/pg/', import.meta.url);
+  const dir = new URL('../../engine/postgres/', import.meta.url);
   const known = new Set([
     ...Object.keys(USED_COLUMNS),
     ...Object.values(USED_COLUMNS).flatMap((c) => Object.keys(c)),

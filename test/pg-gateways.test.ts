@@ -9,7 +9,7 @@ import test from 'ava';
 import pg from 'pg';
 import request from 'supertest';
 import { prepareArchive } from '../engine/archive.js';
-import { hashMailArchiverPassword } from '../engine/passwords.js';
+import { hashMailArchiverPassword } from '../engine/rules/passwords.js';
 import type { Fixture } from './helpers/fixture.js';
 import { addKey, createSmallArchive, type SmallArchive } from './helpers/pg-mail-archiver.js';
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';

@@ -12,8 +12,8 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import supertest from 'supertest';
 import { prepareArchive } from '../engine/archive.js';
-import { ArchiveOpenError } from '../engine/db/open.js';
-import { MAIL_ARCHIVER_DDL } from '../engine/pg/schema.js';
+import { ArchiveOpenError } from '../shared/errors.js';
+import { MAIL_ARCHIVER_DDL } from '../engine/postgres/schema.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
 import type { EmailDetailDto, EmailSummaryDto, PagedResult } from '../shared/dto.js';
 import { apiSettings, bearer, rawBody, silentLogger } from './helpers/api.js';
@@ -371,7 +371,7 @@ test('an unreachable server or refused credentials: one sentence naming Database
 test.serial('a large compressed attachment is served whole and intact, chunk by chunk', async (t) => {
   const { client, request, ids } = t.context;
   // Compressible text: PostgreSQL stores it compressed, which slicing would decompress again and
-  // again (engine/pg/handlers.ts, WHOLE_READ_LIMIT).
+  // again (engine/postgres/handlers.ts, WHOLE_READ_LIMIT).
   const bytes = Buffer.from(
     Array.from({ length: 60_000 }, (_, i) => `line ${i}: the quarterly numbers, again\n`).join(''),
   );

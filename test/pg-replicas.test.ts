@@ -9,8 +9,8 @@
 // sees a key created (or revoked) afterwards went to the primary.
 import test from 'ava';
 import { prepareArchive } from '../engine/archive.js';
-import { sql } from '../engine/pg/sql.js';
-import { PgStore } from '../engine/pg/store.js';
+import { sql } from '../engine/postgres/sql.js';
+import { PgStore } from '../engine/postgres/store.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
 import supertest from 'supertest';
 import { apiSettings, bearer, silentLogger } from './helpers/api.js';

@@ -10,20 +10,21 @@ import test from 'ava';
 import fc from 'fast-check';
 import { join } from 'node:path';
 import { prepareArchive } from '../engine/archive.js';
-import { openArchive, type Db } from '../engine/db/open.js';
+import { openArchive, type Db } from '../engine/sqlite/open.js';
 import { Random } from '../engine/demo/random.js';
-import { catchUpSearchIndex } from '../engine/pg/search-index.js';
-import { searchEmails as pgSearch } from '../engine/pg/search.js';
-import { exportSnapshot, indexedSearch, type ExportedSnapshot } from '../engine/pg/search-snapshot.js';
-import { PgStore } from '../engine/pg/store.js';
-import { sql, type Sql } from '../engine/pg/sql.js';
+import { catchUpSearchIndex } from '../engine/postgres/search-index.js';
+import { searchEmails as pgSearch } from '../engine/postgres/search.js';
+import { exportSnapshot, indexedSearch, type ExportedSnapshot } from '../engine/postgres/search-snapshot.js';
+import { PgStore } from '../engine/postgres/store.js';
+import { sql, type Sql } from '../engine/postgres/sql.js';
 import { compileSearch } from '../engine/search/compile.js';
-import { addAccount } from '../engine/store/accounts.js';
-import { searchEmails as sqliteSearch } from '../engine/store/emails.js';
-import { addUser, assignAccount } from '../engine/store/users.js';
-import { ArchiveWriter, dedupKeyFor, type NewAttachment } from '../engine/store/writer.js';
+import { addAccount } from '../engine/sqlite/accounts.js';
+import { searchEmails as sqliteSearch } from '../engine/sqlite/emails.js';
+import { addUser, assignAccount } from '../engine/sqlite/users.js';
+import { ArchiveWriter } from '../engine/sqlite/writer.js';
+import { dedupKeyFor, type NewAttachment } from '../engine/rules/new-email.js';
 import type { SearchIndexInfo, SearchQuery } from '../shared/jobs.js';
-import { EnginePool } from '../engine/pool.js';
+import { EnginePool } from '../engine/pool/pool.js';
 import { InvalidInput, parseSearchInput } from '../shared/search-input.js';
 import { tempDir } from './helpers/fixture.js';
 import { copySqliteToPostgres } from './helpers/pg-copy.js';
@@ -317,7 +318,7 @@ test.serial('generated queries and filters: the same totals and first pages on S
   t.true(nonEmpty >= 1000);
 });
 
-// The in-memory index serving PostgreSQL (engine/pg/search-snapshot.ts, ADR 22): its answers
+// The in-memory index serving PostgreSQL (engine/postgres/search-snapshot.ts, ADR 22): its answers
 // must be SQL's, item for item, on the same state of the database.
 const NO_THREAD = (q: string) => !/thread:/i.test(q);
 

@@ -3,16 +3,16 @@
 // (new mail, rewritten mail), while permission changes apply at once.
 import test from 'ava';
 import fc from 'fast-check';
-import { openArchive, type Db } from '../engine/db/open.js';
-import { buildSnapshot } from '../engine/search/bitsets/build.js';
-import { extendSnapshot } from '../engine/search/bitsets/extend.js';
-import { adoptSnapshot, currentSnapshot } from '../engine/search/bitsets/share.js';
+import { openArchive, type Db } from '../engine/sqlite/open.js';
+import { buildSnapshot } from '../engine/sqlite/index-build.js';
+import { extendSnapshot } from '../engine/sqlite/index-extend.js';
+import { adoptSnapshot, currentSnapshot } from '../engine/sqlite/index-share.js';
 import { Snapshot } from '../engine/search/bitsets/snapshot.js';
-import { exactCount, RELEVANCE_WINDOW, searchEmails } from '../engine/search/plan.js';
-import { addAccount } from '../engine/store/accounts.js';
-import { createKey } from '../engine/store/keys.js';
-import { addUser, assignAccount, unassignAccount } from '../engine/store/users.js';
-import { ArchiveWriter } from '../engine/store/writer.js';
+import { exactCount, RELEVANCE_WINDOW, searchEmails } from '../engine/sqlite/search.js';
+import { addAccount } from '../engine/sqlite/accounts.js';
+import { createKey } from '../engine/sqlite/keys.js';
+import { addUser, assignAccount, unassignAccount } from '../engine/sqlite/users.js';
+import { ArchiveWriter } from '../engine/sqlite/writer.js';
 import type { SearchQuery } from '../shared/jobs.js';
 import { parseSearchInput } from '../shared/search-input.js';
 import { bearer, startApi } from './helpers/api.js';

@@ -2,11 +2,11 @@
 // address rule, ranking, and counts that stay exact across imports and permission changes.
 import test from 'ava';
 import { join } from 'node:path';
-import { openArchive, type Db } from '../engine/db/open.js';
-import { addAccount } from '../engine/store/accounts.js';
-import { searchEmails } from '../engine/store/emails.js';
-import { addUser, assignAccount, unassignAccount } from '../engine/store/users.js';
-import { ArchiveWriter } from '../engine/store/writer.js';
+import { openArchive, type Db } from '../engine/sqlite/open.js';
+import { addAccount } from '../engine/sqlite/accounts.js';
+import { searchEmails } from '../engine/sqlite/emails.js';
+import { addUser, assignAccount, unassignAccount } from '../engine/sqlite/users.js';
+import { ArchiveWriter } from '../engine/sqlite/writer.js';
 import type { SearchQuery } from '../shared/jobs.js';
 import { InvalidInput, parseSearchInput } from '../shared/search-input.js';
 import { email, tempDir } from './helpers/fixture.js';

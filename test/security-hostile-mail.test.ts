@@ -12,11 +12,11 @@ import { Extractor } from '../engine/attachments/extractor.js';
 import { indexNewMessages, reindexAttachments, type AttachmentTextStore } from '../engine/attachments/index-texts.js';
 import { importPaths, type ImportOptions } from '../engine/import/importer.js';
 import { DEFAULT_IMPORT_LIMITS } from '../engine/import/limits.js';
-import type { ArchiveAdmin } from '../engine/admin.js';
+import type { ArchiveAdmin } from '../engine/store-contract.js';
 import { line } from '../engine/cli/commands/sync.js';
 import { noTextReason } from '../gateway/archive-service.js';
 import { archiveFolder, fetchWindows } from '../engine/sync/imap.js';
-import { syncPass } from '../engine/sync/sync.js';
+import { syncPass } from '../engine/sync/pass.js';
 import { docx, eml, pdf } from './helpers/attachment-mail.js';
 import { cliArchive, STORE_KINDS, type CliArchive } from './helpers/cli-archive.js';
 import { tnef } from './helpers/tnef.js';
@@ -33,7 +33,7 @@ async function texts(a: CliArchive, admin: ArchiveAdmin): Promise<TextRow[]> {
     return a.pgQuery<TextRow>(
       'SELECT status, chars, truncated FROM mail_archive_gateway.attachment_texts ORDER BY content_id',
     );
-  const db = (admin as unknown as { db: import('../engine/db/open.js').Db }).db;
+  const db = (admin as unknown as { db: import('../engine/sqlite/open.js').Db }).db;
   return (
     db.prepare('SELECT status, chars, truncated FROM attachment_texts ORDER BY content_id').all() as Array<
       Omit<TextRow, 'truncated'> & { truncated: number }
@@ -222,7 +222,7 @@ test('a winmail.dat of 300 files gives Import:MaxTnefFiles attachments besides t
   const winmail = tnef(Array.from({ length: 300 }, (_, i) => ({ name: `f${i}.txt`, data: Buffer.from(`file ${i}`) })));
   const message = eml('Outlook', 'x', [{ name: 'winmail.dat', type: 'application/ms-tnef', data: winmail }]);
   await importFiles({ 'a.eml': message }, { limits: { maxTnefFiles: 20 }, attachmentText: false });
-  const db = (admin as unknown as { db: import('../engine/db/open.js').Db }).db;
+  const db = (admin as unknown as { db: import('../engine/sqlite/open.js').Db }).db;
   const names = db.prepare('SELECT file_name FROM attachments ORDER BY id').pluck().all() as string[];
   t.is(names.length, 21);
   t.is(names[0], 'winmail.dat');

@@ -5,8 +5,8 @@
 // without slow queries. Runs on both stores (TEST_STORE=postgres).
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { request as httpRequest } from 'node:http';
-import { ABANDONED_GRACE_MS, type EnginePool, type Lane } from '../engine/pool.js';
-import { EngineTimedOut, JobAbandoned } from '../engine/job-budget.js';
+import { ABANDONED_GRACE_MS, type EnginePool, type Lane } from '../engine/pool/pool.js';
+import { EngineTimedOut, JobAbandoned } from '../shared/errors.js';
 import { bearer, listen, startApi, type ApiHarness } from './helpers/api.js';
 
 const test = anyTest as TestFn;

@@ -3,11 +3,11 @@
 // keys a page at a time (KEYS_PAGE_SIZE), on the query lane, never ahead of a key check.
 import test from 'ava';
 import { openStore } from '../engine/archive.js';
-import { LANES } from '../engine/pool.js';
+import { LANES } from '../engine/pool/pool.js';
 import { KEYS_PAGE_SIZE } from '../shared/jobs.js';
 import { cliArchive, STORE_KINDS } from './helpers/cli-archive.js';
 import { csrfOf, PASSWORDS, signIn, startWeb, withDb } from './helpers/web.js';
-import { createKey } from '../engine/store/keys.js';
+import { createKey } from '../engine/sqlite/keys.js';
 
 test('the web page refuses a key beyond Web:MaxActiveKeysPerUser, and allows one again after a revocation', async (t) => {
   const web = await startWeb({ overrides: { Web: { MaxActiveKeysPerUser: 3 } } });

@@ -115,8 +115,8 @@ test('a call past the budget waits its turn when a wait is allowed', async (t) =
 
 /** Adds a message whose text body is `size` bytes, with `attachments` small files; returns its id. */
 async function addLargeMessage(dbPath: string, accountId: number, size: number, attachments = 0): Promise<number> {
-  const { openArchive } = await import('../engine/db/open.js');
-  const { ArchiveWriter } = await import('../engine/store/writer.js');
+  const { openArchive } = await import('../engine/sqlite/open.js');
+  const { ArchiveWriter } = await import('../engine/sqlite/writer.js');
   const { email } = await import('./helpers/fixture.js');
   const db = openArchive(dbPath);
   try {

@@ -1,11 +1,12 @@
 import test from 'ava';
-import { openArchive, migrate, schemaVersion, LATEST_VERSION } from '../engine/db/open.js';
-import { prepareBody, resolveBody } from '../engine/body.js';
-import { hashKey, KEY_PATTERN, authenticate } from '../engine/store/keys.js';
-import { getEmailDetail, searchEmails } from '../engine/store/emails.js';
+import { openArchive, migrate, schemaVersion, LATEST_VERSION } from '../engine/sqlite/open.js';
+import { prepareBody, resolveBody } from '../engine/rules/body.js';
+import { authenticate } from '../engine/sqlite/keys.js';
+import { hashKey, KEY_PATTERN } from '../engine/rules/keys.js';
+import { getEmailDetail, searchEmails } from '../engine/sqlite/emails.js';
 import { createFixture, email, tempDir } from './helpers/fixture.js';
-import { ArchiveWriter } from '../engine/store/writer.js';
-import { addAccount } from '../engine/store/accounts.js';
+import { ArchiveWriter } from '../engine/sqlite/writer.js';
+import { addAccount } from '../engine/sqlite/accounts.js';
 import { join } from 'node:path';
 
 test('migrations apply on an empty file and are a no-op on an existing one', (t) => {

@@ -1,12 +1,13 @@
-// IMAP accounts on a PostgreSQL archive (engine/pg/sync.ts): the settings both applications
+// IMAP accounts on a PostgreSQL archive (engine/postgres/sync-state.ts): the settings both applications
 // share in Mail Archiver's MailAccounts columns, the encrypted password, outcome, lease and
 // folder state in this service's schema, and Sync:SecretKey required.
 import test, { type ExecutionContext } from 'ava';
 import { spawnSync } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { openAdmin, type ArchiveAdmin } from '../engine/admin.js';
-import { StoreError } from '../engine/store/errors.js';
-import { PgSyncState } from '../engine/pg/sync.js';
+import { type ArchiveAdmin } from '../engine/store-contract.js';
+import { openAdmin } from '../engine/archive.js';
+import { StoreError } from '../shared/errors.js';
+import { PgSyncState } from '../engine/postgres/sync-state.js';
 import { cliArchive, fails, json, ok, type CliArchive } from './helpers/cli-archive.js';
 
 const PASSWORD = 'Tr0ub4dor&3-pg-imap-Secret';

@@ -1,16 +1,16 @@
 // What the IMAP sync stores (engine/sync/types.ts SyncState) on a SQLite archive, and how the
-// IMAP passwords are kept at rest (engine/secrets.ts).
+// IMAP passwords are kept at rest (engine/rules/secrets.ts).
 import test from 'ava';
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from '../engine/db/driver.js';
-import { SqliteAdmin } from '../engine/admin.js';
-import { migrations } from '../engine/db/migrations.js';
-import { openArchive, schemaVersion, LATEST_VERSION } from '../engine/db/open.js';
-import { loadSecretKey, SecretBox, syncSecretFilePath } from '../engine/secrets.js';
-import { getAccount } from '../engine/store/accounts.js';
-import { StoreError } from '../engine/store/errors.js';
-import { SqliteSyncState } from '../engine/store/sync.js';
+import Database from '../engine/sqlite/driver.js';
+import { SqliteAdmin } from '../engine/sqlite/admin.js';
+import { migrations } from '../engine/sqlite/migrations.js';
+import { openArchive, schemaVersion, LATEST_VERSION } from '../engine/sqlite/open.js';
+import { loadSecretKey, SecretBox, syncSecretFilePath } from '../engine/rules/secrets.js';
+import { getAccount } from '../engine/sqlite/accounts.js';
+import { StoreError } from '../shared/errors.js';
+import { SqliteSyncState } from '../engine/sqlite/sync-state.js';
 import { tempDir } from './helpers/fixture.js';
 
 const PASSWORD = 'p@ss-wörd-for-imap';

@@ -5,7 +5,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
-import Database from '../engine/db/driver.js';
+import Database from '../engine/sqlite/driver.js';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';

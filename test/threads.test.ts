@@ -1,22 +1,22 @@
 // Conversations (docs/decisions.md, ADR 14): threading at import from References and
 // In-Reply-To, the subject fallback, GET /api/v1/emails/{id}/thread, MCP get_thread, thread:<id>
 // in q and include=threadId, on the store this run tests (TEST_STORE: the PostgreSQL copy links
-// the same messages from their RawHeaders, engine/pg/threads.ts). The SQLite-only parts (the
+// the same messages from their RawHeaders, engine/postgres/threads.ts). The SQLite-only parts (the
 // in-memory index, migration 4's backfill, re-import filling in headers) check the SQLite file.
 import anyTest, { type TestFn } from 'ava';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from '../engine/db/driver.js';
-import { LATEST_VERSION, openArchive, type Db } from '../engine/db/open.js';
-import { migrations } from '../engine/db/migrations.js';
+import Database from '../engine/sqlite/driver.js';
+import { LATEST_VERSION, openArchive, type Db } from '../engine/sqlite/open.js';
+import { migrations } from '../engine/sqlite/migrations.js';
 import { importPaths } from '../engine/import/importer.js';
 import { formatMboxEntry } from '../engine/import/mbox.js';
-import { buildSnapshot } from '../engine/search/bitsets/build.js';
-import { adoptSnapshot, currentSnapshot } from '../engine/search/bitsets/share.js';
+import { buildSnapshot } from '../engine/sqlite/index-build.js';
+import { adoptSnapshot, currentSnapshot } from '../engine/sqlite/index-share.js';
 import { Snapshot } from '../engine/search/bitsets/snapshot.js';
-import { exactCount, searchEmails } from '../engine/search/plan.js';
-import { getThread } from '../engine/store/threads.js';
-import { normaliseSubject, referencedIds, referencedIdsFromHeaders, subjectMatch } from '../engine/threads.js';
+import { exactCount, searchEmails } from '../engine/sqlite/search.js';
+import { getThread } from '../engine/sqlite/threads.js';
+import { normaliseSubject, referencedIds, referencedIdsFromHeaders, subjectMatch } from '../engine/rules/threads.js';
 import type { EmailSummaryDto, PagedResult } from '../shared/dto.js';
 import { parseSearchInput } from '../shared/search-input.js';
 import { parseQuery, QuerySyntaxError } from '../shared/query-language.js';

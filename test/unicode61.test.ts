@@ -2,7 +2,7 @@
 // it must split and fold exactly as SQLite's FTS5 `unicode61 remove_diacritics 2` does, or the
 // two stores would answer the same query differently. Checked against the SQLite in use.
 import test from 'ava';
-import Database from '../engine/db/driver.js';
+import Database from '../engine/sqlite/driver.js';
 import fc from 'fast-check';
 import { tokenize } from '../engine/search/unicode61.js';
 

@@ -1,8 +1,9 @@
 // The callers of a benchmark: a key created for each (through the engine, as an operator
 // would), the principal it resolves to, and the accounts it sees.
-import type { Db } from '../../engine/db/open.js';
-import { listVisibleAccounts } from '../../engine/store/accounts.js';
-import { authenticate, createKey, hashKey } from '../../engine/store/keys.js';
+import type { Db } from '../../engine/sqlite/open.js';
+import { listVisibleAccounts } from '../../engine/sqlite/accounts.js';
+import { authenticate, createKey } from '../../engine/sqlite/keys.js';
+import { hashKey } from '../../engine/rules/keys.js';
 import type { Principal } from '../../shared/jobs.js';
 
 export interface Caller {

@@ -3,8 +3,8 @@
 // in-process straight on SQLite (the engine's floor) and a bare node:http server answering the
 // same JSON body (the HTTP floor). Repeated queries find their counts cached, which is what
 // the varied stream is for; this mix measures the steady state around the planner.
-import { openArchive, type Db } from '../../engine/db/open.js';
-import { searchEmails } from '../../engine/store/emails.js';
+import { openArchive, type Db } from '../../engine/sqlite/open.js';
+import { searchEmails } from '../../engine/sqlite/emails.js';
 import type { SearchQuery } from '../../shared/jobs.js';
 import { parseSearchInput } from '../../shared/search-input.js';
 import { sampleAddress } from '../corpus.js';

@@ -5,10 +5,10 @@
 // floor per kind of query (the engine in-process), first calls of single words across the
 // frequency range, sorts over a word in 43% of the archive, point reads against a bare HTTP
 // server, /accounts while the stream saturates the pool, and the server's memory.
-import { openArchive, type Db } from '../../engine/db/open.js';
-import { exactCount, searchEmails } from '../../engine/search/plan.js';
-import { buildSnapshot } from '../../engine/search/bitsets/build.js';
-import { adoptSnapshot } from '../../engine/search/bitsets/share.js';
+import { openArchive, type Db } from '../../engine/sqlite/open.js';
+import { exactCount, searchEmails } from '../../engine/sqlite/search.js';
+import { buildSnapshot } from '../../engine/sqlite/index-build.js';
+import { adoptSnapshot } from '../../engine/sqlite/index-share.js';
 import { Snapshot } from '../../engine/search/bitsets/snapshot.js';
 import type { SearchQuery } from '../../shared/jobs.js';
 import { parseSearchInput } from '../../shared/search-input.js';
@@ -395,7 +395,7 @@ export async function runVaried(o: VariedOptions): Promise<void> {
     );
     const restrictedExact = plan.exact.filter((r) => !r.caller.principal.isAdmin).length;
     console.log(
-      `Exact totalItems: ${plan.exact.length} queries of the stream (${restrictedExact} with a restricted key): HTTP equals exactCount (engine/search/plan.ts: plain SQL, no cache) for every one (reference counts took ${before.exactSeconds.toFixed(1)} s).`,
+      `Exact totalItems: ${plan.exact.length} queries of the stream (${restrictedExact} with a restricted key): HTTP equals exactCount (engine/sqlite/search.ts: plain SQL, no cache) for every one (reference counts took ${before.exactSeconds.toFixed(1)} s).`,
     );
     printWords(before.words, before.ranks, before.http.words, before.engine.words, archiveSize, o.scorecard);
     printSorts(before.sorts, before.http.sorts, before.http.sortRepeats, before.engine.sorts, archiveSize, o.scorecard);

@@ -1,8 +1,8 @@
 // What every CLI command needs: the archive it works on and a way to print results.
 import type { Command } from 'commander';
 import { loadSettings } from '../../shared/config.js';
-import { openAdmin, type ArchiveAdmin } from '../admin.js';
-import { storeKind } from '../archive.js';
+import { type ArchiveAdmin } from '../store-contract.js';
+import { openAdmin, storeKind } from '../archive.js';
 import { printable } from '../../shared/key-name.js';
 
 export interface GlobalOptions {
@@ -16,7 +16,7 @@ export function archivePath(cmd: Command): string {
 }
 
 /**
- * Opens the archive (a SQLite file or a PostgreSQL database, engine/admin.ts) for the duration of
+ * Opens the archive (a SQLite file or a PostgreSQL database, engine/archive.ts openAdmin) for the duration of
  * `work` and closes it however `work` ends. Only the commands that start an archive (`create`)
  * may create a missing file, or Mail Archiver's schema in an empty PostgreSQL database; the
  * others say that there is none.
@@ -30,7 +30,7 @@ export async function withArchive<T>(
   const admin = await openAdmin(path, {
     create: options.create ?? false,
     setting: cmd.optsWithGlobals<GlobalOptions>().db !== undefined ? '--db' : 'Database:Path',
-    // Encrypts and decrypts stored IMAP passwords (engine/secrets.ts).
+    // Encrypts and decrypts stored IMAP passwords (engine/rules/secrets.ts).
     secretKey: loadSettings().Sync.SecretKey,
     // A Mail Archiver schema newer than this release was tested with is served, with one line.
     onNotice: (line) => process.stderr.write(`mail-archive: ${line}\n`),

@@ -8,13 +8,11 @@ import { constants } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadSettings, type Settings } from '../../shared/config.js';
-import { openAdmin } from '../admin.js';
-import { describeWhere, storeKind } from '../archive.js';
-import { ArchiveOpenError } from '../db/open.js';
+import { describeWhere, openAdmin, storeKind } from '../archive.js';
+import { ArchiveOpenError, StoreError } from '../../shared/errors.js';
 import { buildDemoArchive } from '../demo/build.js';
 import { issueDemoKeys, type DemoKeys } from '../demo/keys.js';
 import { formatDemoArchive, formatKeys } from '../demo/report.js';
-import { StoreError } from '../store/errors.js';
 
 const KEY_NAME = 'demo-start';
 const SERVER = fileURLToPath(new URL('../../gateway/server.js', import.meta.url));
@@ -23,7 +21,7 @@ async function prepareArchive(
   path: string,
   timeZone: string,
 ): Promise<{ report: string; keys: DemoKeys; built: boolean }> {
-  // A SQLite file or a Mail Archiver PostgreSQL database (engine/admin.ts); either may be created.
+  // A SQLite file or a Mail Archiver PostgreSQL database (engine/archive.ts openAdmin); either may be created.
   const db = await openAdmin(path, { create: true, timeZone });
   const where = storeKind(path) === 'postgres' ? describeWhere(path) : path;
   try {

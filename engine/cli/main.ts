@@ -1,13 +1,11 @@
 #!/usr/bin/env node
 // mail-archive: the operator's command line over the archive (a SQLite file or a Mail Archiver
 // PostgreSQL database).
-import Database from '../db/driver.js';
+import Database from '../sqlite/driver.js';
 import { Command, CommanderError } from 'commander';
 import { createRequire } from 'node:module';
 import { ConfigError } from '../../shared/config.js';
-import { ArchiveOpenError } from '../db/open.js';
-import { StoreError } from '../store/errors.js';
-import { isArchiveUnavailable } from '../unavailable.js';
+import { ArchiveOpenError, isArchiveUnavailable, StoreError } from '../../shared/errors.js';
 import { registerAccessLog } from './commands/access-log.js';
 import { registerAccounts } from './commands/accounts.js';
 import { registerBackup } from './commands/backup.js';

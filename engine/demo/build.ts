@@ -1,11 +1,12 @@
 // Builds the demo archive: accounts, users with passwords, and generated mail that goes through
 // the real importer (parse, dedup, body policy, attachment store), so the demo proves that path.
 import { randomBytes } from 'node:crypto';
-import { archiveContents, asAdmin, type ArchiveAdmin } from '../admin.js';
-import type { Db } from '../db/open.js';
+import { archiveContents, asAdmin } from '../sqlite/admin.js';
+import { type ArchiveAdmin } from '../store-contract.js';
+import type { Db } from '../sqlite/open.js';
 import { importMessages } from '../import/importer.js';
 import type { RawMessage } from '../import/sources.js';
-import { StoreError } from '../store/errors.js';
+import { StoreError } from '../../shared/errors.js';
 import { DEMO_ACCOUNTS, DEMO_USERS, type AccountKey } from './corpus.js';
 import { demoMail, SHOWCASE_TOTAL } from './generate.js';
 
@@ -24,7 +25,7 @@ export interface DemoArchive {
 }
 
 export { archiveContents };
-export type { ArchiveContents } from '../admin.js';
+export type { ArchiveContents } from '../store-contract.js';
 
 /** How many of `total` messages each account gets, by its share; the last takes the rest. */
 function split(total: number): number[] {

@@ -1,7 +1,7 @@
 // Generated mail for the demo archive: RFC 5322 messages per account, deterministic per seed.
 // The first messages of each account are a fixed showcase (every feature the archive handles
 // appears at least once); the rest are drawn from the phrase book.
-import { STORED_BODY_LIMIT } from '../body.js';
+import { STORED_BODY_LIMIT } from '../rules/body.js';
 import {
   COLLEAGUES,
   CUSTOMERS,

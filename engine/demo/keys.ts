@@ -1,7 +1,8 @@
 // API keys for trying the service: one for an administrator, one for a restricted user.
-import { asAdmin, type ArchiveAdmin, type UserRow } from '../admin.js';
-import type { Db } from '../db/open.js';
-import { StoreError } from '../store/errors.js';
+import { asAdmin } from '../sqlite/admin.js';
+import { type ArchiveAdmin, type UserRow } from '../store-contract.js';
+import type { Db } from '../sqlite/open.js';
+import { StoreError } from '../../shared/errors.js';
 
 export interface IssuedKey {
   id: number;

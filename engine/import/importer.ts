@@ -1,9 +1,10 @@
 // The importer: sources in, parsed messages out, written in batches through the archive's
-// writer (engine/admin.ts: ArchiveWriter on SQLite, PgArchiveWriter on PostgreSQL), so one import
+// writer (ArchiveAdmin.openWriter(), engine/store-contract.ts: ArchiveWriter on SQLite, PgArchiveWriter on PostgreSQL), so one import
 // path serves both stores. It prints nothing; callers hear about progress and skipped messages
 // through callbacks.
-import { asAdmin, type ArchiveAdmin } from '../admin.js';
-import type { Db } from '../db/open.js';
+import { asAdmin } from '../sqlite/admin.js';
+import { type ArchiveAdmin } from '../store-contract.js';
+import type { Db } from '../sqlite/open.js';
 import { parseMessage, type ParsedMessage } from './parse.js';
 import type { Repair } from './repairs.js';
 import { planSources, readSources, type IgnoredFile, type RawMessage } from './sources.js';

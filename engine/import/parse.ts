@@ -1,8 +1,8 @@
 // One raw RFC 5322 message to one NewEmail record, ready for ArchiveWriter.
 import { compile } from 'html-to-text';
 import { simpleParser, type AddressObject, type EmailAddress, type ParsedMail, type Attachment } from 'mailparser';
-import { dedupKeyFor, type NewAttachment, type NewEmail } from '../store/writer.js';
-import { referencedIds } from '../threads.js';
+import { dedupKeyFor, type NewAttachment, type NewEmail } from '../rules/new-email.js';
+import { referencedIds } from '../rules/threads.js';
 import { contentFingerprint } from './fingerprint.js';
 import { repairHeaders } from './headers.js';
 import { parseMailDate, receivedHeaderDate } from './mail-date.js';

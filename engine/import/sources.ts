@@ -3,8 +3,8 @@
 import { closeSync, openSync, readdirSync, readSync, statSync, type Dirent, type Stats } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { StoreError } from '../store/errors.js';
-import { normalizeFolder } from '../store/writer.js';
+import { StoreError } from '../../shared/errors.js';
+import { normalizeFolder } from '../rules/new-email.js';
 import { decodeMailboxName, isMaildirFolder } from './maildir.js';
 import { readMbox } from './mbox.js';
 

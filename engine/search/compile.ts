@@ -60,7 +60,7 @@ function fts(node: Node): string | null {
     case 'thread':
       return null; // not in the full-text index: thread ids change when conversations merge
     case 'read':
-      return null; // refused before a SQLite search (engine/store/emails.ts searchPage)
+      return null; // refused before a SQLite search (engine/sqlite/emails.ts searchPage)
     case 'attachment':
       return null; // another table: a SQL condition (IN_ATTACHMENTS)
     case 'not':

@@ -1,5 +1,5 @@
 // How each sort key of SPEC.md's sortBy orders messages in SQL; the in-memory index keeps the
-// same orders (bitsets/build.ts), so both produce the same pages.
+// same orders (engine/sqlite/index-build.ts), so both produce the same pages.
 import type { SortKey } from '../../shared/jobs.js';
 
 export const SORT_COLUMNS: Record<Exclude<SortKey, 'relevance'>, string> = {

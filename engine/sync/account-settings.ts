@@ -1,7 +1,7 @@
 // What an operator may set on an IMAP account, checked the same way for both stores. Every
 // mistake is a StoreError of one sentence that never holds the password.
 import type { MailAccountDto } from '../../shared/dto.js';
-import { StoreError } from '../store/errors.js';
+import { StoreError } from '../../shared/errors.js';
 import type { ImapSecurity, SyncOutcome } from './types.js';
 
 export const IMAP_SECURITIES: readonly ImapSecurity[] = ['tls', 'starttls', 'none'];

@@ -1,5 +1,5 @@
 // The IMAP side of a sync: connecting with an account's settings, the folders it archives, and
-// the messages of one folder as a stream. Nothing here writes to the archive (engine/sync/sync.ts).
+// the messages of one folder as a stream. Nothing here writes to the archive (engine/sync/pass.ts).
 import { ImapFlow, type ListResponse } from 'imapflow';
 import type { RawMessage } from '../import/sources.js';
 import { UNPRINTABLE } from '../../shared/key-name.js';

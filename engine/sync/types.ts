@@ -1,6 +1,6 @@
 // The contract between the IMAP sync (engine/sync/) and the archive's stores: what an account's
 // IMAP settings are, what a sync remembers per folder, and how two sync runners keep out of each
-// other's way. Each store implements SyncState (engine/admin.ts ArchiveAdmin.sync()).
+// other's way. Each store implements SyncState (ArchiveAdmin.sync(), engine/store-contract.ts).
 import type { MailAccountDto } from '../../shared/dto.js';
 
 export type ImapSecurity = 'tls' | 'starttls' | 'none';

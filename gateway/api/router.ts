@@ -36,7 +36,7 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
   const auth = requireApiKey;
   /**
    * For a route whose job runs on the query lane, named by its job kind (the lane is the engine's
-   * to say, engine/pool.ts JOB_KINDS): while that lane is full the request is refused at once
+   * to say, engine/pool/pool.ts JOB_KINDS): while that lane is full the request is refused at once
    * (503, EngineOverloaded), before its parameters are parsed or its job queued; cheap requests
    * keep flowing (docs/decisions.md, ADR 10). It runs inside admission, so a bad key is still a
    * 401 and the answer still carries its RateLimit headers (admission checks the key on its own

@@ -35,7 +35,7 @@ export interface Readiness {
     redis: { status: 'ok' | 'down' | 'not configured' };
     /** Present for a PostgreSQL archive (Database:Path is a postgres:// URL). */
     postgres?: PostgresCheck;
-    /** Present with Engine:SearchMemoryMB > 0 (engine/search/bitsets; on PostgreSQL engine/pg/search-snapshot.ts). */
+    /** Present with Engine:SearchMemoryMB > 0 (engine/search/bitsets; on PostgreSQL engine/postgres/search-snapshot.ts). */
     searchIndex?: SearchIndexInfo;
     /** Access-log entries waiting to be written; `full`: reads are refused until they are. */
     accessLog?: { status: 'ok' | 'backlog' | 'full'; pending: number; max: number };

@@ -2,8 +2,8 @@
 // SQLite fixture, for the REST API acceptance tests.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import Database from '../../engine/db/driver.js';
-import type { Db } from '../../engine/db/open.js';
+import Database from '../../engine/sqlite/driver.js';
+import type { Db } from '../../engine/sqlite/open.js';
 import { pino, type Logger } from 'pino';
 import supertest from 'supertest';
 import { defaultSettings, type LoadOptions, type Settings } from '../../shared/config.js';
@@ -151,8 +151,8 @@ export async function writeBigAttachment(
   seed = 0x9e3779b9,
 ): Promise<{ emailId: number; attachmentId: number; sha256: string; size: number }> {
   const { createHash } = await import('node:crypto');
-  const { openArchive } = await import('../../engine/db/open.js');
-  const { ArchiveWriter } = await import('../../engine/store/writer.js');
+  const { openArchive } = await import('../../engine/sqlite/open.js');
+  const { ArchiveWriter } = await import('../../engine/sqlite/writer.js');
   const { email } = await import('./fixture.js');
   const content = Buffer.allocUnsafe(size);
   const words = new Uint32Array(content.buffer, content.byteOffset, Math.floor(size / 4));

@@ -6,8 +6,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { AccessLogEntry } from '../../shared/jobs.js';
-import { openAdmin, type ArchiveAdmin } from '../../engine/admin.js';
-import { openStore } from '../../engine/archive.js';
+import { type ArchiveAdmin } from '../../engine/store-contract.js';
+import { openAdmin, openStore } from '../../engine/archive.js';
 import { runCli, type Run } from './cli.js';
 import { tempDir } from './fixture.js';
 import { createTestDatabase } from './postgres.js';
@@ -99,7 +99,7 @@ export async function cliArchive(t: ExecutionContext, kind: StoreKind): Promise<
   };
   const query = async <R>(text: string): Promise<R[]> => {
     if (kind === 'postgres') return pgQuery<R>(text);
-    const a = (await getAdmin()) as unknown as { db: import('../../engine/db/open.js').Db };
+    const a = (await getAdmin()) as unknown as { db: import('../../engine/sqlite/open.js').Db };
     return a.db.prepare(text).all() as R[];
   };
   return {

@@ -2,11 +2,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openArchive, type Db } from '../../engine/db/open.js';
-import { addAccount } from '../../engine/store/accounts.js';
-import { createKey } from '../../engine/store/keys.js';
-import { addUser, assignAccount, setUserActive } from '../../engine/store/users.js';
-import { ArchiveWriter, dedupKeyFor, type NewEmail } from '../../engine/store/writer.js';
+import { openArchive, type Db } from '../../engine/sqlite/open.js';
+import { addAccount } from '../../engine/sqlite/accounts.js';
+import { createKey } from '../../engine/sqlite/keys.js';
+import { addUser, assignAccount, setUserActive } from '../../engine/sqlite/users.js';
+import { ArchiveWriter } from '../../engine/sqlite/writer.js';
+import { dedupKeyFor, type NewEmail } from '../../engine/rules/new-email.js';
 
 export function tempDir(prefix = 'mag-test-'): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));

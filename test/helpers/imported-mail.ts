@@ -1,7 +1,7 @@
 // Mail imported from files into the fixture archive and read back through the real API, on the
 // store this run uses (TEST_STORE): what the import-fidelity suites share.
 import type { ExecutionContext } from 'ava';
-import { openArchive } from '../../engine/db/open.js';
+import { openArchive } from '../../engine/sqlite/open.js';
 import { importPaths, type ImportSummary } from '../../engine/import/importer.js';
 import { bearer, rawBody, startApi, type ApiHarness } from './api.js';
 import { createFixture, type Fixture } from './fixture.js';

@@ -4,7 +4,7 @@
 // test's known message, attachment and key ids hold on both stores.
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import Database from '../../engine/db/driver.js';
+import Database from '../../engine/sqlite/driver.js';
 
 type Row = Record<string, unknown>;
 

@@ -4,7 +4,7 @@
 // prefix, lowercase hex SHA-256, UTC CreatedAt).
 import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { MAIL_ARCHIVER_2609_DDL, MAIL_ARCHIVER_DDL } from '../../engine/pg/schema.js';
+import { MAIL_ARCHIVER_2609_DDL, MAIL_ARCHIVER_DDL } from '../../engine/postgres/schema.js';
 import { loadSqlFile } from './postgres.js';
 
 const OPEN_PRS = new URL('../../../test/fixtures/mail-archiver-open-prs.sql', import.meta.url);

@@ -5,10 +5,10 @@
 // schema is Mail Archiver's newest shape (2609.4 with IsRead and the trigram index;
 // TEST_MAIL_ARCHIVER_SHAPE picks another, test/helpers/pg-mail-archiver.ts).
 import pg from 'pg';
-import Database from '../../engine/db/driver.js';
-import { openAdmin, type ArchiveAdmin } from '../../engine/admin.js';
-import { prepareArchive } from '../../engine/archive.js';
-import { accessTypeOf } from '../../engine/pg/handlers.js';
+import Database from '../../engine/sqlite/driver.js';
+import { type ArchiveAdmin } from '../../engine/store-contract.js';
+import { openAdmin, prepareArchive } from '../../engine/archive.js';
+import { accessTypeOf } from '../../engine/postgres/handlers.js';
 import { copySqliteToPostgres } from './pg-copy.js';
 import { DEFAULT_SHAPE, loadMailArchiverSchema } from './pg-mail-archiver.js';
 import { createTestDatabase } from './postgres.js';
@@ -129,7 +129,7 @@ export async function changeArchive(
   }
 }
 
-/** Runs `work` with the operator's interface (engine/admin.ts) to the served archive. */
+/** Runs `work` with the operator's interface (engine/sqlite/admin.ts) to the served archive. */
 export async function withAdmin<T>(path: string, work: (admin: ArchiveAdmin) => Promise<T>): Promise<T> {
   const admin = await openAdmin(path);
   try {

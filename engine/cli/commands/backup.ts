@@ -2,9 +2,9 @@ import type { Command } from 'commander';
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { storeKind } from '../../archive.js';
-import Database from '../../db/driver.js';
-import { StoreError } from '../../store/errors.js';
-import type { SqliteAdmin } from '../../admin.js';
+import Database from '../../sqlite/driver.js';
+import { StoreError } from '../../../shared/errors.js';
+import type { SqliteAdmin } from '../../sqlite/admin.js';
 import { archivePath, printJson, UsageError, withArchive } from '../context.js';
 
 export interface BackupSummary {

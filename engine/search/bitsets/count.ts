@@ -11,7 +11,7 @@ import type { SearchQuery } from '../../../shared/jobs.js';
 import { tokenize } from '../unicode61.js';
 import { attachmentExpression, DEFAULT_COLUMNS, ftsExpression } from '../compile.js';
 import { accountTag, ADDRESS, addressTag, ATTACHMENT_TAG, directionTag, folderTag } from '../tags.js';
-import { lowerBound } from './build.js';
+import { lowerBound } from './lower-bound.js';
 import { positionsInRange } from './page.js';
 import { pairKey, pairWordKey } from './pairs.js';
 import { DOCS_KEY, termKey, type Snapshot } from './snapshot.js';
@@ -96,7 +96,7 @@ export function matchSet(
  * matches and that would cost more than the window (a prefix, a phrase, a common word the index
  * does not keep in subjects): over the whole archive that costs what the leaf's doclists cost
  * (`subject : a*`, 260 ms at 1,000,000 messages), for the 1,000 messages the ranking asks
- * about; the caller matches their subjects itself instead (plan.ts). A rare word's subject hits
+ * about; the caller matches their subjects itself instead (engine/sqlite/search.ts). A rare word's subject hits
  * are FTS5's.
  */
 export function leafSets(

@@ -1,11 +1,11 @@
 // A page of matches from a snapshot: walk the messages in the requested order and keep those
 // in the match set. Date order is the order of the full-text rowids (fts-key.ts), a date range
-// a slice of it; the other sort keys are permutations SQL computed (build.ts). A walk reads
+// a slice of it; the other sort keys are permutations SQL computed (engine/sqlite/index-build.ts). A walk reads
 // about (offset + pageSize) / (share of the archive matching) messages, and never more than
 // the archive: a few milliseconds at 1,000,000 messages, however many or few match.
 import type { SearchQuery } from '../../../shared/jobs.js';
 import { keyRange } from '../fts-key.js';
-import { lowerBound } from './build.js';
+import { lowerBound } from './lower-bound.js';
 import { KEY_POSITIONS, type Snapshot } from './snapshot.js';
 
 /** The ids of the requested page, in order; undefined for relevance over text (relevancePageIds ranks it). */

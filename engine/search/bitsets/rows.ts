@@ -1,8 +1,8 @@
 // Building and growing a snapshot from rows a store hands over, for a store that has no FTS5
-// vocabulary to ask (PostgreSQL: engine/pg/search-snapshot.ts). The store gives, per message,
+// vocabulary to ask (PostgreSQL: engine/postgres/search-snapshot.ts). The store gives, per message,
 // the words of its document by group (`d:` default columns, `s:` subject, `t:` tags); this
-// keeps the sets that are common enough (as build.ts does from FTS5's vocabulary), the prefix
-// tails, and the sorted vocabulary, and grows them with later messages (as extend.ts does).
+// keeps the sets that are common enough (as engine/sqlite/index-build.ts does from FTS5's vocabulary), the prefix
+// tails, and the sorted vocabulary, and grows them with later messages (as engine/sqlite/index-extend.ts does).
 import { addPrefixTails, TAIL_MIN_COST_US } from './tails.js';
 import { termKey, type Snapshot, type TermSet } from './snapshot.js';
 
@@ -47,7 +47,7 @@ export function toTermSet(ids: ArrayLike<number>, words: number): TermSet {
 
 /**
  * The kept sets of a full build: every term in at least `minDocs` messages, most common first,
- * within `budget` bytes; then the prefix tails (build.ts) of the words left out. `always` keeps
+ * within `budget` bytes; then the prefix tails (engine/sqlite/index-build.ts) of the words left out. `always` keeps
  * a term whatever its size (filter tags a store can only answer by reading every message).
  */
 export function keptTerms(o: {

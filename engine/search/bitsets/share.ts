@@ -1,4 +1,4 @@
-// How the worker threads share one snapshot. A builder thread (builder.ts), started by the
+// How the worker threads share one snapshot. A builder thread (engine/sqlite/index-builder.ts), started by the
 // pool, owns the building; it posts each finished snapshot's SharedArrayBuffer on a
 // BroadcastChannel private to that pool, and every query thread adopts it: the memory is
 // shared, not copied. A thread that starts later asks for the current one ('hello').
@@ -8,9 +8,6 @@
 // before, until the builder has caught up. Permission changes need nothing here: who sees which
 // account is read on every query.
 import { BroadcastChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import type { SearchIndexInfo } from '../../../shared/jobs.js';
-import type { Db } from '../../db/open.js';
-import { prepared } from '../../db/statements.js';
 import { Snapshot } from './snapshot.js';
 
 /**
@@ -60,56 +57,4 @@ export class SnapshotFollower {
   close(): void {
     this.#bc.close();
   }
-}
-
-const adopted = new WeakMap<Db, Snapshot>();
-const channels = new WeakMap<Db, SnapshotFollower>();
-
-/** Makes `snapshot` the one searches on `db` count with (tests and tools may call this directly). */
-export function adoptSnapshot(db: Db, snapshot: Snapshot | undefined): void {
-  if (snapshot) adopted.set(db, snapshot);
-  else adopted.delete(db);
-}
-
-/** Follows a pool's channel for the life of this thread. */
-export function followSnapshots(db: Db, channel: string): void {
-  channels.set(db, new SnapshotFollower(channel));
-}
-
-/** The snapshot each connection last took from its channel: a newer one is adopted. */
-const followed = new WeakMap<Db, Snapshot>();
-
-function receive(db: Db): void {
-  const latest = channels.get(db)?.latest();
-  if (!latest || followed.get(db) === latest.snapshot) return;
-  followed.set(db, latest.snapshot);
-  adoptSnapshot(db, latest.snapshot);
-}
-
-/** The adopted snapshot when it is current for `db`, else undefined. */
-export function currentSnapshot(db: Db): Snapshot | undefined {
-  receive(db);
-  const snap = adopted.get(db);
-  if (!snap) return undefined;
-  const state = prepared(
-    db,
-    'SELECT coalesce((SELECT max(id) FROM emails), 0) AS maxId, rewrites FROM archive_state WHERE id = 1',
-  ).get() as { maxId: number; rewrites: number };
-  return state.maxId === snap.maxId && state.rewrites === snap.rewrites ? snap : undefined;
-}
-
-/** What /readyz reports about the shared search index of this thread; undefined when it is off. */
-export function snapshotInfo(db: Db): SearchIndexInfo | undefined {
-  if (!channels.has(db)) return undefined;
-  receive(db);
-  const snap = adopted.get(db);
-  if (!snap) return { status: 'building' };
-  return {
-    status: currentSnapshot(db) ? 'current' : 'catching up',
-    maxId: snap.maxId,
-    bytes: snap.bytes,
-    terms: snap.terms,
-    builtAt: new Date(snap.builtAt).toISOString(),
-    buildMs: Math.round(snap.buildMs),
-  };
 }

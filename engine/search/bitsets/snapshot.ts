@@ -43,7 +43,7 @@ const HEADER_SLOTS = 16;
 
 /**
  * Term groups: which columns a kept term was counted over (compile.ts's column sets): the
- * default columns, subject, tags; `p` is a prefix tail (build.ts, addPrefixTails); `b` a common
+ * default columns, subject, tags; `p` is a prefix tail (engine/sqlite/index-build.ts, addPrefixTails); `b` a common
  * word pair and `w` marks a pair word (pairs.ts).
  */
 export type Group = 'd' | 's' | 't' | 'p' | 'b' | 'w';
@@ -84,7 +84,7 @@ export interface SnapshotParts {
   keyKind?: number;
 }
 
-/** Packs what build.ts gathered into one shared buffer. */
+/** Packs what a store's builder (engine/sqlite/index-build.ts, engine/postgres/search-snapshot.ts) gathered into one shared buffer. */
 export function pack(parts: SnapshotParts): SharedArrayBuffer {
   const words = wordsFor(parts.maxId);
   const encoder = new TextEncoder();

@@ -1,7 +1,7 @@
 // What the in-memory index asks of the store it serves: the messages matching a term it does
 // not keep (a rare word, a phrase, a field other than subject, a tag, attachment text, a
 // conversation). Each store answers from its own full-text index: FTS5 on SQLite
-// (engine/search/fts-source.ts), the side index on PostgreSQL (engine/pg/search-snapshot.ts).
+// (engine/sqlite/fts-source.ts), the side index on PostgreSQL (engine/postgres/search-snapshot.ts).
 // The index itself (snapshot.ts, count.ts, page.ts) never reads a database.
 import type { Node } from '../../../shared/query-language.js';
 import type { Snapshot } from './snapshot.js';

@@ -1,4 +1,4 @@
-// Prefix tails (`p:` terms) for `word*`, shared by the SQLite builder (build.ts) and the
+// Prefix tails (`p:` terms) for `word*`, shared by the SQLite builder (engine/sqlite/index-build.ts) and the
 // store-neutral snapshot rows (rows.ts), in a file of its own so neither imports the other.
 import { termKey, type TermSet } from './snapshot.js';
 

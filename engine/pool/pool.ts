@@ -1,0 +1,488 @@
+// The engine as the gateway sees it: typed jobs in, typed results out, on worker threads.
+//
+// Two lanes, each its own Piscina pool on the same file. Searches and other scans go to the
+// query lane (Engine:Threads threads); key checks and the other point reads go to a one-thread
+// interactive lane. A burst of heavy searches then queues only behind itself: `GET /accounts` or
+// an MCP `tools/list` never waits for someone's full-text scan. A key check that travels with
+// the job it admits (runAuthed) runs on that job's lane.
+//
+// Each lane holds at most its threads' worth of running jobs plus `maxQueue` waiting ones, and
+// takes no job that would have to wait while the longest-waiting one has already waited
+// `maxQueueWaitMs`; a job past either is refused at once with EngineOverloaded (docs/decisions.md,
+// ADR 10), so a flood is shed instead of making every request wait until clients time out.
+import { Piscina } from 'piscina';
+import type { AuthedJob, AuthedResult, Job, JobKind, JobResult, OwnedKind } from '../../shared/jobs.js';
+import { storeKind } from '../archive.js';
+import { openArchive } from '../sqlite/open.js';
+import { type Lane } from '../../shared/jobs.js';
+import { EngineOverloaded, EngineTimedOut, JobAbandoned } from '../../shared/errors.js';
+import { INTERACTIVE_DETAIL_MAX_BYTES, isMovedToQueryLane } from './large-detail.js';
+import { currentRequestSignal, TIMEOUT_REASON } from './job-budget.js';
+import { Worker } from 'node:worker_threads';
+import type { BuilderData } from '../sqlite/index-builder.js';
+import type { PgBuilderData } from '../postgres/search-snapshot-builder.js';
+import type { WorkerData } from './worker.js';
+
+export type { Lane } from '../../shared/jobs.js';
+
+export interface EnginePoolOptions {
+  /** Database:Path: a SQLite file or a postgres:// URL. */
+  dbPath: string;
+  /** Database:TimeZone and Database:ReadReplicas, for a PostgreSQL archive. */
+  timeZone?: string;
+  readReplicas?: readonly string[];
+  /** Threads of the query lane. */
+  threads: number;
+  /** Threads of the interactive lane; default 1. */
+  interactiveThreads?: number;
+  /** Jobs that may wait for a free thread, per lane, before run() refuses more; default: unbounded. */
+  maxQueue?: Partial<Record<Lane, number>>;
+  /**
+   * Refuse a job that would have to wait while the longest-waiting job of its lane has already
+   * waited this long (milliseconds); default: no such limit.
+   */
+  maxQueueWaitMs?: number;
+  /** Let `fault` jobs crash or hold a worker (tests of failure handling only). */
+  faultInjection?: boolean;
+  /**
+   * Memory for the shared search index (engine/search/bitsets; for PostgreSQL ADR 22), in
+   * bytes; 0 turns it off. Default: 768 MiB.
+   */
+  searchMemoryBytes?: number;
+  /**
+   * Engine:JobTimeoutSeconds in milliseconds: a job not finished this long after it was submitted
+   * is cancelled (engine/pool/job-budget.ts) and rejects with EngineTimedOut. Default: no budget.
+   */
+  jobTimeoutMs?: number;
+}
+
+/** Per call: a budget other than the pool's, or the signal of the client the job works for. */
+export interface RunOptions {
+  budgetMs?: number;
+  signal?: AbortSignal;
+}
+
+export const LANE_NAMES: readonly Lane[] = ['interactive', 'query'];
+
+/** One lane as metrics read it at scrape time; times are milliseconds. */
+export interface LaneStats {
+  threads: number;
+  busyThreads: number;
+  queueSize: number;
+  completed: number;
+  /** Jobs refused because the lane was full (EngineOverloaded), since the lane started. */
+  refused: number;
+  /** Since the lane started. */
+  durationMs: number;
+  /** Percentiles of run and queue-wait time over the lane's lifetime (Piscina's histograms). */
+  runTime: { mean: number; p50: number; p90: number; p99: number };
+  waitTime: { mean: number; p50: number; p90: number; p99: number };
+}
+
+/** Jobs that read a message's bodies, and are therefore sized before they run on the interactive lane. */
+type SizedKind = 'detail' | 'detailJson';
+
+/**
+ * What the pool does with a job kind, one row per kind (docs/architecture.md, "The life of an
+ * engine job"); a new kind that forgets its row is a compile error.
+ * - `lane`: where it runs. Front ends shed by kind (`admit`: REST routes and MCP tools name the
+ *   kind their job is), so this row is the only place a kind's lane is said.
+ * - `shed`: whether a full lane refuses it (`mayShed`): always, never (an access-log batch
+ *   refused would be lost), or only the first chunk of a download (later ones belong to a
+ *   download whose headers are sent).
+ * - `keepIfAbandoned`: not cancelled when its client goes away: writes a user asked for
+ *   (stopping a thread mid-transaction would roll it back, and the user may well reload to see
+ *   it done) and the access log, whose batch is sent from whatever request happened to fill it.
+ *   The access log has no budget either: a batch cancelled would be records lost.
+ * - `sized`: a detail, read on the interactive lane only when its bodies are small
+ *   (engine/pool/large-detail.ts).
+ */
+type JobKindPolicy<K extends JobKind> = {
+  lane: Lane;
+  shed?: 'never' | 'first chunk only';
+  keepIfAbandoned?: true;
+} & (K extends SizedKind ? { sized: true } : { sized?: never });
+
+export const JOB_KINDS: { readonly [K in JobKind]: JobKindPolicy<K> } = {
+  authenticate: { lane: 'interactive' },
+  sessionUser: { lane: 'interactive' },
+  endSessions: { lane: 'interactive', keepIfAbandoned: true },
+  accounts: { lane: 'interactive' },
+  detail: { lane: 'interactive', sized: true },
+  detailJson: { lane: 'interactive', sized: true }, // sized as detail is
+  thread: { lane: 'interactive' }, // one conversation by index, bounded (MAX_THREAD_LENGTH)
+  attachment: { lane: 'interactive' },
+  attachmentText: { lane: 'interactive' },
+  accessLog: { lane: 'interactive', shed: 'never', keepIfAbandoned: true },
+  // pages of up to 2 x KEYS_PAGE_SIZE rows and their counts: never ahead of a key check
+  listKeysFor: { lane: 'query' },
+  createKeyFor: { lane: 'interactive', keepIfAbandoned: true },
+  revokeKeyAs: { lane: 'interactive', keepIfAbandoned: true },
+  search: { lane: 'query' },
+  aggregate: { lane: 'query' }, // a scan of the matches, like a search's count
+  folders: { lane: 'query' },
+  stats: { lane: 'query' },
+  attachmentChunk: { lane: 'query', shed: 'first chunk only' },
+  login: { lane: 'query', keepIfAbandoned: true }, // scrypt: deliberately slow, so it stays off the interactive lane
+  fault: { lane: 'query' }, // unless the job names a lane
+  ping: { lane: 'interactive' }, // readiness sends it to every lane with ping(lane)
+  oauthClient: { lane: 'interactive' },
+  oauthRegister: { lane: 'interactive', keepIfAbandoned: true },
+  oauthIssueCode: { lane: 'interactive', keepIfAbandoned: true },
+  oauthToken: { lane: 'interactive', keepIfAbandoned: true },
+  oauthRevoke: { lane: 'interactive', keepIfAbandoned: true },
+};
+
+/** Each kind's lane (JOB_KINDS). */
+export const LANES = Object.fromEntries(
+  Object.entries(JOB_KINDS).map(([kind, policy]) => [kind, policy.lane]),
+) as Record<JobKind, Lane>;
+
+const isSized = (kind: JobKind): kind is SizedKind => JOB_KINDS[kind].sized === true;
+
+const laneOf = (job: Job): Lane => (job.kind === 'fault' ? (job.lane ?? 'query') : LANES[job.kind]);
+
+/**
+ * Jobs that are never refused, whatever the queue: an access-log batch refused would be lost,
+ * and a chunk after the first belongs to a download whose headers are already sent, so refusing
+ * it would cut the file short. The first chunk (of the file, or of a range) is read before the
+ * headers and may be refused.
+ */
+function mayShed(job: Job): boolean {
+  const shed = JOB_KINDS[job.kind].shed;
+  if (shed === 'never') return false;
+  if (job.kind === 'attachmentChunk' && shed === 'first chunk only') return job.first === true || job.seq === 0;
+  // A test's hold stands for work already admitted, so it fills a lane exactly whatever else runs.
+  if (job.kind === 'fault') return job.mode !== 'hold';
+  return true;
+}
+
+/**
+ * How long a running job whose client went away may go on before its thread is stopped: about
+ * what a replacement thread costs its lane (#submit).
+ */
+export const ABANDONED_GRACE_MS = 250;
+
+/** Waiting jobs per thread that are always accepted, however long the longest has waited. */
+export const SHORT_QUEUE_PER_THREAD = 8;
+
+const DEFAULT_SEARCH_MEMORY = 768 * 1024 * 1024;
+let pools = 0;
+
+/** The search index's builder thread. It only reads; if it fails, searches are counted by SQL. */
+function startBuilder(file: string, data: BuilderData | PgBuilderData): Worker {
+  const worker = new Worker(new URL(file, import.meta.url), { workerData: data });
+  worker.unref();
+  worker.on('error', () => {}); // a failed build leaves searches on SQL, which is always exact
+  return worker;
+}
+
+/**
+ * Piscina loads a worker's module with require() first and import() only if that throws. On
+ * Node 20.19+ require() of our ES module succeeds through require(esm), and once, under a full
+ * test run, Node 20 aborted the whole process in that path (an assertion in
+ * CreateRequiredModuleFacade). Turning require(esm) off in the workers sends Piscina to import(),
+ * the ordinary way to load an ES module; nothing in a worker relies on require(esm).
+ */
+const NO_REQUIRE_ESM = '--no-experimental-require-module';
+const WORKER_EXEC_ARGV = process.allowedNodeEnvironmentFlags.has(NO_REQUIRE_ESM)
+  ? [...process.execArgv, NO_REQUIRE_ESM]
+  : process.execArgv;
+
+export class EnginePool {
+  readonly #lanes: Record<Lane, Piscina>;
+  #closed = false;
+  /**
+   * Running plus waiting jobs per lane, by when they were submitted (a Map keeps insertion
+   * order): counted here so the bound is exact whatever Piscina's state, and timed so that the
+   * queue's delay can be read.
+   */
+  readonly #inFlight: Record<Lane, Map<number, number>> = { interactive: new Map(), query: new Map() };
+  #nextJob = 0;
+  readonly #threads: Record<Lane, number>;
+  readonly #capacity: Record<Lane, number>;
+  readonly #maxWaitMs: number;
+  readonly #refused: Record<Lane, number> = { interactive: 0, query: 0 };
+  readonly #budgetMs: number;
+  #movedDetails = 0;
+  /** Jobs cancelled, per lane and reason, since the pool started (metrics, tests). */
+  readonly #cancelled: Record<Lane, { timedOut: number; abandoned: number }> = {
+    interactive: { timedOut: 0, abandoned: 0 },
+    query: { timedOut: 0, abandoned: 0 },
+  };
+  /** Builds the shared search index (engine/sqlite/index-builder.ts, engine/postgres/search-snapshot-builder.ts). */
+  #builder: Worker | undefined;
+  #searchIndexError: string | undefined;
+
+  constructor(options: EnginePoolOptions) {
+    // Create and migrate a SQLite file once, here, so the workers never race to do it. A
+    // PostgreSQL archive is checked by prepareArchive() (engine/archive.ts) before the pool starts.
+    if (storeKind(options.dbPath) === 'sqlite') openArchive(options.dbPath).close();
+    const searchMemory = options.searchMemoryBytes ?? DEFAULT_SEARCH_MEMORY;
+    // On PostgreSQL with read replicas, searches stay on the replicas by SQL (ADR 22: the
+    // index is built and read on the primary, and would show the primary's state instead).
+    const replicas = storeKind(options.dbPath) === 'postgres' && (options.readReplicas?.length ?? 0) > 0;
+    const channel = searchMemory > 0 && !replicas ? `mag-search-${process.pid}-${++pools}` : undefined;
+    const lane = (name: Lane, threads: number) => {
+      const workerData: WorkerData = {
+        dbPath: options.dbPath,
+        ...(options.timeZone !== undefined ? { timeZone: options.timeZone } : {}),
+        ...(options.readReplicas !== undefined ? { readReplicas: options.readReplicas } : {}),
+        faultInjection: options.faultInjection ?? false,
+        lane: name,
+        ...(channel ? { searchChannel: channel } : {}),
+        ...(Number.isFinite(options.jobTimeoutMs) ? { statementTimeoutMs: options.jobTimeoutMs } : {}),
+      };
+      return new Piscina({
+        filename: new URL('./worker.js', import.meta.url).href,
+        execArgv: WORKER_EXEC_ARGV,
+        minThreads: threads,
+        maxThreads: threads,
+        idleTimeout: Number.POSITIVE_INFINITY,
+        workerData,
+      });
+    };
+    const threads = { interactive: options.interactiveThreads ?? 1, query: options.threads };
+    this.#threads = threads;
+    this.#maxWaitMs = options.maxQueueWaitMs ?? Number.POSITIVE_INFINITY;
+    this.#budgetMs = options.jobTimeoutMs ?? Number.POSITIVE_INFINITY;
+    this.#lanes = { interactive: lane('interactive', threads.interactive), query: lane('query', threads.query) };
+    if (channel && storeKind(options.dbPath) === 'sqlite')
+      this.#builder = startBuilder('../sqlite/index-builder.js', {
+        dbPath: options.dbPath,
+        channel,
+        maxBytes: searchMemory,
+      });
+    else if (channel)
+      this.#builder = startBuilder('../postgres/search-snapshot-builder.js', {
+        url: options.dbPath,
+        timeZone: options.timeZone ?? 'UTC',
+        channel,
+        maxBytes: searchMemory,
+      });
+    this.#builder?.on('message', (m: { error?: string }) => {
+      if (m.error !== undefined) this.#searchIndexError = m.error;
+    });
+    // The bound is ours, not Piscina's maxQueue, which would refuse the jobs that must never be.
+    const bound = (l: Lane) => threads[l] + (options.maxQueue?.[l] ?? Number.POSITIVE_INFINITY);
+    this.#capacity = { interactive: bound('interactive'), query: bound('query') };
+  }
+
+  /** Rejects with EngineOverloaded, without starting the job, when its lane is full. */
+  async run<K extends JobKind>(job: Job<K>, options: RunOptions = {}): Promise<JobResult<K>> {
+    if (isSized(job.kind) && laneOf(job as Job) === 'interactive') {
+      const sized = { ...(job as Job<SizedKind>), interactiveMaxBytes: INTERACTIVE_DETAIL_MAX_BYTES };
+      const out = await this.#submit(sized, 'interactive', true, options);
+      if (!isMovedToQueryLane(out)) return out as JobResult<K>;
+      return (await this.#moved(job as Job<SizedKind>, options)) as JobResult<K>;
+    }
+    return this.#submit(job as Job, laneOf(job as Job), mayShed(job as Job), options) as Promise<JobResult<K>>;
+  }
+
+  /** A detail too large for the interactive lane, read again on the query lane (engine/pool/large-detail.ts). */
+  #moved(job: Job<SizedKind>, options: RunOptions): Promise<unknown> {
+    this.#movedDetails++;
+    const { interactiveMaxBytes: _limit, ...plain } = job;
+    return this.#submit(plain, 'query', true, options);
+  }
+
+  /** Detail jobs moved from the interactive lane to the query lane for their size, since the pool started. */
+  get movedDetails(): number {
+    return this.#movedDetails;
+  }
+
+  /**
+   * A key check and the job it admits, in one crossing (AuthedJob, shared/jobs.ts): on that
+   * job's lane, and refused with EngineOverloaded, unstarted, when that job would be.
+   */
+  async runAuthed<K extends OwnedKind>(job: AuthedJob<K>): Promise<AuthedResult<K>> {
+    const lane = LANES[job.job.kind];
+    const sized =
+      isSized(job.job.kind) && lane === 'interactive'
+        ? { ...job, job: { ...job.job, interactiveMaxBytes: INTERACTIVE_DETAIL_MAX_BYTES } }
+        : job;
+    const out = (await this.#submit(sized, lane, true, {})) as AuthedResult<K>;
+    if ('error' in out) restored(out.error);
+    if ('result' in out && out.auth.ok && isMovedToQueryLane(out.result)) {
+      const detail = { ...(job.job as unknown as Job<SizedKind>), principal: out.auth.principal };
+      return { ...out, result: (await this.#moved(detail, {})) as JobResult<K> };
+    }
+    return out;
+  }
+
+  #submit(job: Job | AuthedJob, lane: Lane, shed: boolean, options: RunOptions): Promise<unknown> {
+    const kind = job.kind === 'authed' ? job.job.kind : job.kind;
+    const client = JOB_KINDS[kind].keepIfAbandoned ? undefined : (options.signal ?? currentRequestSignal());
+    if (client?.aborted) {
+      this.#cancelled[lane].abandoned++;
+      return Promise.reject(new JobAbandoned());
+    }
+    if (shed && this.#full(lane)) {
+      this.#refused[lane]++;
+      return Promise.reject(new EngineOverloaded(lane));
+    }
+    const id = this.#nextJob++;
+    const inFlight = this.#inFlight[lane];
+    inFlight.set(id, performance.now());
+    // A test's hold stands for admitted work of any length; a test that means to time it gives a budget.
+    const unbounded = kind === 'accessLog' || (job.kind === 'fault' && job.mode === 'hold');
+    const budgetMs = options.budgetMs ?? (unbounded ? Number.POSITIVE_INFINITY : this.#budgetMs);
+    // Piscina takes an aborted job off the queue, or terminates the thread running it and starts
+    // another: the lane keeps its threads either way.
+    const cancel = new AbortController();
+    const timer = Number.isFinite(budgetMs) ? setTimeout(() => cancel.abort(TIMEOUT_REASON), budgetMs) : undefined;
+    timer?.unref();
+    // A job still waiting leaves its queue at once. A running one is let finish for a while
+    // first: stopping it costs its lane a thread until Piscina has started another (about 200 ms
+    // on a 2-vCPU VM, measured), and most jobs, and every interactive one, end long before that.
+    // Stopping them at once let any client that hung up early, with any token, keep the
+    // interactive lane's one thread restarting, and everyone's key checks waiting on it.
+    let grace: NodeJS.Timeout | undefined;
+    const gone = () => {
+      if (!this.#running(lane, id)) return cancel.abort(new JobAbandoned());
+      grace = setTimeout(() => cancel.abort(new JobAbandoned()), ABANDONED_GRACE_MS);
+      grace.unref();
+    };
+    client?.addEventListener('abort', gone, { once: true });
+    return (this.#lanes[lane].run(job, { signal: cancel.signal }) as Promise<unknown>)
+      .catch((err: unknown) => {
+        if (cancel.signal.aborted && (err as { name?: unknown } | null)?.name === 'AbortError') {
+          const timedOut = cancel.signal.reason === TIMEOUT_REASON;
+          this.#cancelled[lane][timedOut ? 'timedOut' : 'abandoned']++;
+          throw timedOut ? new EngineTimedOut(budgetMs) : new JobAbandoned();
+        }
+        return restoreError(err);
+      })
+      .finally(() => {
+        clearTimeout(timer);
+        clearTimeout(grace);
+        client?.removeEventListener('abort', gone);
+        inFlight.delete(id);
+      });
+  }
+
+  /**
+   * Whether a job has a thread: Piscina hands jobs to a lane's threads first come, first served,
+   * so the running ones are the lane's oldest unsettled jobs, as many as it has threads. (While a
+   * stopped thread is being replaced the lane has one fewer: a waiting job then counts as running
+   * and leaves its queue after the grace instead of at once.)
+   */
+  #running(lane: Lane, id: number): boolean {
+    let ahead = 0;
+    for (const job of this.#inFlight[lane].keys()) {
+      if (job === id) return true;
+      if (++ahead >= this.#threads[lane]) return false;
+    }
+    return false;
+  }
+
+  /** Thread ids of a lane's workers now (a stopped thread's replacement has a new one). */
+  threadIds(lane: Lane): number[] {
+    return this.#lanes[lane].threads.map((t) => t.threadId);
+  }
+
+  /** Jobs cancelled on a lane since the pool started: past their budget, or left by their client. */
+  cancelled(lane: Lane): { timedOut: number; abandoned: number } {
+    return { ...this.#cancelled[lane] };
+  }
+
+  /** Jobs of a lane submitted and not yet settled (running plus waiting). */
+  inFlight(lane: Lane): number {
+    return this.#inFlight[lane].size;
+  }
+
+  /**
+   * Throws EngineOverloaded when a job of this kind would be refused now, so a front end can
+   * shed a request before spending more work on it. The job itself may still be refused later,
+   * when the lane fills in between.
+   */
+  admit(kind: JobKind): void {
+    const lane = LANES[kind];
+    if (this.#full(lane)) {
+      this.#refused[lane]++;
+      throw new EngineOverloaded(lane);
+    }
+  }
+
+  /**
+   * A new job would not start soon: the lane holds its threads plus its whole queue, or the
+   * queue is longer than SHORT_QUEUE_PER_THREAD per thread and its longest-waiting job has
+   * already waited maxQueueWaitMs. A count alone cannot tell a queue of sub-millisecond reads
+   * from one of multi-second scans; the wait can, so a burst of cheap searches is queued while a
+   * flood of costly ones is shed. A short queue is always accepted: a few clients running costly
+   * searches back to back can only queue that many, so they are served, slowly, not refused.
+   */
+  #full(lane: Lane): boolean {
+    const inFlight = this.#inFlight[lane];
+    if (inFlight.size >= this.#capacity[lane]) return true;
+    const threads = this.#threads[lane];
+    if (inFlight.size < threads * (1 + SHORT_QUEUE_PER_THREAD) || !Number.isFinite(this.#maxWaitMs)) return false;
+    // Piscina starts jobs in about the order they came, so the first `threads` in flight are
+    // (nearly always) running and the next one has waited longest: close enough to shed by.
+    let seen = 0;
+    for (const submitted of inFlight.values()) {
+      if (seen++ < threads) continue;
+      return performance.now() - submitted > this.#maxWaitMs;
+    }
+    return false;
+  }
+
+  /** The last error the search index's builder reported (it keeps trying; searches use SQL meanwhile). */
+  get searchIndexError(): string | undefined {
+    return this.#searchIndexError;
+  }
+
+  /** Threads of the query lane. */
+  get threads(): number {
+    return this.#lanes.query.threads.length;
+  }
+
+  /** Runs the readiness job on one lane's own threads. */
+  ping(lane: Lane): Promise<JobResult<'ping'>> {
+    return (this.#lanes[lane].run({ kind: 'ping' }) as Promise<JobResult<'ping'>>).catch(restoreError);
+  }
+
+  /** True once close() was called (Piscina itself would start new threads for a later run). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  stats(lane: Lane): LaneStats {
+    const pool = this.#lanes[lane];
+    const summary = ({ mean, p50, p90, p99 }: LaneStats['runTime']) => ({ mean, p50, p90, p99 });
+    return {
+      threads: pool.threads.length,
+      busyThreads: pool.threads.length - pool.idleThreads,
+      queueSize: pool.queueSize,
+      completed: pool.completed,
+      refused: this.#refused[lane],
+      durationMs: pool.duration,
+      runTime: summary(pool.histogram.runTime),
+      waitTime: summary(pool.histogram.waitTime),
+    };
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.all([this.#lanes.interactive.close(), this.#lanes.query.close(), this.#builder?.terminate()]);
+  }
+}
+
+/**
+ * An error from a worker thread (thrown, or an AuthedResult's `error`) with the name and code it
+ * had there (engine/pool/worker.ts carries them in `cause`, which survives the structured clone): the
+ * gateway tells ArchiveUnavailable (503, Retry-After) from a fault (500) by that code.
+ */
+function restoreError(err: unknown): never {
+  throw restored(err);
+}
+
+function restored(err: unknown): unknown {
+  const cause = (err as { cause?: { portableError?: unknown; name?: unknown; code?: unknown } } | null)?.cause;
+  if (err instanceof Error && cause?.portableError === true) {
+    if (typeof cause.name === 'string') err.name = cause.name;
+    if (typeof cause.code === 'string') Object.assign(err, { code: cause.code });
+    delete (err as { cause?: unknown }).cause;
+  }
+  return err;
+}

@@ -1,0 +1,116 @@
+// Attachment text on a PostgreSQL archive (own migration 7): the same store interface as
+// engine/sqlite/attachment-text.ts over Mail Archiver's EmailAttachments and AttachmentContents.
+// Mail Archiver archives mail without telling us, so `mail-archive reindex --attachments` is how
+// its attachments get text; the importer does it for what it writes itself.
+import type { AttachmentTextPage, Viewer } from '../../shared/jobs.js';
+import type { ExtractResult } from '../attachments/extract.js';
+import {
+  pageOfText,
+  type AttachmentTextRow,
+  type AttachmentTextStore,
+  type PendingContent,
+} from '../attachments/index-texts.js';
+import { T, visibleAccounts } from './columns.js';
+import { reindexDocuments } from './search-index.js';
+import { raw, sql } from './sql.js';
+import type { PgContext } from './context.js';
+
+const TEXTS = raw('mail_archive_gateway.attachment_texts');
+/** An attachment's content key, as the attachment handle has it (positive: AttachmentContents). */
+const KEY = raw('COALESCE(a."AttachmentContentId", -a."Id")');
+
+export class PgAttachmentTexts implements AttachmentTextStore {
+  constructor(private readonly ctx: PgContext) {}
+
+  async pending(
+    limit: number,
+    { emailIds, after = 0 }: { emailIds?: readonly number[]; after?: number } = {},
+  ): Promise<PendingContent[]> {
+    if (emailIds && emailIds.length === 0) return [];
+    const only = emailIds ? sql`AND a."ArchivedEmailId" = ANY(${[...emailIds]}::int[])` : sql``;
+    // Walks EmailAttachments by "Id" from the cursor (its primary key), probing our table per
+    // row, and stops after `limit` finds: a long reindex does not rescan what it has done.
+    const rows = await this.ctx.primary<PendingContent>(
+      sql`SELECT ${KEY} AS "contentId", a."Id" AS cursor, a."ContentType" AS "contentType", a."FileName" AS "fileName",
+                 COALESCE(octet_length(c."Content"), octet_length(a."Content"), 0)::float8 AS size
+            FROM ${T.attachments} a LEFT JOIN ${T.contents} c ON c."Id" = a."AttachmentContentId"
+           WHERE a."Id" > ${after} AND NOT EXISTS (SELECT 1 FROM ${TEXTS} t WHERE t.content_id = ${KEY}) ${only}
+           ORDER BY a."Id" LIMIT ${Math.min(limit, 1_000_000)}`,
+    );
+    // One content attached twice in the same stretch is read once.
+    const seen = new Set<number>();
+    return rows.filter((r) => !seen.has(r.contentId) && !!seen.add(r.contentId));
+  }
+
+  async countPending(): Promise<number> {
+    const [row] = await this.ctx.primary<{ n: number }>(
+      sql`SELECT count(DISTINCT ${KEY})::float8 AS n FROM ${T.attachments} a
+           WHERE NOT EXISTS (SELECT 1 FROM ${TEXTS} t WHERE t.content_id = ${KEY})`,
+    );
+    return row!.n;
+  }
+
+  async content(c: PendingContent): Promise<Buffer> {
+    const source =
+      c.contentId > 0
+        ? sql`SELECT "Content" AS data FROM ${T.contents} WHERE "Id" = ${c.contentId}`
+        : sql`SELECT "Content" AS data FROM ${T.attachments} WHERE "Id" = ${-c.contentId}`;
+    const [row] = await this.ctx.primary<{ data: Buffer | null }>(source);
+    return row?.data ?? Buffer.alloc(0);
+  }
+
+  async save(
+    results: ReadonlyArray<{ contentId: number; result: ExtractResult }>,
+    emailIds: readonly number[] = [],
+  ): Promise<void> {
+    await this.ctx.transaction(async (query) => {
+      if (results.length > 0) {
+        const now = Date.now();
+        await query(
+          sql`INSERT INTO ${TEXTS} (content_id, status, text, chars, truncated, extracted_at)
+              SELECT * FROM unnest(${results.map((r) => r.contentId)}::int[], ${results.map((r) => r.result.status)}::text[],
+                                   ${results.map((r) => r.result.text)}::text[], ${results.map((r) => r.result.text.length)}::int[],
+                                   ${results.map((r) => r.result.truncated)}::bool[], ${results.map(() => now)}::bigint[])
+              ON CONFLICT (content_id) DO UPDATE SET status = excluded.status, text = excluded.text, chars = excluded.chars,
+                truncated = excluded.truncated, extracted_at = excluded.extracted_at`,
+        );
+      }
+      const found = results.filter((r) => r.result.status === 'ok' && r.result.text !== '').map((r) => r.contentId);
+      const holders =
+        found.length === 0
+          ? []
+          : (
+              await query<{ id: number }>(
+                sql`SELECT DISTINCT a."ArchivedEmailId" AS id FROM ${T.attachments} a WHERE ${KEY} = ANY(${found}::int[])`,
+              )
+            ).map((r) => r.id);
+      await reindexDocuments(query, [...new Set([...holders, ...emailIds])]);
+    });
+  }
+}
+
+export async function attachmentText(
+  ctx: PgContext,
+  viewer: Viewer,
+  emailId: number,
+  attachmentId: number,
+  offset = 0,
+  maxChars?: number,
+): Promise<AttachmentTextPage | null> {
+  const rows = await ctx.read<AttachmentTextRow<boolean>>(
+    sql`SELECT a."Id" AS id, a."ArchivedEmailId" AS "emailId", e."MailAccountId" AS "accountId",
+               a."FileName" AS "fileName", a."ContentType" AS "contentType",
+               COALESCE(octet_length(c."Content"), octet_length(a."Content"), 0)::float8 AS size,
+               t.status, t.text, t.truncated
+          FROM ${T.attachments} a
+          JOIN ${T.emails} e ON e."Id" = a."ArchivedEmailId"
+          LEFT JOIN ${T.contents} c ON c."Id" = a."AttachmentContentId"
+          LEFT JOIN ${TEXTS} t ON t.content_id = ${KEY}
+         WHERE a."Id" = ${attachmentId} AND a."ArchivedEmailId" = ${emailId}
+           AND ${visibleAccounts(viewer, 'e."MailAccountId"')}`,
+  );
+  const row = rows[0];
+  if (!row) return null;
+  const { status, text, truncated, ...attachment } = row;
+  return pageOfText(attachment, status, text ?? '', truncated === true, offset, maxChars);
+}

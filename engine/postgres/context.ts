@@ -1,0 +1,36 @@
+// What a PostgreSQL job handler is given (engine/postgres/store.ts PgStore implements it): where a query
+// may run, the display zone, transactions and health. Types only, so the handlers and the store
+// that dispatches to them do not import each other (docs/architecture.md, "Boundaries").
+import type { PostgresHealth } from '../../shared/jobs.js';
+import type { Snapshot } from '../search/bitsets/snapshot.js';
+import type { Sql } from './sql.js';
+
+export type Row = object;
+export type Query = <R extends Row = Record<string, unknown>>(q: Sql) => Promise<R[]>;
+
+export interface PgContext {
+  /** Mail Archiver's display zone: SentDate is wall-clock time there. */
+  readonly zone: string;
+  /**
+   * ArchivedEmails has Mail Archiver's read flag, "IsRead" boolean (open upstream PR 501):
+   * summaries and details carry `isRead`, and q may use is:read / is:unread. Looked up before a
+   * store's first job; a column added later shows after a restart.
+   */
+  readonly isRead: boolean;
+  readonly read: Query;
+  readonly primary: Query;
+  /** Runs `work` in one transaction on the primary. */
+  transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` in a read-only transaction on the primary that reads the database exactly as
+   * the exported snapshot `token` saw it (SET TRANSACTION SNAPSHOT); undefined when that
+   * snapshot can no longer be imported (its exporting transaction has ended).
+   */
+  inSnapshot<T>(token: string, work: (query: Query) => Promise<T>): Promise<T | undefined>;
+  /** The newest in-memory search snapshot posted to this thread (engine/postgres/search-snapshot.ts). */
+  searchSnapshot(): { snapshot: Snapshot; token: string | undefined } | undefined;
+  /** Whether this thread follows a pool's in-memory search index (readiness reports it). */
+  readonly searchIndexOn?: boolean;
+  /** The primary's and the replicas' state, for readiness; never throws. */
+  health(): Promise<PostgresHealth>;
+}

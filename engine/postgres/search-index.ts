@@ -1,0 +1,349 @@
+// The PostgreSQL store's own search index (docs/search.md, "On PostgreSQL"; ADR 11).
+//
+// Mail Archiver's GIN index tokenises with the 'simple' configuration: an address is one token,
+// accents stay, and its six columns are one run of text. The query language means something
+// else (docs/search.md), so this store keeps a side-index in its own schema: per message, a
+// tsvector built here, in JavaScript, with SQLite FTS5's tokenizer (engine/search/unicode61.ts),
+// whose lexemes carry their field (`s:budget`, `b:budget`, `n:report`, ...) and their positions,
+// plus hidden tags (`g:hatt` for has:attachment, exact-address tags from engine/search/tags.ts).
+// A query compiles to one tsquery over those lexemes; the meaning of every operator is then
+// the same set of messages as FTS5's MATCH on the SQLite store.
+//
+// Keeping it current: Mail Archiver (or anyone) inserts into ArchivedEmails without telling us.
+// `catchUpSearchIndex` indexes, in bounded batches on the primary, the messages above a
+// watermark (the highest "Id" looked at) that have no row yet; a search first compares
+// max("Id") with the watermark (one index probe each) and catches up when behind. Deleted
+// messages never show: searches join ArchivedEmails.
+import { NOT_A_FILE } from '../attachments/counts.js';
+import type { Node } from '../../shared/query-language.js';
+import { parseQuery } from '../../shared/query-language.js';
+import { ADDRESS, addressTag, addressTags, ATTACHMENT_TAG } from '../search/tags.js';
+import { tokenize } from '../search/unicode61.js';
+import { nextBatch } from './catch-up.js';
+import { T } from './columns.js';
+import { join, raw, sql, type Sql } from './sql.js';
+import type { PgContext, Query } from './context.js';
+
+export const DOCS = raw('mail_archive_gateway.search_docs');
+const STATE = raw('mail_archive_gateway.search_state');
+const TEXTS = raw('mail_archive_gateway.attachment_texts');
+
+/** The field letter each lexeme starts with. */
+const FIELD = {
+  subject: 's',
+  body: 'b',
+  from: 'f',
+  to: 't',
+  cc: 'c',
+  bcc: 'k',
+  filename: 'n',
+  attachment: 'a',
+  tag: 'g',
+} as const;
+type Field = keyof typeof FIELD;
+/** Free words search subject, body, from, to, cc and bcc, as on SQLite. */
+const DEFAULT_FIELDS: Field[] = ['subject', 'body', 'from', 'to', 'cc', 'bcc'];
+
+// PostgreSQL's tsvector limits: a lexeme of at most 2046 bytes (15 takes 2047 in a tsquery, 14
+// refuses it in both), positions 1..16383, at most 256 positions per lexeme, at most 1 MB of
+// lexeme text per value.
+const MAX_LEXEME_BYTES = 2046;
+const MAX_POSITION = 16383;
+const MAX_POSITIONS = 256;
+const MAX_LEXEME_TEXT = 1_000_000;
+
+/** A lexeme as PostgreSQL will store it: field-qualified and cut to the byte limit. */
+function lexeme(field: Field, token: string): string {
+  let text = `${FIELD[field]}:${token}`;
+  if (Buffer.byteLength(text) > MAX_LEXEME_BYTES) {
+    let bytes = 0;
+    let cut = '';
+    for (const ch of text) {
+      bytes += Buffer.byteLength(ch);
+      if (bytes > MAX_LEXEME_BYTES) break;
+      cut += ch;
+    }
+    text = cut;
+  }
+  return text;
+}
+
+/** A quoted lexeme for tsvector and tsquery input. */
+const quote = (lex: string) => `'${lex.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+
+export interface IndexedText {
+  subject: string;
+  body: string;
+  from: string;
+  to: string;
+  cc: string;
+  bcc: string;
+  /** Attachment file names joined by spaces, in attachment order (as SQLite's index). */
+  filenames: string;
+  hasAttachments: boolean;
+  /** The text found inside the attachments (attachment-text.ts), joined; "a:" lexemes. */
+  attachmentText?: string;
+}
+
+/** The tsvector input text for one message. */
+export function documentVector(m: IndexedText): string {
+  const positions = new Map<string, number[]>();
+  let lexemeText = 0;
+  const add = (field: Field, text: string) => {
+    tokenize(text).forEach((token, i) => {
+      const lex = lexeme(field, token);
+      let list = positions.get(lex);
+      if (!list) {
+        lexemeText += Buffer.byteLength(lex);
+        if (lexemeText > MAX_LEXEME_TEXT) return; // a huge body: its last distinct words are not indexed
+        positions.set(lex, (list = []));
+      }
+      if (list.length < MAX_POSITIONS) list.push(Math.min(i + 1, MAX_POSITION));
+    });
+  };
+  // Tags first: they are few and must never be lost to the size limit.
+  const tags = addressTags(m);
+  if (m.hasAttachments) tags.push(ATTACHMENT_TAG);
+  for (const tag of tags) positions.set(lexeme('tag', tag), []);
+  add('subject', m.subject);
+  add('from', m.from);
+  add('to', m.to);
+  add('cc', m.cc);
+  add('bcc', m.bcc);
+  add('filename', m.filenames);
+  add('body', m.body);
+  // Last: a long document may lose its last distinct words to the size limit, never the body.
+  add('attachment', m.attachmentText ?? '');
+  const parts: string[] = [];
+  for (const [lex, list] of positions) {
+    // Clamped positions repeat at 16383; PostgreSQL wants them distinct.
+    parts.push(list.length ? `${quote(lex)}:${[...new Set(list)].join(',')}` : quote(lex));
+  }
+  return parts.join(' ');
+}
+
+/** A filter tag of engine/search/tags.ts as tsquery input (the `g:` lexemes). */
+export const tagTsQuery = (tag: string) => quote(lexeme('tag', tag));
+
+/** A lexeme no message has: what a term with nothing indexable compiles to. */
+const NOTHING = quote('0:');
+
+function phrase(field: Field, tokens: string[], prefix: boolean): string {
+  const lexemes = tokens.map((t, i) => quote(lexeme(field, t)) + (prefix && i === tokens.length - 1 ? ':*' : ''));
+  return lexemes.length === 1 ? lexemes[0]! : `(${lexemes.join(' <-> ')})`;
+}
+
+/** A query node (no `thread:` in it) as tsquery input over the side index's lexemes. */
+export function tsquery(node: Node): string {
+  switch (node.type) {
+    case 'thread':
+    case 'read':
+      // Not expressible as lexemes; compileMatch turns a query holding thread: or is: terms
+      // into SQL over per-leaf tsqueries and never asks for this.
+      throw new Error('unreachable: thread: and is: are compiled by compileMatch');
+    case 'has':
+      return quote(lexeme('tag', ATTACHMENT_TAG));
+    case 'attachment': {
+      // "a:" lexemes: the text inside attachments (attachment-text.ts adds them to the document).
+      const tokens = tokenize(node.words.join(' '));
+      return tokens.length === 0 ? NOTHING : phrase('attachment', tokens, node.prefix);
+    }
+    case 'not':
+      return `!${tsquery(node.child)}`;
+    case 'and':
+    case 'or':
+      return `(${node.children.map(tsquery).join(node.type === 'and' ? ' & ' : ' | ')})`;
+    case 'text': {
+      const { field } = node;
+      if (
+        (field === 'from' || field === 'to' || field === 'cc' || field === 'bcc') &&
+        !node.prefix &&
+        ADDRESS.test(node.text)
+      ) {
+        return quote(lexeme('tag', addressTag(field, node.text))); // as compile.ts: exact address
+      }
+      // FTS5 tokenises the phrase it is given (the parser's words) once more: the same here.
+      const tokens = tokenize(node.words.join(' '));
+      if (tokens.length === 0) return NOTHING;
+      const fields = field ? [field] : DEFAULT_FIELDS;
+      const alternatives = fields.map((f) => phrase(f, tokens, node.prefix));
+      return alternatives.length === 1 ? alternatives[0]! : `(${alternatives.join(' | ')})`;
+    }
+  }
+}
+
+/** Whether the tree holds a term of `type`. */
+const holds = (node: Node, type: 'thread' | 'read'): boolean =>
+  node.type === type ||
+  ((node.type === 'and' || node.type === 'or') && node.children.some((c) => holds(c, type))) ||
+  (node.type === 'not' && holds(node.child, type));
+
+/**
+ * is:read / is:unread on the side-index row `d`: Mail Archiver's flag of its message, probed by
+ * primary key (the column exists: engine/postgres/search.ts checks before compiling).
+ */
+const readCondition = (read: boolean): Sql =>
+  sql`EXISTS (SELECT 1 FROM ${T.emails} r WHERE r."Id" = d.email_id AND r."IsRead" = ${read})`;
+
+/**
+ * `q` as a condition on the side-index row `d`, or null when q holds nothing searchable. One
+ * tsquery when it can be (the GIN index answers it whole); a query with `thread:` or `is:`
+ * terms, which are not in the index, becomes SQL (`bySql`) over a tsquery per leaf, `thread`
+ * (engine/postgres/threads.ts) and the read flag.
+ */
+export function compileMatch(
+  q: string,
+  thread: (id: number) => Sql,
+): { sql: Sql; hasThread: boolean; bySql: boolean } | null {
+  const root = parseQuery(q);
+  if (!root) return null;
+  const hasThread = holds(root, 'thread');
+  if (!hasThread && !holds(root, 'read')) {
+    return { sql: sql`d.doc @@ ${tsquery(root)}::tsquery`, hasThread: false, bySql: false };
+  }
+  const toSql = (node: Node): Sql => {
+    switch (node.type) {
+      case 'thread':
+        return thread(node.id);
+      case 'read':
+        return readCondition(node.read);
+      case 'not':
+        return sql`NOT (${toSql(node.child)})`;
+      case 'and':
+      case 'or':
+        return join(
+          node.children.map((c) => sql`(${toSql(c)})`),
+          node.type === 'and' ? ' AND ' : ' OR ',
+        );
+      default:
+        return sql`d.doc @@ ${tsquery(node)}::tsquery`;
+    }
+  };
+  // Parenthesised whole: callers AND it with the filters, and a top-level OR must stay inside.
+  return { sql: sql`(${toSql(root)})`, hasThread, bySql: true };
+}
+
+/** `q` as tsquery input; null when q holds nothing searchable (nothing can match). */
+export function compileTsQuery(q: string): string | null {
+  const root = parseQuery(q);
+  return root ? tsquery(root) : null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keeping the index current
+
+/** Messages per catch-up transaction: bounded memory (bodies are up to 1 MB) and lock time. */
+export const CATCH_UP_BATCH = 200;
+/**
+ * Ids this far below the watermark are looked at again by each catch-up: a message whose
+ * transaction committed after a higher id had already been indexed is still found.
+ */
+export const RECHECK_WINDOW = 1000;
+const LOCK = 'mail_archive_gateway.search_index';
+
+/** A message as the index reads it: the document's text, selected in IndexedText's shape. */
+type SourceRow = IndexedText & { id: number };
+
+export const INDEX_LOCK = LOCK;
+
+/** Builds and inserts the documents of these messages (rows already there are kept). */
+async function insertDocuments(query: Query, ids: readonly number[]): Promise<void> {
+  const rows = await query<SourceRow>(
+    sql`SELECT e."Id" AS id, e."Subject" AS subject, e."Body" AS body, e."From" AS "from", e."To" AS "to",
+               e."Cc" AS cc, e."Bcc" AS bcc,
+               COALESCE((SELECT string_agg(a."FileName", ' ' ORDER BY a."Id") FROM ${T.attachments} a
+                 WHERE a."ArchivedEmailId" = e."Id"), '') AS filenames,
+               e."HasAttachments" OR EXISTS (SELECT 1 FROM ${T.attachments} a WHERE a."ArchivedEmailId" = e."Id"
+                 AND lower(split_part(a."ContentType", ';', 1)) <> ALL(${[...NOT_A_FILE]}::text[]))
+                 AS "hasAttachments",
+               COALESCE((SELECT string_agg(t.text, E'\n' ORDER BY t.content_id) FROM ${TEXTS} t
+                 WHERE t.status = 'ok' AND t.content_id IN (SELECT COALESCE(a."AttachmentContentId", -a."Id")
+                   FROM ${T.attachments} a WHERE a."ArchivedEmailId" = e."Id")), '') AS "attachmentText"
+          FROM ${T.emails} e WHERE e."Id" = ANY(${[...ids]}::int[])`,
+  );
+  if (rows.length === 0) return;
+  const docs = rows.map(documentVector);
+  await query(
+    sql`INSERT INTO ${DOCS} (email_id, doc)
+        SELECT id, doc::tsvector FROM unnest(${rows.map((r) => r.id)}::int[], ${docs}::text[]) AS t(id, doc)
+        ON CONFLICT (email_id) DO NOTHING`,
+  );
+}
+
+/**
+ * Indexes these messages again (attachment text arrived for them), in the caller's transaction.
+ * Takes the catch-up's lock, so a catch-up cannot insert a document read before the text.
+ * Messages above the watermark are left to the catch-up, which will read the text itself.
+ */
+export async function reindexDocuments(query: Query, ids: readonly number[]): Promise<void> {
+  if (ids.length === 0) return;
+  await query(sql`SELECT pg_advisory_xact_lock(hashtext(${LOCK}))`);
+  const kept = await query<{ id: number }>(
+    sql`DELETE FROM ${DOCS} WHERE email_id = ANY(${[...ids]}::int[]) RETURNING email_id AS id`,
+  );
+  const [state] = await query<{ through: number }>(sql`SELECT indexed_through AS through FROM ${STATE}`);
+  const redo = new Set(kept.map((r) => r.id));
+  for (const id of ids) if (id <= state!.through) redo.add(id);
+  await insertDocuments(query, [...redo]);
+}
+
+async function indexBatch(
+  query: Query,
+  after: number,
+  limit: number,
+): Promise<{ seen: number; indexed: number; last: number }> {
+  await query(sql`SELECT pg_advisory_xact_lock(hashtext(${LOCK}))`);
+  const { ids, missing } = await nextBatch(query, DOCS, after, limit);
+  if (missing.length > 0) await insertDocuments(query, missing);
+  const last = ids.at(-1) ?? after;
+  await query(sql`UPDATE ${STATE} SET indexed_through = greatest(indexed_through, ${last}) WHERE id = 1`);
+  return { seen: ids.length, indexed: missing.length, last };
+}
+
+/**
+ * Indexes every message not yet in the search index, in batches on the primary; returns how
+ * many it indexed. Safe to call from several processes at once (they take turns per batch).
+ * `onBatch` hears after each batch (the CLI's `index` command shows progress with it).
+ * The import writer calls it after each batch; a search calls it when the index is behind.
+ */
+export async function catchUpSearchIndex(
+  ctx: PgContext,
+  onBatch?: (progress: { indexed: number; through: number }) => void,
+): Promise<number> {
+  const [state] = await ctx.primary<{ through: number }>(sql`SELECT indexed_through AS through FROM ${STATE}`);
+  let after = Math.max(0, state!.through - RECHECK_WINDOW);
+  let indexed = 0;
+  for (;;) {
+    const { seen, indexed: n, last } = await ctx.transaction((query) => indexBatch(query, after, CATCH_UP_BATCH));
+    indexed += n;
+    after = last;
+    onBatch?.({ indexed, through: last });
+    if (seen < CATCH_UP_BATCH) break;
+  }
+  // Fresh statistics let the planner tell a common word (walk the date index) from a rare one
+  // (read the GIN index) on a newly filled index; autovacuum keeps them current afterwards.
+  if (indexed >= 1000) await ctx.primary(sql`ANALYZE ${DOCS}`);
+  return indexed;
+}
+
+/**
+ * Before a search: is a message in ArchivedEmails above the watermark? Checked where the
+ * search will read (a replica shows the index as of its replay); when behind, the primary
+ * catches up. Without replicas the search then sees every message that existed when it began.
+ */
+export async function ensureSearchIndex(ctx: PgContext): Promise<void> {
+  const [state] = await ctx.read<{ behind: boolean }>(
+    sql`SELECT coalesce((SELECT max("Id") FROM ${T.emails}), 0) > (SELECT indexed_through FROM ${STATE}) AS behind`,
+  );
+  if (state!.behind) await catchUpSearchIndex(ctx);
+}
+
+/** Removes index rows of messages deleted from ArchivedEmails (they are never shown anyway). */
+export async function pruneSearchIndex(ctx: PgContext): Promise<number> {
+  const rows = await ctx.primary<{ n: number }>(
+    sql`WITH gone AS (DELETE FROM ${DOCS} d WHERE NOT EXISTS
+          (SELECT 1 FROM ${T.emails} e WHERE e."Id" = d.email_id) RETURNING 1)
+        SELECT count(*)::int AS n FROM gone`,
+  );
+  return rows[0]!.n;
+}

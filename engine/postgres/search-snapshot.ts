@@ -1,0 +1,598 @@
+// The in-memory search index (engine/search/bitsets, ADR 13) serving a PostgreSQL archive
+// (ADR 22). This file is the PostgreSQL side of it: it feeds the store-neutral index rows read
+// in one exported database snapshot, answers the terms the index does not keep from the side
+// index (search-index.ts) in that same snapshot, and reads each page there too, so a page and
+// its totalItems always describe one state of the database.
+//
+// Building: in a REPEATABLE READ transaction whose snapshot is exported (pg_export_snapshot),
+// every message's date, account, folder and direction, each side-index document's lexemes
+// (tsvector_to_array), and the other sort orders as SQL gives them. The transaction stays open
+// while the snapshot serves: a search imports it (SET TRANSACTION SNAPSHOT) and reads exactly
+// what the index describes. Refreshing: a new exported snapshot, every message's attributes read
+// again (a folder move, a reassignment or a delete is then in the next snapshot), and only the
+// documents not yet in the index fetched and added. Searches check one thing against the present:
+// a message with a higher id than the snapshot knows (new mail) sends them to SQL until the next
+// refresh, so new mail is found at once, as before.
+import pg from 'pg';
+import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
+import type { SearchIndexInfo, SearchQuery, Viewer } from '../../shared/jobs.js';
+import { parseQuery, type Node } from '../../shared/query-language.js';
+import { RELEVANCE_WINDOW } from '../../shared/search-input.js';
+import { compileSearch } from '../search/compile.js';
+import { countMatches, leafKey } from '../search/bitsets/count.js';
+import { pageIds, relevancePageIds } from '../search/bitsets/page.js';
+import { needsSubjects, rankedSets, termsFromSets } from '../search/bitsets/ranked.js';
+import { grownSet, grownTerms, keptTerms, Postings, toTermSet } from '../search/bitsets/rows.js';
+import {
+  DOCS_KEY,
+  KEY_POSITIONS,
+  ORDERS,
+  pack,
+  Snapshot,
+  termKey,
+  wordsFor,
+  type OrderKey,
+  type TermSet,
+} from '../search/bitsets/snapshot.js';
+import { StaleSnapshot, type Leaf, type LeafSource } from '../search/bitsets/source.js';
+import { MAX_TAIL_PREFIX } from '../search/bitsets/tails.js';
+import { MAX_PAIR_WORDS, PAIR_SHARE, pairKey, pairWordKey } from '../search/bitsets/pairs.js';
+import { rankedLeaves, rankWindow } from '../search/relevance.js';
+import { accountTag, directionTag, folderTag } from '../search/tags.js';
+import { tokenize } from '../search/unicode61.js';
+import { pageOf, toSummary, type RawSummary } from '../rules/summary.js';
+import { SORT_COLUMNS, summaryColumns, T, zonedTimestamp } from './columns.js';
+import { DOCS, tagTsQuery, tsquery } from './search-index.js';
+import { raw, sql } from './sql.js';
+import type { PgContext, Query } from './context.js';
+import { narrowedToGrant } from '../rules/oauth.js';
+
+// ---------------------------------------------------------------------------------------------
+// Building and refreshing (the builder thread, search-snapshot-builder.ts)
+
+export interface PgBuildOptions {
+  /** A word is kept when at least this many messages hold it (default: 1 in 1,000, at least 256). */
+  minDocs?: number;
+  /** Upper bound for the kept sets, in bytes. */
+  maxBytes?: number;
+  /** Keep a prefix tail when asking for its words one by one would cost more than this (µs). */
+  tailMinCostUs?: number;
+}
+
+/** What a refresh needs of the previous one, beside its snapshot. */
+export interface PgSnapshotState {
+  snapshot: Snapshot;
+  /** The messages in date order with their attributes, to tell whether anything changed. */
+  rows: MessageRows;
+  /** Ids whose side-index document is in the kept sets. */
+  indexed: Set<number>;
+  /** Messages at the last full build: the choice of kept words is redone at 1.25 times that. */
+  fullBuildRows: number;
+}
+
+interface MessageRows {
+  ids: Int32Array;
+  /** SentDate as microseconds of its wall-clock time (the store's own date values). */
+  sent: Float64Array;
+  account: Int32Array;
+  folder: Array<string | null>;
+  outgoing: Uint8Array;
+}
+
+/** Attribute tags (account, folder, direction) are read from ArchivedEmails at every refresh. */
+const ATTRIBUTE_TAG = /^t:(a\d+|din|dout|f[0-9a-z]+)$/;
+const DOC_BATCH = 2000;
+const DEFAULT_MAX_BYTES = 768 * 1024 * 1024;
+
+/** SentDate as the index stores it: microseconds of the naive (wall-clock) timestamp. */
+const SENT_KEY = raw(`(extract(epoch FROM e."SentDate") * 1000000)::float8`);
+
+async function readRows(client: pg.Client): Promise<MessageRows> {
+  const { rows } = await client.query<[number, number, number, string | null, boolean]>({
+    text: `SELECT e."Id", ${SENT_KEY.toQuery().text}, e."MailAccountId", e."FolderName", e."IsOutgoing"
+             FROM mail_archiver."ArchivedEmails" e ORDER BY e."SentDate", e."Id"`,
+    rowMode: 'array',
+  });
+  const n = rows.length;
+  const out: MessageRows = {
+    ids: new Int32Array(n),
+    sent: new Float64Array(n),
+    account: new Int32Array(n),
+    folder: new Array<string | null>(n),
+    outgoing: new Uint8Array(n),
+  };
+  rows.forEach(([id, sent, account, folder, outgoing], i) => {
+    out.ids[i] = id;
+    out.sent[i] = sent;
+    out.account[i] = account;
+    out.folder[i] = folder;
+    out.outgoing[i] = outgoing ? 1 : 0;
+  });
+  return out;
+}
+
+const sameRows = (a: MessageRows, b: MessageRows) =>
+  a.ids.length === b.ids.length &&
+  a.ids.every((id, i) => id === b.ids[i]) &&
+  a.sent.every((s, i) => s === b.sent[i]) &&
+  a.account.every((x, i) => x === b.account[i]) &&
+  a.outgoing.every((x, i) => x === b.outgoing[i]) &&
+  a.folder.every((x, i) => x === b.folder[i]);
+
+const sameIds = (a: MessageRows, b: MessageRows) =>
+  a.ids.length === b.ids.length && a.ids.every((id, i) => id === b.ids[i]);
+
+async function readOrders(
+  client: pg.Client,
+  sortColumns: Record<OrderKey, string>,
+): Promise<Record<OrderKey, Int32Array>> {
+  const orders = {} as Record<OrderKey, Int32Array>;
+  for (const o of ORDERS) {
+    const { rows } = await client.query<[number]>({
+      text: `SELECT e."Id" FROM mail_archiver."ArchivedEmails" e ORDER BY ${sortColumns[o]}, e."Id"`,
+      rowMode: 'array',
+    });
+    orders[o] = Int32Array.from(rows, (r) => r[0]);
+  }
+  return orders;
+}
+
+/** The field letters of the default columns' lexemes (search-index.ts FIELD): subject, body, from, to, cc, bcc. */
+const DEFAULT_FIELDS = new Set(['s', 'b', 'f', 't', 'c', 'k']);
+
+/**
+ * Adds one document's lexemes to the postings: `d:` for a word of the default columns, `s:` for
+ * the subject, `t:` for a hidden tag (`g:` lexemes). File names and attachment text stay with
+ * the side index (they are asked of it, as FTS5 is asked on SQLite).
+ */
+function addDocument(id: number, lexemes: string[], add: (key: string, id: number) => void, vocab: Set<string>): void {
+  const seen = new Set<string>();
+  for (const lex of lexemes) {
+    const field = lex[0]!;
+    const word = lex.slice(2);
+    if (field === 'g') add(termKey('t', word), id);
+    else if (DEFAULT_FIELDS.has(field)) {
+      if (field === 's') add(termKey('s', word), id);
+      if (!seen.has(word)) {
+        seen.add(word);
+        vocab.add(word);
+        add(termKey('d', word), id);
+      }
+    }
+  }
+}
+
+/** Reads the lexemes of these documents in batches, as they are in the transaction's snapshot. */
+async function* documents(client: pg.Client, ids: number[]): AsyncGenerator<[number, string[]]> {
+  for (let i = 0; i < ids.length; i += DOC_BATCH) {
+    const { rows } = await client.query<[number, string[]]>({
+      text: `SELECT email_id, tsvector_to_array(doc) FROM mail_archive_gateway.search_docs WHERE email_id = ANY($1::int[])`,
+      values: [ids.slice(i, i + DOC_BATCH)],
+      rowMode: 'array',
+    });
+    yield* rows;
+  }
+}
+
+/**
+ * Common word pairs (pairs.ts) from the side index's own positions: for each field of each
+ * document, two pair words at positions p and p + 1 are a pair, which is exactly what the
+ * tsquery `'b:w1' <-> 'b:w2'` matches (positions as stored: clamped, at most 256 per lexeme).
+ * Returns each pair's ids (ascending by document order given).
+ */
+async function pairIds(client: pg.Client, pairWords: readonly string[], ids: number[]): Promise<Postings> {
+  const out = new Postings();
+  if (pairWords.length === 0 || ids.length === 0) return out;
+  const index = new Map(pairWords.map((w, i) => [w, i]));
+  const lexemes = pairWords.flatMap((w) => [...DEFAULT_FIELDS].map((f) => `${f}:${w}`));
+  for (let i = 0; i < ids.length; i += DOC_BATCH) {
+    const { rows } = await client.query<[number, string, number[]]>({
+      text: `SELECT d.email_id, u.lexeme, u.positions FROM mail_archive_gateway.search_docs d,
+                    unnest(d.doc) AS u(lexeme, positions, weights)
+              WHERE d.email_id = ANY($1::int[]) AND u.lexeme = ANY($2::text[])`,
+      values: [ids.slice(i, i + DOC_BATCH), lexemes],
+      rowMode: 'array',
+    });
+    // Per document and field: position -> pair word.
+    const docs = new Map<number, Map<string, Map<number, number>>>();
+    for (const [id, lexeme, positions] of rows) {
+      let fields = docs.get(id);
+      if (!fields) docs.set(id, (fields = new Map()));
+      const field = lexeme[0]!;
+      let at = fields.get(field);
+      if (!at) fields.set(field, (at = new Map()));
+      for (const p of positions ?? []) at.set(p, index.get(lexeme.slice(2))!);
+    }
+    for (const [id, fields] of docs) {
+      const seen = new Set<string>();
+      for (const at of fields.values())
+        for (const [p, first] of at) {
+          const second = at.get(p + 1);
+          if (second === undefined) continue;
+          const key = pairKey(pairWords[first]!, pairWords[second]!);
+          if (!seen.has(key)) {
+            seen.add(key);
+            out.add(key, id);
+          }
+        }
+    }
+  }
+  return out;
+}
+
+/** The account, folder and direction tags of every message, always kept whole. */
+function attributeTerms(rows: MessageRows, words: number): Array<{ key: string; set: TermSet }> {
+  const lists = new Postings();
+  for (let i = 0; i < rows.ids.length; i++) {
+    const id = rows.ids[i]!;
+    lists.add(termKey('t', accountTag(rows.account[i]!)), id);
+    lists.add(termKey('t', directionTag(rows.outgoing[i] === 1)), id);
+    const folder = rows.folder[i];
+    if (folder !== null && folder !== undefined) lists.add(termKey('t', folderTag(folder)), id);
+  }
+  return [...lists.keys()].map((key) => ({ key, set: toTermSet(lists.ids(key), words) }));
+}
+
+/**
+ * Builds or refreshes the snapshot in `client`'s open REPEATABLE READ transaction (the caller
+ * exported its snapshot). Returns the new state, or the old one unchanged (same buffer) when
+ * nothing the index holds has changed.
+ */
+async function refreshPgSnapshot(
+  client: pg.Client,
+  sortColumns: Record<OrderKey, string>,
+  old: PgSnapshotState | undefined,
+  options: PgBuildOptions = {},
+): Promise<PgSnapshotState> {
+  const started = performance.now();
+  const rows = await readRows(client);
+  const maxId = rows.ids.reduce((m, id) => Math.max(m, id), 0);
+  const words = wordsFor(maxId);
+  const universe = new Uint32Array(words);
+  for (const id of rows.ids) universe[id >>> 5]! |= 1 << (id & 31);
+  const withDocs = (
+    await client.query<[number]>({ text: 'SELECT email_id FROM mail_archive_gateway.search_docs', rowMode: 'array' })
+  ).rows
+    .map((r) => r[0])
+    .filter((id) => id <= maxId && (universe[id >>> 5]! & (1 << (id & 31))) !== 0);
+  const full = !old || rows.ids.length > old.fullBuildRows * 1.25 || old.snapshot.words > words * 2;
+  const fresh = full ? withDocs : withDocs.filter((id) => !old.indexed.has(id));
+  if (old && !full && fresh.length === 0 && sameRows(rows, old.rows)) return old;
+
+  const postings = new Postings();
+  const vocab = full ? new Set<string>() : new Set(old.snapshot.vocab);
+  const keptBefore = (key: string) => !full && old.snapshot.term(key) !== undefined;
+  const add = full
+    ? (key: string, id: number) => postings.add(key, id)
+    : (key: string, id: number) => {
+        if (keptBefore(key)) postings.add(key, id);
+        else if (key.startsWith('d:')) {
+          // A word not kept belongs to the tails of its prefixes (as engine/sqlite/index-extend.ts).
+          const chars = [...key.slice(2)];
+          for (let l = 1; l <= Math.min(MAX_TAIL_PREFIX, chars.length); l++) {
+            const tail = termKey('p', chars.slice(0, l).join(''));
+            if (keptBefore(tail)) postings.add(tail, id);
+          }
+        }
+      };
+  for await (const [id, lexemes] of documents(
+    client,
+    [...fresh].sort((a, b) => a - b),
+  ))
+    addDocument(id, lexemes, add, vocab);
+
+  const budget = options.maxBytes ?? DEFAULT_MAX_BYTES;
+  const minDocs = options.minDocs ?? Math.max(256, Math.ceil(rows.ids.length / 1000));
+  let terms: Array<{ key: string; set: TermSet }>;
+  if (full) {
+    terms = keptTerms({
+      postings,
+      vocab,
+      words,
+      minDocs,
+      budget,
+      ...(options.tailMinCostUs !== undefined ? { tailMinCostUs: options.tailMinCostUs } : {}),
+    });
+  } else {
+    const additions = new Map<string, number[]>();
+    for (const key of postings.keys())
+      additions.set(
+        key,
+        [...postings.ids(key)].sort((a, b) => a - b),
+      );
+    terms = grownTerms(old.snapshot, additions, words, (key) => ATTRIBUTE_TAG.test(key) || key === DOCS_KEY);
+  }
+  // Common word pairs: all of them or none (a pair not kept occurs nowhere), as on SQLite.
+  const pairWords = full
+    ? terms
+        .filter((t) => t.key.startsWith('d:') && t.set.docs * PAIR_SHARE >= rows.ids.length)
+        .sort((a, b) => b.set.docs - a.set.docs)
+        .slice(0, MAX_PAIR_WORDS)
+        .map((t) => t.key.slice(2))
+    : old.snapshot.termKeys.filter((k) => k.startsWith('w:')).map((k) => k.slice(2));
+  const pairs = await pairIds(
+    client,
+    pairWords,
+    [...fresh].sort((a, b) => a - b),
+  );
+  if (full) {
+    const sets = [...pairs.keys()].map((key) => ({ key, set: toTermSet(pairs.ids(key), words) }));
+    const bytes = (list: Array<{ set: TermSet }>) =>
+      list.reduce((sum, t) => sum + 4 * (t.set.kind === 'bits' ? words : t.set.ids.length), 0);
+    if (bytes(terms) + bytes(sets) <= budget) {
+      terms.push(...pairWords.map((w) => ({ key: pairWordKey(w), set: toTermSet([], words) })), ...sets);
+    }
+  } else {
+    const grown = new Map(terms.map((t, i) => [t.key, i]));
+    for (const key of pairs.keys()) {
+      const ids = [...pairs.ids(key)].sort((a, b) => a - b);
+      const at = grown.get(key);
+      if (at === undefined)
+        terms.push({ key, set: toTermSet(ids, words) }); // occurred nowhere before
+      else terms[at] = { key, set: grownSet(terms[at]!.set, ids, words) };
+    }
+  }
+  terms = terms.filter((t) => !ATTRIBUTE_TAG.test(t.key) && t.key !== DOCS_KEY);
+  terms.push(...attributeTerms(rows, words));
+  terms.push({ key: DOCS_KEY, set: toTermSet(withDocs, words) });
+
+  const sent = new Float64Array(maxId + 1).fill(Number.NaN);
+  rows.ids.forEach((id, i) => (sent[id] = rows.sent[i]!));
+  const orders = old && sameIds(rows, old.rows) ? old.snapshot.orders : await readOrders(client, sortColumns);
+  const buffer = pack({
+    maxId,
+    rewrites: 0,
+    sent,
+    keys: Float64Array.from(rows.ids, (_, i) => i),
+    ids: rows.ids,
+    orders,
+    universe,
+    terms,
+    vocab,
+    buildMs: performance.now() - started,
+    keyKind: KEY_POSITIONS,
+  });
+  const indexed = full ? new Set(withDocs) : new Set([...old.indexed, ...fresh]);
+  return {
+    snapshot: new Snapshot(buffer),
+    rows,
+    indexed,
+    fullBuildRows: full ? rows.ids.length : old.fullBuildRows,
+  };
+}
+
+/** A snapshot posted with its token; release() ends the exporting transaction. */
+export interface ExportedSnapshot {
+  state: PgSnapshotState;
+  token: string;
+  release(): Promise<void>;
+}
+
+async function connect(url: string): Promise<pg.Client> {
+  const client = new pg.Client({
+    connectionString: url,
+    application_name: 'mail-archive-gateway search index',
+    // The exporting transaction sits idle while its snapshot serves; nothing JIT-compiles here.
+    options: '-c jit=off -c work_mem=64MB -c idle_in_transaction_session_timeout=0 -c statement_timeout=0',
+  });
+  client.on('error', () => {});
+  await client.connect();
+  return client;
+}
+
+/**
+ * Exports a database snapshot from a transaction that reads nothing (so it holds no lock on
+ * Mail Archiver's tables, only the snapshot) and builds or refreshes the index in a second
+ * transaction that imports it and ends. The first stays open until release().
+ */
+export async function exportSnapshot(
+  url: string,
+  old: PgSnapshotState | undefined,
+  options: PgBuildOptions = {},
+): Promise<ExportedSnapshot> {
+  const exporter = await connect(url);
+  let reader: pg.Client | undefined;
+  try {
+    await exporter.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    const token = (await exporter.query<{ token: string }>('SELECT pg_export_snapshot() AS token')).rows[0]!.token;
+    reader = await connect(url);
+    await reader.query(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '${token}'`);
+    const state = await refreshPgSnapshot(reader, SORT_COLUMNS, old, options);
+    await reader.query('COMMIT');
+    return { state, token, release: () => exporter.end().catch(() => {}) };
+  } catch (err) {
+    await exporter.end().catch(() => {});
+    throw err;
+  } finally {
+    await reader?.end().catch(() => {});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Answering: the terms the snapshot does not keep, from the side index, in the same snapshot
+
+/** Side-index answers that took at least this long, per snapshot and thread (LRU). */
+const leafCaches = new WeakMap<Snapshot, Map<string, number[]>>();
+const LEAF_CACHE_SIZE = 64;
+const LEAF_CACHE_MIN_MS = 2;
+
+/**
+ * A LeafSource that cannot answer synchronously: the first evaluation records what it needs
+ * and gets empty sets; fetch() asks the side index for all of it; the next evaluation is exact.
+ */
+class PrefetchSource implements LeafSource {
+  readonly cacheable = false;
+  readonly #wanted = new Map<string, Leaf>();
+  readonly #answers = new Map<string, number[]>();
+  readonly #cache: Map<string, number[]>;
+
+  constructor(snap: Snapshot) {
+    let cache = leafCaches.get(snap);
+    if (!cache) leafCaches.set(snap, (cache = new Map()));
+    this.#cache = cache;
+  }
+
+  ids(leaf: Leaf): number[] {
+    const key = leafKey(leaf);
+    const known = this.#answers.get(key) ?? this.#cache.get(key);
+    if (known) return known;
+    this.#wanted.set(key, leaf);
+    return [];
+  }
+
+  get complete(): boolean {
+    return this.#wanted.size === 0;
+  }
+
+  async fetch(query: Query): Promise<void> {
+    for (const [key, leaf] of this.#wanted) {
+      const started = performance.now();
+      const ids = await leafIds(query, leaf);
+      this.#answers.set(key, ids);
+      if (performance.now() - started >= LEAF_CACHE_MIN_MS && leaf.kind !== 'attachment') {
+        this.#cache.set(key, ids);
+        if (this.#cache.size > LEAF_CACHE_SIZE) this.#cache.delete(this.#cache.keys().next().value!);
+      }
+    }
+    this.#wanted.clear();
+  }
+}
+
+async function leafIds(query: Query, leaf: Leaf): Promise<number[]> {
+  let tsq: string;
+  switch (leaf.kind) {
+    case 'text':
+    case 'attachment':
+      tsq = tsquery(leaf.node);
+      break;
+    case 'word':
+      tsq = tsquery({ type: 'text', field: null, text: leaf.word, words: [leaf.word], prefix: false });
+      break;
+    case 'tag':
+      // Account, folder and direction tags are all kept: one not kept has no message.
+      if (ATTRIBUTE_TAG.test(termKey('t', leaf.tag))) return [];
+      tsq = tagTsQuery(leaf.tag);
+      break;
+    case 'thread':
+      throw new StaleSnapshot(); // never asked: searches with thread: terms answer by SQL
+  }
+  const rows = await query<{ id: number }>(sql`SELECT d.email_id AS id FROM ${DOCS} d WHERE d.doc @@ ${tsq}::tsquery`);
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Terms the index leaves to SQL on the present state: `thread:` (conversations live in this
+ * service's own tables) and `attachment:` (its text arrives after the message, by `reindex
+ * --attachments`, and must be found at once, as on SQLite, not after the next refresh).
+ */
+const byPresentSql = (node: Node): boolean =>
+  node.type === 'thread' ||
+  node.type === 'attachment' ||
+  node.type === 'read' ||
+  ((node.type === 'and' || node.type === 'or') && node.children.some(byPresentSql)) ||
+  (node.type === 'not' && byPresentSql(node.child));
+
+/** A date bound (epoch ms, UTC) in the index's units: microseconds of SentDate's wall clock. */
+const boundSql = (ms: number | undefined, zone: string) =>
+  ms === undefined ? raw('NULL::float8') : sql`(extract(epoch FROM ${zonedTimestamp(ms, zone)}) * 1000000)::float8`;
+
+/**
+ * A search answered by the in-memory index, or undefined when it cannot answer (no snapshot,
+ * new mail since it, a `thread:` or `attachment:` term, a snapshot no longer importable): the caller answers by
+ * SQL then, exactly as before.
+ */
+export async function indexedSearch(
+  ctx: PgContext,
+  viewer: Viewer,
+  query: SearchQuery,
+): Promise<PagedResult<EmailSummaryDto> | undefined> {
+  const latest = ctx.searchSnapshot();
+  if (!latest?.token) return undefined;
+  const { snapshot: snap, token } = latest;
+  const text = query.q !== undefined && query.q.trim() !== '';
+  const root = text ? parseQuery(query.q!) : null;
+  if (text && root === null) return pageOf(query, [], 0); // nothing searchable: nothing matches
+  if (root && byPresentSql(root)) return undefined;
+  // The present, on the primary: new mail since the snapshot? Whom may the viewer see now?
+  const [probe] = await ctx.primary<{ max: number; visible: number[] | null; from: number | null; to: number | null }>(
+    sql`SELECT coalesce((SELECT max("Id") FROM ${T.emails}), 0)::float8 AS max,
+               ${viewer.isAdmin ? raw('NULL::int[]') : sql`ARRAY(SELECT "MailAccountId" FROM ${T.userAccounts} WHERE "UserId" = ${viewer.userId})`} AS visible,
+               ${boundSql(query.from, ctx.zone)} AS "from", ${boundSql(query.to, ctx.zone)} AS "to"`,
+  );
+  if (!probe || probe.max > snap.maxId) return undefined;
+  // An OAuth grant narrowed to some accounts sees those the user still may (ADR 19).
+  const visible = narrowedToGrant(probe.visible, viewer.oauth?.accountIds);
+  const local: SearchQuery = { ...query };
+  delete local.from;
+  delete local.to;
+  if (probe.from !== null) local.from = probe.from;
+  if (probe.to !== null) local.to = probe.to;
+  const compiled = compileSearch(query.q);
+  const ranked = query.sortBy === 'relevance' && compiled.kind === 'query' && compiled.match !== null;
+  const leaves = ranked ? rankedLeaves(root) : [];
+
+  return ctx.inSnapshot(token, async (read) => {
+    const source = new PrefetchSource(snap);
+    let matched: ReturnType<typeof countMatches>;
+    let sets: ReturnType<typeof rankedSets>;
+    for (let round = 0; ; round++) {
+      matched = countMatches(source, snap, visible, local, root);
+      sets = ranked ? rankedSets(source, snap, leaves) : undefined;
+      if (source.complete || round === 3) break;
+      await source.fetch(read);
+    }
+    if (!matched || !source.complete || (ranked && !sets)) return undefined;
+    const page = (items: EmailSummaryDto[]) => pageOf(query, items, matched!.total);
+    if ((query.page - 1) * query.pageSize >= matched.total) return page([]);
+    let ids = pageIds(snap, matched.bits, local, root !== null);
+    if (!ids) {
+      // Relevance: the window first (keys are positions), its subjects if a term needs them, then the ranking.
+      let window: number[] = [];
+      relevancePageIds(snap, matched.bits, local, matched.total, RELEVANCE_WINDOW, (keys) => (window = keys));
+      const subjects = sets && needsSubjects(sets) ? await windowSubjects(read, snap, window) : new Map();
+      const terms = sets
+        ? termsFromSets(
+            sets,
+            (key) => snap.ids[key]!,
+            () => subjects,
+          )
+        : [];
+      ids = relevancePageIds(snap, matched.bits, local, matched.total, RELEVANCE_WINDOW, (keys) =>
+        rankWindow(keys, terms, snap.rows, query.sortOrder === 'desc'),
+      );
+    }
+    if (ids.length === 0) return page([]);
+    const rows = await read<RawSummary>(
+      sql`SELECT ${summaryColumns(ctx)} FROM ${T.emails} e WHERE e."Id" = ANY(${ids}::int[])`,
+    );
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return page(ids.flatMap((id) => (byId.has(id) ? [toSummary(byId.get(id)!)] : [])));
+  });
+}
+
+/** The window's subjects as tokens, by key (a position in date order). */
+async function windowSubjects(read: Query, snap: Snapshot, keys: number[]): Promise<Map<number, string[]>> {
+  const ids = keys.map((k) => snap.ids[k]!);
+  const rows = await read<{ id: number; subject: string | null }>(
+    sql`SELECT e."Id" AS id, e."Subject" AS subject FROM ${T.emails} e WHERE e."Id" = ANY(${ids}::int[])`,
+  );
+  const byId = new Map(rows.map((r) => [r.id, tokenize(r.subject ?? '')]));
+  return new Map(keys.map((k) => [k, byId.get(snap.ids[k]!) ?? []]));
+}
+
+/** What /readyz reports about the in-memory index of this thread; undefined when it is off. */
+export async function searchIndexInfo(ctx: PgContext): Promise<SearchIndexInfo | undefined> {
+  if (!ctx.searchIndexOn) return undefined;
+  const latest = ctx.searchSnapshot();
+  if (!latest) return { status: 'building' };
+  const snap = latest.snapshot;
+  const [now] = await ctx.primary<{ max: number }>(sql`SELECT coalesce(max("Id"), 0)::float8 AS max FROM ${T.emails}`);
+  return {
+    status: now && now.max > snap.maxId ? 'catching up' : 'current',
+    maxId: snap.maxId,
+    bytes: snap.bytes,
+    terms: snap.terms,
+    builtAt: new Date(snap.builtAt).toISOString(),
+    buildMs: Math.round(snap.buildMs),
+  };
+}

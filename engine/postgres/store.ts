@@ -1,0 +1,299 @@
+// The PostgreSQL store: one per worker thread. It owns a pool on the primary and one per read
+// replica, and hands each job handler (handlers.ts) a PgContext that says where a query may run:
+// `read` for what may lag a little (searches, details, folders, stats, attachment bytes),
+// `primary` for key checks and writes, so a revoked key is refused on the very next request.
+import type pg from 'pg';
+import { performance } from 'node:perf_hooks';
+import type { Job, JobKind, JobResult, PostgresHealth } from '../../shared/jobs.js';
+import { ArchiveUnavailable } from '../../shared/errors.js';
+import { createPgPool, isUnavailable, serverOf } from './connect.js';
+import { pgHandlers } from './handlers.js';
+import { OPTIONAL_COLUMNS } from './shape.js';
+import { sql, type Sql } from './sql.js';
+import type { PgContext, Query, Row } from './context.js';
+import { SnapshotFollower } from '../search/bitsets/share.js';
+import type { Snapshot } from '../search/bitsets/snapshot.js';
+
+export interface PgStoreOptions {
+  url: string;
+  timeZone: string;
+  readReplicas?: readonly string[];
+  /** Connections per pool (per thread). */
+  connections?: number;
+  /** Engine:JobTimeoutSeconds for the server's statement_timeout (engine/postgres/connect.ts). */
+  statementTimeoutMs?: number;
+  /** The pool's channel for the in-memory search index (engine/postgres/search-snapshot.ts). */
+  searchChannel?: string;
+}
+
+export type { PgContext, Query, Row } from './context.js';
+
+/** An exported snapshot's identifier, as pg_export_snapshot() writes it. */
+const SNAPSHOT_TOKEN = /^[0-9A-F]+-[0-9A-F]+(-[0-9A-F]+)?$/i;
+
+/** A replica that failed is skipped; it is probed again this often, and back in rotation once it answers. */
+export const REPLICA_RETRY_MS = 5_000;
+
+/**
+ * Errors a hot standby gives to a query that the primary would answer: the query was cancelled
+ * because replaying the primary's changes conflicts with it (rows it still needed were vacuumed
+ * away on the primary; SQLSTATE 40001, or 40P01 for a buffer-pin deadlock). The replica itself is
+ * healthy, so it stays in rotation, but the read is answered elsewhere instead of failing.
+ */
+const RECOVERY_CONFLICT = new Set(['40001', '40P01']);
+const isRecoveryConflict = (err: unknown) =>
+  RECOVERY_CONFLICT.has(String((err as { code?: unknown } | null)?.code)) &&
+  /conflict with recovery/i.test(String((err as { message?: unknown }).message));
+
+interface Replica {
+  pool: pg.Pool;
+  /** Out of rotation since this time (0: in rotation); a background probe brings it back. */
+  downSince: number;
+  probe: NodeJS.Timeout | undefined;
+}
+
+/** A WAL position `X/Y` (two hex halves) as a byte offset; exact below 2^53 bytes (8 PiB of WAL). */
+const lsnBytes = (lsn: string): number => {
+  const [hi = '0', lo = '0'] = lsn.split('/');
+  return parseInt(hi, 16) * 2 ** 32 + parseInt(lo, 16);
+};
+
+/**
+ * One statement on a pool. With planner settings (sql.ts planned()), it runs in a read-only
+ * transaction of its own, with SET LOCAL, so the settings never leak to the connection's
+ * next user: three round trips instead of one, only for the statements that need them.
+ */
+async function execute(pool: pg.Pool, q: Sql): Promise<unknown[]> {
+  if (!q.settings) return (await pool.query(q.toQuery())).rows;
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    const set = Object.entries(q.settings).map(
+      ([name, value]) => `SET LOCAL ${name} = '${value.replaceAll("'", "''")}'`,
+    );
+    await client.query(`BEGIN READ ONLY; ${set.join('; ')}`);
+    const { rows } = await client.query(q.toQuery());
+    await client.query('COMMIT');
+    return rows;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => (broken = true));
+    if (isUnavailable(err)) broken = true;
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** Whether ArchivedEmails has Mail Archiver's read flag as a boolean (engine/postgres/shape.ts). */
+const readFlagPresent = sql`SELECT EXISTS (SELECT 1 FROM information_schema.columns
+  WHERE table_schema = 'mail_archiver' AND table_name = 'ArchivedEmails' AND column_name = 'IsRead'
+    AND data_type = ${OPTIONAL_COLUMNS.ArchivedEmails.IsRead}) AS present`;
+
+/** A health probe waits this long for a server before calling it down. */
+const HEALTH_TIMEOUT_MS = 1_500;
+
+export class PgStore implements PgContext {
+  readonly kind = 'postgres' as const;
+  readonly zone: string;
+  readonly #primary: pg.Pool;
+  readonly #replicas: Replica[];
+  #next = 0;
+
+  constructor(options: PgStoreOptions) {
+    this.zone = options.timeZone;
+    const max = options.connections ?? 2;
+    const timeout = options.statementTimeoutMs !== undefined ? { statementTimeoutMs: options.statementTimeoutMs } : {};
+    this.#primary = createPgPool(options.url, { max, setting: 'Database:Path', ...timeout });
+    this.#replicaUrls = options.readReplicas ?? [];
+    if (options.searchChannel) this.#follower = new SnapshotFollower(options.searchChannel);
+    this.#replicas = this.#replicaUrls.map((url) => ({
+      pool: createPgPool(url, { max, setting: 'Database:ReadReplicas', ...timeout }),
+      downSince: 0,
+      probe: undefined,
+    }));
+  }
+
+  readonly #replicaUrls: readonly string[];
+  #closed = false;
+  #isRead: boolean | undefined;
+
+  get isRead(): boolean {
+    return this.#isRead ?? false;
+  }
+
+  #follower: SnapshotFollower | undefined;
+  /** A snapshot adopted directly (tests, tools), used when no channel is followed. */
+  #adopted: { snapshot: Snapshot; token: string | undefined } | undefined;
+
+  /** Makes `snapshot` the one this store's searches use (tests and tools). */
+  adoptSearchSnapshot(snapshot: Snapshot | undefined, token?: string): void {
+    this.#adopted = snapshot ? { snapshot, token } : undefined;
+  }
+
+  get searchIndexOn(): boolean {
+    return this.#follower !== undefined;
+  }
+
+  searchSnapshot(): { snapshot: Snapshot; token: string | undefined } | undefined {
+    return this.#follower?.latest() ?? this.#adopted;
+  }
+
+  async inSnapshot<T>(token: string, work: (query: Query) => Promise<T>): Promise<T | undefined> {
+    if (!SNAPSHOT_TOKEN.test(token)) return undefined;
+    // Every statement here reads by id or through the GIN index: a sequential scan of the side
+    // index is never the better plan (search.ts says why for the count). A snapshot that can no
+    // longer be imported makes this undefined: the caller answers by SQL.
+    return this.#onPrimary(
+      `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '${token}'; SET LOCAL enable_seqscan = off`,
+      work,
+      () => undefined,
+    );
+  }
+
+  readonly primary: Query = async <R extends Row>(q: Sql) => {
+    try {
+      return (await execute(this.#primary, q)) as R[];
+    } catch (err) {
+      if (isUnavailable(err)) throw new ArchiveUnavailable();
+      throw err;
+    }
+  };
+
+  /**
+   * Round robin over the replicas in rotation. A query that fails on a replica because the
+   * server is unreachable or going away (also mid-flight: a replica shut down cancels its
+   * queries) is run again on the next one, finally on the primary, so a replica going down costs
+   * no request; that replica leaves the rotation and a background probe puts it back once it
+   * answers, so no request waits on a connection attempt to a server known to be down. A query
+   * cancelled by a recovery conflict is answered elsewhere too, without taking the replica out.
+   * Reads are plain SELECTs, so running one twice is harmless.
+   */
+  readonly read: Query = async <R extends Row>(q: Sql) => {
+    const count = this.#replicas.length;
+    for (let tried = 0; tried < count; tried++) {
+      const replica = this.#replicas[this.#next++ % count]!;
+      if (replica.downSince !== 0) continue;
+      try {
+        return (await execute(replica.pool, q)) as R[];
+      } catch (err) {
+        if (isRecoveryConflict(err)) continue;
+        if (!isUnavailable(err)) throw err;
+        this.#takeOut(replica);
+      }
+    }
+    return this.primary<R>(q);
+  };
+
+  #takeOut(replica: Replica): void {
+    if (replica.downSince !== 0 || this.#closed) return;
+    replica.downSince = Date.now();
+    const probe = () => {
+      replica.probe = setTimeout(() => {
+        replica.pool.query('SELECT 1').then(
+          () => {
+            replica.downSince = 0;
+            replica.probe = undefined;
+          },
+          () => {
+            if (!this.#closed) probe();
+          },
+        );
+      }, REPLICA_RETRY_MS);
+      replica.probe.unref();
+    };
+    probe();
+  }
+
+  /** Primary reachable? Each replica answering, in rotation, and how far behind? For /readyz. */
+  async health(): Promise<PostgresHealth> {
+    const probe = async (pool: pg.Pool, fn: string) => {
+      const started = performance.now();
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        const result = await Promise.race([
+          pool.query<{ lsn: string | null }>(`SELECT ${fn}()::text AS lsn`),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error('timeout')), HEALTH_TIMEOUT_MS);
+          }),
+        ]);
+        const ms = Math.round((performance.now() - started) * 10) / 10;
+        return { status: 'ok' as const, ms, lsn: result.rows[0]?.lsn ?? null };
+      } catch {
+        return { status: 'down' as const, lsn: null };
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    const [primary, ...replicas] = await Promise.all([
+      probe(this.#primary, 'pg_current_wal_lsn'),
+      ...this.#replicas.map((r) => probe(r.pool, 'pg_last_wal_replay_lsn')),
+    ]);
+    return {
+      primary: primary!.status === 'ok' ? { status: 'ok', ms: primary!.ms! } : { status: 'down' },
+      replicas: replicas.map((r, i) => ({
+        server: serverOf(this.#replicaUrls[i]!),
+        status: r.status,
+        ...(r.status === 'ok' ? { ms: r.ms! } : {}),
+        inRotation: this.#replicas[i]!.downSince === 0,
+        ...(primary!.lsn && r.lsn ? { lagBytes: Math.max(0, lsnBytes(primary!.lsn) - lsnBytes(r.lsn)) } : {}),
+      })),
+    };
+  }
+
+  transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
+    return this.#onPrimary('BEGIN', work);
+  }
+
+  /**
+   * `work` in one transaction on a primary connection, opened by `begin`. If `begin` itself is
+   * refused (and not for want of a server), `refused` answers instead.
+   */
+  async #onPrimary<T, U = never>(begin: string, work: (query: Query) => Promise<T>, refused?: () => U): Promise<T | U> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.#primary.connect();
+    } catch (err) {
+      if (isUnavailable(err)) throw new ArchiveUnavailable();
+      throw err;
+    }
+    let broken = false;
+    try {
+      try {
+        await client.query(begin);
+      } catch (err) {
+        if (!refused || isUnavailable(err)) throw err;
+        await client.query('ROLLBACK').catch(() => (broken = true));
+        return refused();
+      }
+      const query: Query = async <R extends Row>(q: Sql) => (await client.query(q.toQuery())).rows as R[];
+      const result = await work(query);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      broken = isUnavailable(err);
+      if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
+      if (broken) throw new ArchiveUnavailable();
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async run<K extends JobKind>(job: Job<K>): Promise<JobResult<K>> {
+    const handler = pgHandlers[job.kind] as ((ctx: PgContext, job: Job<K>) => Promise<JobResult<K>>) | undefined;
+    if (!handler) throw new Error(`Unknown job kind ${String(job.kind)}`);
+    if (this.#isRead === undefined) {
+      // Where reads go: a replica has the primary's schema.
+      const [row] = await this.read<{ present: boolean }>(readFlagPresent);
+      this.#isRead = row!.present;
+    }
+    return handler(this, job);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#follower?.close();
+    for (const r of this.#replicas) clearTimeout(r.probe);
+    await Promise.all([this.#primary.end(), ...this.#replicas.map((r) => r.pool.end())]);
+  }
+}

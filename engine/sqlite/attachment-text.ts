@@ -1,0 +1,132 @@
+// Attachment text on a SQLite archive (migration 5): what reindex and the importer need
+// (contents not yet read, their bytes, saving what was found) and the attachmentText job.
+import type { AttachmentTextPage, Viewer } from '../../shared/jobs.js';
+import type { ExtractResult } from '../attachments/extract.js';
+import type { AttachmentTextRow, AttachmentTextStore, PendingContent } from '../attachments/index-texts.js';
+import { pageOfText } from '../attachments/index-texts.js';
+import type { Db } from './open.js';
+import { prepared } from './statements.js';
+import { visibleAccountsClause } from './accounts.js';
+import { bumpGeneration } from './users.js';
+
+// The attachment that names a content: its first (lowest id) attachment row.
+const PENDING = `SELECT c.id AS contentId, c.id AS cursor, c.size, a.content_type AS contentType, a.file_name AS fileName
+                   FROM attachment_contents c
+                   JOIN attachments a ON a.id = (SELECT min(id) FROM attachments WHERE content_id = c.id)
+                  WHERE c.id > ? AND NOT EXISTS (SELECT 1 FROM attachment_texts t WHERE t.content_id = c.id)`;
+
+export function pendingContents(
+  db: Db,
+  limit: number,
+  { emailIds, after = 0 }: { emailIds?: readonly number[] | undefined; after?: number } = {},
+): PendingContent[] {
+  if (emailIds) {
+    if (emailIds.length === 0) return [];
+    return prepared(
+      db,
+      `${PENDING} AND c.id IN (SELECT content_id FROM attachments WHERE email_id IN (SELECT value FROM json_each(?)))
+        ORDER BY c.id LIMIT ?`,
+    ).all(after, JSON.stringify(emailIds), limit) as PendingContent[];
+  }
+  return prepared(db, `${PENDING} ORDER BY c.id LIMIT ?`).all(after, limit) as PendingContent[];
+}
+
+export function countPendingContents(db: Db): number {
+  return prepared(
+    db,
+    'SELECT count(*) FROM attachment_contents c WHERE NOT EXISTS (SELECT 1 FROM attachment_texts t WHERE t.content_id = c.id)',
+  )
+    .pluck()
+    .get() as number;
+}
+
+export function contentBytes(db: Db, contentId: number): Buffer {
+  const chunks = prepared(db, 'SELECT data FROM attachment_chunks WHERE content_id = ? ORDER BY seq')
+    .pluck()
+    .all(contentId) as Buffer[];
+  return Buffer.concat(chunks);
+}
+
+/** Rebuilds the attachment_fts rows of these messages from the texts stored now. */
+function refreshMessages(db: Db, emailIds: Iterable<number>): void {
+  const remove = prepared(db, 'DELETE FROM attachment_fts WHERE rowid = (SELECT fts_key FROM emails WHERE id = ?)');
+  const insert = prepared(
+    db,
+    `INSERT INTO attachment_fts (rowid, text)
+     SELECT (SELECT fts_key FROM emails WHERE id = @id), group_concat(t.text, char(10))
+       FROM attachment_texts t
+      WHERE t.content_id IN (SELECT content_id FROM attachments WHERE email_id = @id)
+        AND t.status = 'ok' AND t.text <> ''
+     HAVING count(*) > 0`,
+  );
+  for (const id of emailIds) {
+    remove.run(id);
+    insert.run({ id });
+  }
+}
+
+/**
+ * Stores what was found, and re-indexes every message holding those contents plus `emailIds`
+ * (new messages whose contents were read before, for another message). One transaction. The
+ * generation changes (cached counts of attachment: searches are dropped); the rewrite counter
+ * does not, so the in-memory index of ADR 13 stays current.
+ */
+export function saveAttachmentTexts(
+  db: Db,
+  results: ReadonlyArray<{ contentId: number; result: ExtractResult }>,
+  emailIds: readonly number[] = [],
+  now = Date.now(),
+): void {
+  db.transaction(() => {
+    const upsert = prepared(
+      db,
+      `INSERT INTO attachment_texts (content_id, status, text, chars, truncated, extracted_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (content_id) DO UPDATE SET status = excluded.status, text = excluded.text, chars = excluded.chars,
+         truncated = excluded.truncated, extracted_at = excluded.extracted_at`,
+    );
+    const holders = prepared(db, 'SELECT DISTINCT email_id FROM attachments WHERE content_id = ?').pluck();
+    const messages = new Set(emailIds);
+    for (const { contentId, result } of results) {
+      upsert.run(contentId, result.status, result.text, result.text.length, result.truncated ? 1 : 0, now);
+      if (result.status === 'ok' && result.text !== '')
+        for (const id of holders.all(contentId) as number[]) messages.add(id);
+    }
+    if (messages.size === 0) return;
+    refreshMessages(db, messages);
+    bumpGeneration(db);
+  })();
+}
+
+export class SqliteAttachmentTexts implements AttachmentTextStore {
+  constructor(private readonly db: Db) {}
+  pending = async (limit: number, options?: { emailIds?: readonly number[]; after?: number }) =>
+    pendingContents(this.db, limit, options);
+  countPending = async () => countPendingContents(this.db);
+  content = async (c: PendingContent) => contentBytes(this.db, c.contentId);
+  save = async (results: ReadonlyArray<{ contentId: number; result: ExtractResult }>, emailIds?: readonly number[]) =>
+    saveAttachmentTexts(this.db, results, emailIds);
+}
+
+/** The attachmentText job: null when the attachment does not exist or is not visible. */
+export function getAttachmentText(
+  db: Db,
+  viewer: Viewer,
+  emailId: number,
+  attachmentId: number,
+  offset = 0,
+  maxChars?: number,
+): AttachmentTextPage | null {
+  const visible = visibleAccountsClause(viewer, 'e.account_id');
+  const row = prepared(
+    db,
+    `SELECT a.id, a.email_id AS emailId, e.account_id AS accountId, a.file_name AS fileName,
+            a.content_type AS contentType, a.size, t.status, t.text, t.truncated
+       FROM attachments a
+       JOIN emails e ON e.id = a.email_id
+       LEFT JOIN attachment_texts t ON t.content_id = a.content_id
+      WHERE a.id = ? AND a.email_id = ? AND ${visible.sql}`,
+  ).get(attachmentId, emailId, ...visible.params) as AttachmentTextRow<number> | undefined;
+  if (!row) return null;
+  const { status, text, truncated, ...attachment } = row;
+  return pageOfText(attachment, status, text ?? '', truncated === 1, offset, maxChars);
+}

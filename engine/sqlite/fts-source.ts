@@ -1,0 +1,48 @@
+// The SQLite store's answers to the in-memory index (bitsets/source.ts): FTS5 MATCH queries,
+// whose rowids (fts-key.ts) the snapshot turns into message ids.
+import type { Db } from './open.js';
+import { prepared } from './statements.js';
+import { leafKey } from '../search/bitsets/count.js';
+import type { Snapshot } from '../search/bitsets/snapshot.js';
+import { StaleSnapshot, type Leaf, type LeafSource } from '../search/bitsets/source.js';
+
+export class FtsSource implements LeafSource {
+  constructor(readonly db: Db) {}
+
+  ids(leaf: Leaf, snap: Snapshot): number[] {
+    if (leaf.kind === 'thread') {
+      // Thread ids are not in the full-text index: the emails table holds them.
+      return this.#toIds(
+        snap,
+        prepared(
+          this.db,
+          'SELECT fts_key FROM emails WHERE thread_id = (SELECT thread_id FROM emails WHERE id = ?) ORDER BY fts_key',
+        )
+          .pluck()
+          .iterate(leaf.id) as Iterable<number>,
+      );
+    }
+    const table = leaf.kind === 'attachment' ? 'attachment_fts' : 'email_fts';
+    const expression = leafKey(leaf);
+    return this.#toIds(
+      snap,
+      prepared(this.db, `SELECT rowid FROM ${table} WHERE ${table} MATCH ?`)
+        .pluck()
+        .iterate(expression) as Iterable<number>,
+    );
+  }
+
+  /** Full-text rowids, ascending, as message ids; a rowid the snapshot does not know means it is stale. */
+  #toIds(snap: Snapshot, keys: Iterable<number>): number[] {
+    const { ids } = snap;
+    const out: number[] = [];
+    let from = 0;
+    for (const key of keys) {
+      const p = snap.positionOfKey(key, from);
+      if (p < 0) throw new StaleSnapshot();
+      from = p + 1; // rowids come in ascending order
+      out.push(ids[p]!);
+    }
+    return out;
+  }
+}

@@ -1,0 +1,78 @@
+// One function per job kind. The worker thread calls these with its own connection; tests
+// and tools may call them directly with any connection.
+import type { Job, JobKind, JobResult } from '../../shared/jobs.js';
+import type { Db } from './open.js';
+import { writeAccessLog } from './access-log.js';
+import { listVisibleAccounts } from './accounts.js';
+import {
+  getAttachmentHandle,
+  getEmailDetail,
+  getFolderTree,
+  getStats,
+  storedBodyBytes,
+  readAttachmentChunk,
+  searchPage,
+} from './emails.js';
+import { getAttachmentText } from './attachment-text.js';
+import { authenticate } from './keys.js';
+import { getThread } from './threads.js';
+import { exchangeOAuthToken, getOAuthClient, issueOAuthCode, registerOAuthClient, revokeOAuthToken } from './oauth.js';
+import { aggregateEmails } from './aggregate.js';
+import { encodeDetail } from '../pool/encoded-detail.js';
+import { movedToQueryLane } from '../pool/large-detail.js';
+import { snapshotInfo } from './index-share.js';
+import { createKeyFor, endSessions, listKeysFor, login, revokeKeyAs, sessionUser } from './web.js';
+
+type Handlers = { [K in JobKind]: (db: Db, job: Job<K>) => JobResult<K> };
+
+export const handlers: Handlers = {
+  authenticate: (db, job) => authenticate(db, job.keyHash, job.now),
+  accounts: (db, job) => listVisibleAccounts(db, job.principal),
+  folders: (db, job) => getFolderTree(db, job.principal, job.accountId),
+  search: (db, job) => searchPage(db, job.principal, job.query),
+  aggregate: (db, job) => aggregateEmails(db, job.principal, job.aggregate),
+  detail: (db, job) => {
+    if (job.interactiveMaxBytes !== undefined) {
+      const bytes = storedBodyBytes(db, job.id);
+      // The pool takes this back and reruns the job on the query lane (engine/pool/large-detail.ts).
+      if (bytes > job.interactiveMaxBytes) return movedToQueryLane(bytes) as never;
+    }
+    return getEmailDetail(db, job.principal, job.id);
+  },
+  detailJson: (db, job) => encodeDetail(handlers.detail(db, { ...job, kind: 'detail' })),
+  thread: (db, job) => getThread(db, job.principal, job.id, job.excerpts === true),
+  attachment: (db, job) => getAttachmentHandle(db, job.principal, job.emailId, job.attachmentId),
+  attachmentText: (db, job) =>
+    getAttachmentText(db, job.principal, job.emailId, job.attachmentId, job.offset, job.maxChars),
+  attachmentChunk: (db, job) => readAttachmentChunk(db, job.contentId, job.seq),
+  stats: (db, job) => getStats(db, job.principal),
+  accessLog: (db, job) => ({ written: writeAccessLog(db, job.entries) }),
+  // Web UI: scrypt for sign-in runs here, on a worker thread, never on the event loop.
+  login: (db, job) => login(db, job.username, job.password),
+  sessionUser: (db, job) => sessionUser(db, job.userId, job.stamp, job.issuedAt),
+  endSessions: (db, job) => endSessions(db, job.userId, job.now),
+  listKeysFor: (db, job) => listKeysFor(db, job.actorId, job.now, job),
+  createKeyFor: (db, job) => createKeyFor(db, job.actorId, job.name, job.expiresAt, job.now, job.maxActive),
+  revokeKeyAs: (db, job) => revokeKeyAs(db, job.actorId, job.keyId, job.now),
+  oauthClient: (db, job) => getOAuthClient(db, job.clientId),
+  oauthRegister: (db, job) => registerOAuthClient(db, job.client),
+  oauthIssueCode: (db, job) => issueOAuthCode(db, job.actorId, job.code, job.now, job.maxGrants),
+  oauthToken: (db, job) => exchangeOAuthToken(db, job.request, job.now, job.accessMs),
+  oauthRevoke: (db, job) => revokeOAuthToken(db, job.tokenHash, job.clientId, job.now),
+  ping: (db) => {
+    const searchIndex = snapshotInfo(db);
+    return {
+      schemaVersion: db.pragma('user_version', { simple: true }) as number,
+      ...(searchIndex ? { searchIndex } : {}),
+    };
+  },
+  fault: () => {
+    throw new Error('fault injection is disabled');
+  },
+};
+
+export function runJob<K extends JobKind>(db: Db, job: Job<K>): JobResult<K> {
+  const handler = handlers[job.kind] as ((db: Db, job: Job<K>) => JobResult<K>) | undefined;
+  if (!handler) throw new Error(`Unknown job kind ${String(job.kind)}`);
+  return handler(db, job);
+}

@@ -1,0 +1,129 @@
+// The store contract: what both stores implement, apart from how each does it. ArchiveStore takes
+// the engine's jobs (SQLite: engine/sqlite/handlers.ts, PostgreSQL: engine/postgres/store.ts);
+// ArchiveAdmin is the operator's side (engine/sqlite/admin.ts, engine/postgres/admin.ts), with the
+// writer (MailWriter) every importer writes through. The errors a store throws are in the one
+// catalogue, shared/errors.ts. Types only, so either store imports it without importing the other,
+// and engine/archive.ts picks one (docs/architecture.md, "Boundaries").
+import type { AccessType, MailAccountDto } from '../shared/dto.js';
+import type { Job, JobKind, JobResult, KeyRow } from '../shared/jobs.js';
+import type { SecretBox } from './rules/secrets.js';
+import type { AttachmentTextStore } from './attachments/index-texts.js';
+import type { UserRow } from './rules/users.js';
+import type { NewEmail } from './rules/new-email.js';
+import type { AccountChanges, AccountStatus, NewImapAccount } from './sync/account-settings.js';
+import type { SyncState } from './sync/types.js';
+
+export type { AccountChanges, AccountStatus, NewImapAccount, UserRow };
+
+/** Jobs in, typed results out: what a worker thread keeps open for its lifetime. */
+export interface ArchiveStore {
+  readonly kind: 'sqlite' | 'postgres';
+  run<K extends JobKind>(job: Job<K>): JobResult<K> | Promise<JobResult<K>>;
+  close(): Promise<void>;
+}
+
+export interface AccessLogRow {
+  id: number;
+  at: string;
+  username: string | null;
+  userId: number;
+  type: AccessType;
+  keyPrefix: string | null;
+  clientIp: string | null;
+  emailId: number | null;
+  accountId: number | null;
+  searchParams: Record<string, unknown> | null;
+  source: string | null;
+}
+
+export interface CreatedKey {
+  id: number;
+  key: string;
+  prefix: string;
+  row: KeyRow;
+}
+
+export interface ArchiveContents {
+  messages: number;
+  accounts: number;
+  users: number;
+}
+
+/** Writes mail in batches; each batch is one transaction. Null for a message already there. */
+export interface MailWriter {
+  writeBatch(emails: readonly NewEmail[]): Promise<Array<number | null>>;
+  /**
+   * Messages stored so far that share their Message-ID with another message in their folder: the
+   * same Message-ID, different content (engine/import/fingerprint.ts).
+   */
+  readonly sameIdDifferentContent: number;
+}
+
+export interface ArchiveAdmin {
+  readonly kind: 'sqlite' | 'postgres';
+  /** Where the archive is, for messages: the file, or host:port/database without credentials. */
+  readonly where: string;
+
+  /** A password hash in the store's format (scrypt for SQLite, Mail Archiver's PBKDF2 for PostgreSQL). */
+  hashPassword(password: string): Promise<string>;
+  addUser(input: {
+    username: string;
+    email?: string | null;
+    isAdmin?: boolean;
+    passwordHash?: string | null;
+  }): Promise<UserRow>;
+  listUsers(): Promise<UserRow[]>;
+  requireUser(username: string): Promise<UserRow>;
+  setUserActive(username: string, active: boolean): Promise<UserRow>;
+  /** Replaces the web sign-in password (a hash from hashPassword); the user's web sessions end with it. */
+  setUserPassword(username: string, passwordHash: string): Promise<UserRow>;
+  assignAccount(username: string, accountId: number): Promise<boolean>;
+  unassignAccount(username: string, accountId: number): Promise<boolean>;
+
+  /** `provider` defaults to IMAP on SQLite and to IMPORT (Mail Archiver's import-only kind) on PostgreSQL. */
+  addAccount(input: { name: string; emailAddress: string; provider?: string }): Promise<MailAccountDto>;
+  listAccounts(): Promise<MailAccountDto[]>;
+  requireAccount(id: number): Promise<MailAccountDto>;
+  touchLastSync(accountId: number, at: number): Promise<void>;
+  /** Registers an IMAP account (provider IMAP) with its settings; the password is stored encrypted. */
+  addImapAccount(input: NewImapAccount): Promise<MailAccountDto>;
+  /** Changes what is given; IMAP settings merge with the stored ones (a first set needs host and password). */
+  setAccount(id: number, changes: AccountChanges): Promise<MailAccountDto>;
+  /** Every account with its IMAP settings (never the password), last sync outcome and message count. */
+  listAccountStatus(): Promise<AccountStatus[]>;
+  /** What the IMAP sync reads and records (engine/sync/types.ts). */
+  sync(): SyncState;
+  /**
+   * Re-encrypts every stored IMAP password with `next` in one transaction (all or nothing);
+   * returns how many. Installing the new key (file or Sync:SecretKey) is the caller's part.
+   */
+  rotateSecret(next: SecretBox): Promise<number>;
+
+  /** `maxActive`: refuse when the user already holds that many active keys (Web:MaxActiveKeysPerUser). */
+  createKey(input: {
+    username: string;
+    name: string;
+    expiresAt?: number | null;
+    now?: number;
+    maxActive?: number;
+  }): Promise<CreatedKey>;
+  listKeys(options?: { username?: string; now?: number }): Promise<KeyRow[]>;
+  findKey(idOrPrefix: string, now?: number): Promise<KeyRow>;
+  revokeKey(id: number, now?: number): Promise<KeyRow>;
+
+  listAccessLog(filter?: { userId?: number; type?: AccessType; limit?: number }): Promise<AccessLogRow[]>;
+
+  contents(): Promise<ArchiveContents>;
+  /**
+   * Brings the search index up to date with every message, and drops entries of deleted ones.
+   * SQLite's full-text index is kept by triggers in the same transaction, so there it is a no-op;
+   * PostgreSQL's side index (engine/postgres/search-index.ts) may lag mail Mail Archiver wrote itself.
+   */
+  refreshSearchIndex(onProgress?: (indexed: number) => void): Promise<{ indexed: number; pruned: number }>;
+  openWriter(): MailWriter;
+  /** Attachment text: what is still to read, and where outcomes are stored (engine/attachments). */
+  attachmentTexts(): AttachmentTextStore;
+  /** Runs `work` in one transaction (nested calls join the outer one). */
+  transaction<T>(work: (admin: ArchiveAdmin) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
