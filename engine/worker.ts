@@ -6,6 +6,7 @@ import { lowerThreadPriority } from './thread-priority.js';
 import { workerData } from 'node:worker_threads';
 import type { AuthedJob, AuthedResult, Job, JobKind, JobResult, OwnedKind } from '../shared/jobs.js';
 import { openStore, type ArchiveStore } from './archive.js';
+import { setPhraseScanWords } from './search/attachment-phrase.js';
 
 export interface WorkerData {
   /** Database:Path: a SQLite file or a postgres:// URL (engine/archive.ts chooses the store). */
@@ -18,6 +19,8 @@ export interface WorkerData {
   searchChannel?: string;
   /** Engine:JobTimeoutSeconds in milliseconds (PostgreSQL's statement_timeout). */
   statementTimeoutMs?: number;
+  /** Engine:PhraseScanWords (engine/search/attachment-phrase.ts). */
+  phraseScanWords?: number;
 }
 
 /**
@@ -27,6 +30,8 @@ export interface WorkerData {
  * would lower the whole process.
  */
 if ((workerData as WorkerData).lane === 'query') lowerThreadPriority();
+const { phraseScanWords } = workerData as WorkerData;
+if (phraseScanWords !== undefined) setPhraseScanWords(phraseScanWords);
 
 let store: Promise<ArchiveStore> | undefined;
 

@@ -92,20 +92,29 @@ const IN_ATTACHMENTS = 'e.fts_key IN (SELECT rowid FROM attachment_fts WHERE att
 export const attachmentExpression = (node: Extract<Node, { type: 'attachment' }>): string =>
   `"${node.words.join(' ')}"${node.prefix ? ' *' : ''}`;
 
+/**
+ * The fts_keys of the messages an attachment: term finds, when the caller matches it itself
+ * (engine/search/attachment-phrase.ts bounds what one message's phrase may cost).
+ */
+export type AttachmentKeys = (node: Extract<Node, { type: 'attachment' }>) => number[];
+
 /** Any node as a SQL condition on `emails e`; slower than the fast path but always possible. */
-function sql(node: Node): SqlCondition {
+function sql(node: Node, attachmentKeys?: AttachmentKeys): SqlCondition {
   const expr = fts(node);
   if (expr !== null) return { sql: IN_FTS, params: [expr] };
+  const sub = (child: Node) => sql(child, attachmentKeys);
   switch (node.type) {
     case 'attachment':
-      return { sql: IN_ATTACHMENTS, params: [attachmentExpression(node)] };
+      return attachmentKeys
+        ? { sql: 'e.fts_key IN (SELECT value FROM json_each(?))', params: [JSON.stringify(attachmentKeys(node))] }
+        : { sql: IN_ATTACHMENTS, params: [attachmentExpression(node)] };
     case 'not': {
-      const inner = sql(node.child);
+      const inner = sub(node.child);
       return { sql: `NOT (${inner.sql})`, params: inner.params };
     }
     case 'and':
     case 'or': {
-      const parts = node.children.map(sql);
+      const parts = node.children.map(sub);
       return {
         sql: parts.map((p) => `(${p.sql})`).join(node.type === 'and' ? ' AND ' : ' OR '),
         params: parts.flatMap((p) => p.params),
@@ -121,7 +130,7 @@ function sql(node: Node): SqlCondition {
   }
 }
 
-export function compileSearch(q: string | undefined): CompiledSearch {
+export function compileSearch(q: string | undefined, attachmentKeys?: AttachmentKeys): CompiledSearch {
   if (q === undefined || q.trim() === '') return { kind: 'all' };
   const root = parseQuery(q);
   if (!root) return { kind: 'none' };
@@ -130,5 +139,5 @@ export function compileSearch(q: string | undefined): CompiledSearch {
   const ftsable = conjuncts.filter((c) => (c.type === 'not' ? fts(c.child) : fts(c)) !== null);
   const match = ftsable.some((c) => c.type !== 'not') ? fts({ type: 'and', children: ftsable }) : null;
   const rest = match === null ? conjuncts : conjuncts.filter((c) => !ftsable.includes(c));
-  return { kind: 'query', match, conditions: rest.map(sql) };
+  return { kind: 'query', match, conditions: rest.map((c) => sql(c, attachmentKeys)) };
 }

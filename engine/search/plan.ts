@@ -18,6 +18,7 @@ import { visibleAccountIds, visibleAccountsClause } from '../store/accounts.js';
 import { pageOf, SUMMARY_COLUMNS, toSummary, type RawSummary } from '../store/summary.js';
 import { keyRange } from './fts-key.js';
 import { accountTag, directionTag, folderTag } from './tags.js';
+import { attachmentPhraseKeys } from './attachment-phrase.js';
 import { compileSearch, type SqlCondition } from './compile.js';
 import { SORT_COLUMNS } from './sort.js';
 import { countMatches } from './bitsets/count.js';
@@ -177,7 +178,7 @@ export function sqlSource(
   db: Db,
   viewer: Viewer,
   query: SearchQuery,
-  compiled: ReturnType<typeof compileSearch> = compileSearch(query.q),
+  compiled: ReturnType<typeof compileSearch> = compileSearch(query.q, (node) => attachmentPhraseKeys(db, node)),
 ): SqlSource {
   if (compiled.kind === 'none') return { kind: 'none' };
   const match = compiled.kind === 'query' ? compiled.match : null;
@@ -220,7 +221,6 @@ export function searchEmails(
   const page = (items: EmailSummaryDto[], totalItems: number) => pageOf(query, items, totalItems);
   const compiled = compileSearch(query.q);
   if (compiled.kind === 'none') return page([], 0);
-  const extra = compiled.kind === 'query' ? compiled.conditions : [];
   const offset = (query.page - 1) * query.pageSize;
   const desc = query.sortOrder === 'desc';
   const dir = desc ? 'DESC' : 'ASC';
@@ -242,7 +242,8 @@ export function searchEmails(
     return page(summariesOf(db, ids), matched.total);
   }
 
-  const source = sqlSource(db, viewer, query, compiled);
+  // Compiled again, its attachment: terms matched now: the index above needed none of that.
+  const source = sqlSource(db, viewer, query);
   if (source.kind === 'none') return page([], 0);
   if (source.kind === 'table') {
     // No text to match: filters on the emails table, sorted through its indexes.
@@ -269,7 +270,7 @@ export function searchEmails(
   }
 
   // Text to match: every filter the index can apply goes into the MATCH itself.
-  const { fts } = source;
+  const { fts, extra } = source;
   const all = [...fts, ...extra];
   const joined = 'FROM email_fts f JOIN emails e ON e.fts_key = f.rowid';
 

@@ -1,0 +1,118 @@
+// A phrase inside attachment text (`attachment:"net 30 days"`), matched at a bounded cost per
+// message (docs/security.md, 29.2; docs/search.md, "Plain words do not search attachment text").
+//
+// FTS5 matches a phrase by walking the positions of each of its words in every message that holds
+// them all, so one message whose attachment text repeats the phrase's words costs time in
+// proportion to its length: a 30-word phrase over three messages of 100 M characters held the
+// query lane for 5 s. A message whose attachment text has more than Engine:PhraseScanWords words
+// is therefore matched here, by reading its first that many words; every other message is matched
+// by FTS5 as before, over rowid ranges that leave the long ones out. Long messages are found by
+// FTS5's own per-row token count (the %_docsize table), so nothing is read to tell them apart.
+// The count and the page of a search both come from this one set: they never disagree.
+import type { Db } from '../db/open.js';
+import { prepared } from '../db/statements.js';
+import type { AttachmentLeaf } from './bitsets/source.js';
+import { attachmentExpression } from './compile.js';
+import { scanTokens, tokenize } from './unicode61.js';
+
+/** Engine:PhraseScanWords's default: about 200 pages of prose, far above a typical attachment. */
+export const DEFAULT_PHRASE_SCAN_WORDS = 100_000;
+
+let scanWords = DEFAULT_PHRASE_SCAN_WORDS;
+
+/** Set once per worker thread from Engine:PhraseScanWords (engine/worker.ts). */
+export function setPhraseScanWords(words: number): void {
+  scanWords = words;
+}
+
+/** The fts_keys (attachment_fts rowids), ascending, of the messages whose attachment text holds the term. */
+export function attachmentPhraseKeys(db: Db, node: AttachmentLeaf): number[] {
+  const phrase = node.words.flatMap((w) => tokenize(w));
+  const match = (range: string, ...bounds: number[]) =>
+    prepared(db, `SELECT rowid FROM attachment_fts WHERE attachment_fts MATCH ?${range} ORDER BY rowid`)
+      .pluck()
+      .all(attachmentExpression(node), ...bounds) as number[];
+  // One word has no positions to compare: its cost is its posting list, whatever the text's length.
+  if (phrase.length < 2) return match('');
+  const long = longMessages(db, node);
+  if (long.length === 0) return match('');
+  const out: number[] = [];
+  let previous: number | undefined;
+  for (const key of long) {
+    out.push(
+      ...(previous === undefined ? match(' AND rowid < ?', key) : match(' AND rowid > ? AND rowid < ?', previous, key)),
+    );
+    if (holdsPhrase(db, key, phrase, node.prefix)) out.push(key);
+    previous = key;
+  }
+  out.push(...match(' AND rowid > ?', previous!));
+  return out;
+}
+
+/** The messages holding every word of the term whose attachment text is longer than the bound. */
+function longMessages(db: Db, node: AttachmentLeaf): number[] {
+  const words = node.words.map((w, i) => `"${w}"${node.prefix && i === node.words.length - 1 ? ' *' : ''}`);
+  const rows = prepared(
+    db,
+    `SELECT d.id AS key, d.sz AS size FROM attachment_fts_docsize d
+      WHERE d.id IN (SELECT rowid FROM attachment_fts WHERE attachment_fts MATCH ?) AND length(d.sz) >= ?
+      ORDER BY d.id`,
+  ).all(words.join(' AND '), varintLength(scanWords + 1)) as Array<{ key: number; size: Buffer }>;
+  return rows.filter((r) => readVarint(r.size) > scanWords).map((r) => r.key);
+}
+
+/** The phrase among the first Engine:PhraseScanWords words of the message's attachment text, in index order. */
+function holdsPhrase(db: Db, key: number, phrase: string[], prefix: boolean): boolean {
+  // The same rows in the same order as the text attachment_fts was given (engine/store/attachment-text.ts).
+  const texts = prepared(
+    db,
+    `SELECT t.text FROM attachment_texts t
+      WHERE t.content_id IN (SELECT content_id FROM attachments WHERE email_id = (SELECT id FROM emails WHERE fts_key = ?))
+        AND t.status = 'ok' AND t.text <> ''`,
+  )
+    .pluck()
+    .iterate(key) as IterableIterator<string>;
+  const n = phrase.length;
+  const recent: string[] = new Array<string>(n); // the last n tokens, as a ring
+  let seen = 0;
+  let found = false;
+  const matches = () => {
+    for (let i = 0; i < n; i++) {
+      const token = recent[(seen - n + i) % n]!;
+      const word = phrase[i]!;
+      if (i === n - 1 && prefix ? !token.startsWith(word) : token !== word) return false;
+    }
+    return true;
+  };
+  for (const text of texts) {
+    scanTokens(text, text.length, (token) => {
+      recent[seen % n] = token;
+      seen++;
+      found = seen >= n && matches();
+      return found || seen >= scanWords;
+    });
+    if (found || seen >= scanWords) {
+      texts.return?.();
+      break;
+    }
+  }
+  return found;
+}
+
+/** Bytes of SQLite's varint for `value` (the format of FTS5's %_docsize sizes). */
+function varintLength(value: number): number {
+  let bytes = 1;
+  while (value >= 2 ** (7 * bytes) && bytes < 9) bytes++;
+  return bytes;
+}
+
+/** The first varint of `buf`: seven bits a byte, most significant first, while the high bit is set. */
+function readVarint(buf: Buffer): number {
+  let value = 0;
+  for (let i = 0; i < buf.length && i < 9; i++) {
+    const b = buf[i]!;
+    value = value * 128 + (b & 0x7f);
+    if ((b & 0x80) === 0) break;
+  }
+  return value;
+}

@@ -1,0 +1,135 @@
+// A phrase inside attachment text costs a bounded amount per message (docs/security.md, 29.2):
+// a message whose attachment text is longer than Engine:PhraseScanWords words is matched within
+// its first that many words, every other message by FTS5 as before. Shown with a bound of 1,000
+// words so that the texts stay small. SQLite: on PostgreSQL a phrase is matched in the side
+// index's tsvector, whose positions are bounded by its format (docs/search.md, "Differences").
+import test from 'ava';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openArchive } from '../engine/db/open.js';
+import { importPaths } from '../engine/import/importer.js';
+import { setPhraseScanWords, DEFAULT_PHRASE_SCAN_WORDS } from '../engine/search/attachment-phrase.js';
+import { buildSnapshot } from '../engine/search/bitsets/build.js';
+import { adoptSnapshot, currentSnapshot } from '../engine/search/bitsets/share.js';
+import { Snapshot } from '../engine/search/bitsets/snapshot.js';
+import { searchEmails } from '../engine/search/plan.js';
+import { parseSearchInput } from '../shared/search-input.js';
+import { bearer, startApi } from './helpers/api.js';
+import { eml } from './helpers/attachment-mail.js';
+import { createFixture } from './helpers/fixture.js';
+
+const BOUND = 1_000;
+const PHRASE = 'alpha bravo charlie delta';
+/** Every word of the phrase, never in its order: a message holding it is a candidate FTS5 must check. */
+const filler = (words: number) => 'delta charlie bravo alpha zulu '.repeat(words / 5);
+
+/** Attachment texts by message: the phrase first, only past the bound, or in a short text. */
+const TEXTS = {
+  early: `${PHRASE} ${filler(3 * BOUND)}`,
+  late: `${filler(2 * BOUND)} ${PHRASE}`,
+  short: `see ${PHRASE} here`,
+  none: filler(3 * BOUND),
+};
+
+async function archive() {
+  const fixture = createFixture();
+  const db = openArchive(fixture.dbPath);
+  const ids: Record<string, number> = {};
+  try {
+    for (const [key, text] of Object.entries(TEXTS)) {
+      const path = join(fixture.dir, `${key}.eml`);
+      const part = { name: `${key}.txt`, type: 'text/plain', data: Buffer.from(text) };
+      writeFileSync(path, eml(`Phrase ${key}`, 'See the attachment.', [part], `phrase-${key}`));
+      await importPaths(db, [path], { accountId: fixture.accounts.work });
+      ids[key] = db.prepare('SELECT id FROM emails WHERE message_id = ?').pluck().get(`<phrase-${key}@test>`) as number;
+    }
+  } finally {
+    db.close();
+  }
+  return { fixture, ids };
+}
+
+const built = archive();
+test.after.always(async () => (await built).fixture.cleanup());
+
+test.serial(
+  'a phrase over a long attachment text is matched within Engine:PhraseScanWords words, by the index and by SQL alike',
+  async (t) => {
+    const { fixture, ids } = await built;
+    const db = openArchive(fixture.dbPath);
+    setPhraseScanWords(BOUND);
+    t.teardown(() => {
+      setPhraseScanWords(DEFAULT_PHRASE_SCAN_WORDS);
+      adoptSnapshot(db, undefined);
+      db.close();
+    });
+    const admin = { isAdmin: true, userId: 0 };
+    const found = (q: string, options = {}) => {
+      const result = searchEmails(
+        db,
+        admin,
+        parseSearchInput({ q }, { defaultPageSize: 20, maxPageSize: 100 }),
+        options,
+      );
+      const items = result.items.map((i) => i.id).sort((a, b) => a - b);
+      t.is(result.totalItems, items.length, `${q}: the count is what the page holds`);
+      return items;
+    };
+    const within = [ids.early!, ids.short!].sort((a, b) => a - b);
+    const everyCandidate = [ids.early!, ids.late!, ids.short!, ids.none!].sort((a, b) => a - b);
+    const check = (options: object) => {
+      t.deepEqual(found(`attachment:"${PHRASE}"`, options), within, 'the late phrase is past the bound');
+      t.deepEqual(found('attachment:"alpha bravo char"*', options), within, 'a phrase ending in a prefix');
+      t.deepEqual(found('attachment:"zulu alpha"', options).length, 0, 'nowhere in order');
+      t.deepEqual(
+        found('attachment:"charlie bravo"', options),
+        [ids.early!, ids.late!, ids.none!].sort((a, b) => a - b),
+      );
+      // One word has no positions to compare: found anywhere in the text, as before.
+      t.deepEqual(found('attachment:delta', options), everyCandidate);
+      t.deepEqual(
+        found(`attachment:"${PHRASE}" OR subject:late`, options),
+        [...within, ids.late!].sort((a, b) => a - b),
+      );
+      t.deepEqual(
+        found(`-attachment:"${PHRASE}" attachment:zulu`, options),
+        [ids.late!, ids.none!].sort((a, b) => a - b),
+      );
+    };
+    check({ reference: true }); // SQL
+    adoptSnapshot(db, new Snapshot(buildSnapshot(db, { minDocs: 1 })));
+    t.truthy(currentSnapshot(db));
+    check({}); // the in-memory index
+
+    // Lifting the bound finds the late phrase too: the cut is the bound's, nothing else's.
+    setPhraseScanWords(10 * BOUND);
+    t.deepEqual(
+      found(`attachment:"${PHRASE}"`),
+      [ids.early!, ids.late!, ids.short!].sort((a, b) => a - b),
+    );
+  },
+);
+
+test.serial(
+  'the gateway passes Engine:PhraseScanWords to its threads; phrase searches in parallel and another key are all answered',
+  async (t) => {
+    const { fixture, ids } = await built;
+    const h = await startApi({ Engine: { PhraseScanWords: BOUND, Threads: 1 } }, { useFixture: fixture });
+    t.teardown(() => h.close());
+    const search = (key: string, q: string) => h.request.get('/api/v1/emails').query({ q }).set(bearer(key));
+    // Four of the issue's searches at once on the one query thread, then another key's search.
+    const phrases = Array.from({ length: 4 }, () => search(fixture.keys.admin, `attachment:"${PHRASE}"`));
+    const other = search(fixture.keys.alice, 'subject:phrase');
+    for (const res of await Promise.all(phrases)) {
+      t.is(res.status, 200);
+      t.is(res.body.totalItems, 2);
+      t.deepEqual(
+        (res.body.items as Array<{ id: number }>).map((i) => i.id).sort((a, b) => a - b),
+        [ids.early!, ids.short!].sort((a, b) => a - b),
+      );
+    }
+    const answer = await other;
+    t.is(answer.status, 200);
+    t.is(answer.body.totalItems, Object.keys(TEXTS).length, 'alice sees the work account');
+  },
+);
