@@ -6,8 +6,10 @@
 // proportion to its length: a 30-word phrase over three messages of 100 M characters held the
 // query lane for 5 s. A message whose attachment text has more than Engine:PhraseScanWords words
 // is therefore matched here, by reading its first that many words; every other message is matched
-// by FTS5 as before, over rowid ranges that leave the long ones out. Long messages are found by
-// FTS5's own per-row token count (the %_docsize table), so nothing is read to tell them apart.
+// by FTS5 as before, over rowid ranges that hold no long one (one query when there is none). The
+// candidates (messages holding every word, found without comparing positions) and which of them
+// are long come from FTS5's own per-row token counts (the %_docsize table): nothing is read to
+// tell them apart.
 // The count and the page of a search both come from this one set: they never disagree.
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
@@ -15,8 +17,11 @@ import type { AttachmentLeaf } from './bitsets/source.js';
 import { attachmentExpression } from './compile.js';
 import { scanTokens, tokenize } from './unicode61.js';
 
-/** Engine:PhraseScanWords's default: about 200 pages of prose, far above a typical attachment. */
-export const DEFAULT_PHRASE_SCAN_WORDS = 100_000;
+/**
+ * Engine:PhraseScanWords's default: about 30 pages of prose, and just past the positions a
+ * PostgreSQL tsvector keeps (16,383), so both stores find a phrase in about the same window.
+ */
+export const DEFAULT_PHRASE_SCAN_WORDS = 16_384;
 
 let scanWords = DEFAULT_PHRASE_SCAN_WORDS;
 
@@ -34,31 +39,40 @@ export function attachmentPhraseKeys(db: Db, node: AttachmentLeaf): number[] {
       .all(attachmentExpression(node), ...bounds) as number[];
   // One word has no positions to compare: its cost is its posting list, whatever the text's length.
   if (phrase.length < 2) return match('');
-  const long = longMessages(db, node);
-  if (long.length === 0) return match('');
+  const candidates = candidatesOf(db, node);
+  if (!candidates.some((c) => c.long)) return match('');
+  // FTS5 over each run of short candidates (a range holding no long one), the scan for each long one.
   const out: number[] = [];
-  let previous: number | undefined;
-  for (const key of long) {
-    out.push(
-      ...(previous === undefined ? match(' AND rowid < ?', key) : match(' AND rowid > ? AND rowid < ?', previous, key)),
-    );
+  let run: number[] = [];
+  const flush = () => {
+    if (run.length > 0) out.push(...match(' AND rowid >= ? AND rowid <= ?', run[0]!, run.at(-1)!));
+    run = [];
+  };
+  for (const { key, long } of candidates) {
+    if (!long) {
+      run.push(key);
+      continue;
+    }
+    flush();
     if (holdsPhrase(db, key, phrase, node.prefix)) out.push(key);
-    previous = key;
   }
-  out.push(...match(' AND rowid > ?', previous!));
+  flush();
   return out;
 }
 
-/** The messages holding every word of the term whose attachment text is longer than the bound. */
-function longMessages(db: Db, node: AttachmentLeaf): number[] {
+/**
+ * The messages holding every word of the term (no positions compared: cheap), ascending, each
+ * with whether its attachment text is longer than the bound.
+ */
+function candidatesOf(db: Db, node: AttachmentLeaf): Array<{ key: number; long: boolean }> {
   const words = node.words.map((w, i) => `"${w}"${node.prefix && i === node.words.length - 1 ? ' *' : ''}`);
   const rows = prepared(
     db,
     `SELECT d.id AS key, d.sz AS size FROM attachment_fts_docsize d
-      WHERE d.id IN (SELECT rowid FROM attachment_fts WHERE attachment_fts MATCH ?) AND length(d.sz) >= ?
+      WHERE d.id IN (SELECT rowid FROM attachment_fts WHERE attachment_fts MATCH ?)
       ORDER BY d.id`,
-  ).all(words.join(' AND '), varintLength(scanWords + 1)) as Array<{ key: number; size: Buffer }>;
-  return rows.filter((r) => readVarint(r.size) > scanWords).map((r) => r.key);
+  ).all(words.join(' AND ')) as Array<{ key: number; size: Buffer }>;
+  return rows.map((r) => ({ key: r.key, long: readVarint(r.size) > scanWords }));
 }
 
 /** The phrase among the first Engine:PhraseScanWords words of the message's attachment text, in index order. */
@@ -97,13 +111,6 @@ function holdsPhrase(db: Db, key: number, phrase: string[], prefix: boolean): bo
     }
   }
   return found;
-}
-
-/** Bytes of SQLite's varint for `value` (the format of FTS5's %_docsize sizes). */
-function varintLength(value: number): number {
-  let bytes = 1;
-  while (value >= 2 ** (7 * bytes) && bytes < 9) bytes++;
-  return bytes;
 }
 
 /** The first varint of `buf`: seven bits a byte, most significant first, while the high bit is set. */
