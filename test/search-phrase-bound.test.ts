@@ -1,11 +1,15 @@
 // A phrase inside attachment text costs a bounded amount per message (docs/security.md, 29.2):
 // a message whose attachment text is longer than Engine:PhraseScanWords words is matched within
 // its first that many words, every other message by FTS5 as before. Shown with a bound of 1,000
-// words so that the texts stay small. SQLite: on PostgreSQL a phrase is matched in the side
-// index's tsvector, whose positions are bounded by its format (docs/search.md, "Differences").
+// words so that the texts stay small. On PostgreSQL (TEST_STORE=postgres, the REST test) a phrase
+// is matched in the side index's tsvector, whose format bounds what one message costs: at most
+// 256 positions per word, so there too the phrase past 400 repetitions of its words is not found,
+// and the count agrees with the page (docs/search.md, "Differences").
 import test from 'ava';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Extractor } from '../engine/attachments/extractor.js';
+import { reindexAttachments } from '../engine/attachments/index-texts.js';
 import { openArchive } from '../engine/db/open.js';
 import { importPaths } from '../engine/import/importer.js';
 import { setPhraseScanWords, DEFAULT_PHRASE_SCAN_WORDS } from '../engine/search/attachment-phrase.js';
@@ -17,6 +21,7 @@ import { parseSearchInput } from '../shared/search-input.js';
 import { bearer, startApi } from './helpers/api.js';
 import { eml } from './helpers/attachment-mail.js';
 import { createFixture } from './helpers/fixture.js';
+import { TEST_STORE, withAdmin } from './helpers/store.js';
 
 const BOUND = 1_000;
 const PHRASE = 'alpha bravo charlie delta';
@@ -52,70 +57,78 @@ async function archive() {
 const built = archive();
 test.after.always(async () => (await built).fixture.cleanup());
 
-test.serial(
-  'a phrase over a long attachment text is matched within Engine:PhraseScanWords words, by the index and by SQL alike',
-  async (t) => {
-    const { fixture, ids } = await built;
-    const db = openArchive(fixture.dbPath);
-    setPhraseScanWords(BOUND);
-    t.teardown(() => {
-      setPhraseScanWords(DEFAULT_PHRASE_SCAN_WORDS);
-      adoptSnapshot(db, undefined);
-      db.close();
-    });
-    const admin = { isAdmin: true, userId: 0 };
-    const found = (q: string, options = {}) => {
-      const result = searchEmails(
-        db,
-        admin,
-        parseSearchInput({ q }, { defaultPageSize: 20, maxPageSize: 100 }),
-        options,
-      );
-      const items = result.items.map((i) => i.id).sort((a, b) => a - b);
-      t.is(result.totalItems, items.length, `${q}: the count is what the page holds`);
-      return items;
-    };
-    const within = [ids.early!, ids.short!].sort((a, b) => a - b);
-    const everyCandidate = [ids.early!, ids.late!, ids.short!, ids.none!].sort((a, b) => a - b);
-    const check = (options: object) => {
-      t.deepEqual(found(`attachment:"${PHRASE}"`, options), within, 'the late phrase is past the bound');
-      t.deepEqual(found('attachment:"alpha bravo char"*', options), within, 'a phrase ending in a prefix');
-      t.deepEqual(found('attachment:"zulu alpha"', options).length, 0, 'nowhere in order');
-      t.deepEqual(
-        found('attachment:"charlie bravo"', options),
-        [ids.early!, ids.late!, ids.none!].sort((a, b) => a - b),
-      );
-      // One word has no positions to compare: found anywhere in the text, as before.
-      t.deepEqual(found('attachment:delta', options), everyCandidate);
-      t.deepEqual(
-        found(`attachment:"${PHRASE}" OR subject:late`, options),
-        [...within, ids.late!].sort((a, b) => a - b),
-      );
-      t.deepEqual(
-        found(`-attachment:"${PHRASE}" attachment:zulu`, options),
-        [ids.late!, ids.none!].sort((a, b) => a - b),
-      );
-    };
-    check({ reference: true }); // SQL
-    adoptSnapshot(db, new Snapshot(buildSnapshot(db, { minDocs: 1 })));
-    t.truthy(currentSnapshot(db));
-    check({}); // the in-memory index
+// The engine itself, on the SQLite fixture (the REST test below runs on either store).
+if (TEST_STORE === 'sqlite')
+  test.serial(
+    'a phrase over a long attachment text is matched within Engine:PhraseScanWords words, by the index and by SQL alike',
+    async (t) => {
+      const { fixture, ids } = await built;
+      const db = openArchive(fixture.dbPath);
+      setPhraseScanWords(BOUND);
+      t.teardown(() => {
+        setPhraseScanWords(DEFAULT_PHRASE_SCAN_WORDS);
+        adoptSnapshot(db, undefined);
+        db.close();
+      });
+      const admin = { isAdmin: true, userId: 0 };
+      const found = (q: string, options = {}) => {
+        const result = searchEmails(
+          db,
+          admin,
+          parseSearchInput({ q }, { defaultPageSize: 20, maxPageSize: 100 }),
+          options,
+        );
+        const items = result.items.map((i) => i.id).sort((a, b) => a - b);
+        t.is(result.totalItems, items.length, `${q}: the count is what the page holds`);
+        return items;
+      };
+      const within = [ids.early!, ids.short!].sort((a, b) => a - b);
+      const everyCandidate = [ids.early!, ids.late!, ids.short!, ids.none!].sort((a, b) => a - b);
+      const check = (options: object) => {
+        t.deepEqual(found(`attachment:"${PHRASE}"`, options), within, 'the late phrase is past the bound');
+        t.deepEqual(found('attachment:"alpha bravo char"*', options), within, 'a phrase ending in a prefix');
+        t.deepEqual(found('attachment:"zulu alpha"', options).length, 0, 'nowhere in order');
+        t.deepEqual(
+          found('attachment:"charlie bravo"', options),
+          [ids.early!, ids.late!, ids.none!].sort((a, b) => a - b),
+        );
+        // One word has no positions to compare: found anywhere in the text, as before.
+        t.deepEqual(found('attachment:delta', options), everyCandidate);
+        t.deepEqual(
+          found(`attachment:"${PHRASE}" OR subject:late`, options),
+          [...within, ids.late!].sort((a, b) => a - b),
+        );
+        t.deepEqual(
+          found(`-attachment:"${PHRASE}" attachment:zulu`, options),
+          [ids.late!, ids.none!].sort((a, b) => a - b),
+        );
+      };
+      check({ reference: true }); // SQL
+      adoptSnapshot(db, new Snapshot(buildSnapshot(db, { minDocs: 1 })));
+      t.truthy(currentSnapshot(db));
+      check({}); // the in-memory index
 
-    // Lifting the bound finds the late phrase too: the cut is the bound's, nothing else's.
-    setPhraseScanWords(10 * BOUND);
-    t.deepEqual(
-      found(`attachment:"${PHRASE}"`),
-      [ids.early!, ids.late!, ids.short!].sort((a, b) => a - b),
-    );
-  },
-);
+      // Lifting the bound finds the late phrase too: the cut is the bound's, nothing else's.
+      setPhraseScanWords(10 * BOUND);
+      t.deepEqual(
+        found(`attachment:"${PHRASE}"`),
+        [ids.early!, ids.late!, ids.short!].sort((a, b) => a - b),
+      );
+    },
+  );
 
 test.serial(
-  'the gateway passes Engine:PhraseScanWords to its threads; phrase searches in parallel and another key are all answered',
+  "over REST a phrase past the bound is not found; four such searches at once and another key's search are all answered",
   async (t) => {
     const { fixture, ids } = await built;
     const h = await startApi({ Engine: { PhraseScanWords: BOUND, Threads: 1 } }, { useFixture: fixture });
     t.teardown(() => h.close());
+    if (TEST_STORE === 'postgres') {
+      // A PostgreSQL copy has no attachment text yet, as Mail Archiver's own mail: reindex reads it.
+      const extractor = new Extractor();
+      await withAdmin(h.settings.Database.Path, (admin) => reindexAttachments(admin.attachmentTexts(), extractor));
+      await extractor.close();
+    }
     const search = (key: string, q: string) => h.request.get('/api/v1/emails').query({ q }).set(bearer(key));
     // Four of the issue's searches at once on the one query thread, then another key's search.
     const phrases = Array.from({ length: 4 }, () => search(fixture.keys.admin, `attachment:"${PHRASE}"`));
