@@ -39,8 +39,9 @@ export function attachmentPhraseKeys(db: Db, node: AttachmentLeaf): number[] {
       .all(attachmentExpression(node), ...bounds) as number[];
   // One word has no positions to compare: its cost is its posting list, whatever the text's length.
   if (phrase.length < 2) return match('');
-  const candidates = candidatesOf(db, node);
-  if (!candidates.some((c) => c.long)) return match('');
+  // The common case, no long candidate, costs one pass over the candidates that hands back none.
+  if (!candidatesOf(db, node, varintBytes(scanWords + 1)).some((c) => c.long)) return match('');
+  const candidates = candidatesOf(db, node, 0);
   // FTS5 over each run of short candidates (a range holding no long one), the scan for each long one.
   const out: number[] = [];
   let run: number[] = [];
@@ -62,16 +63,17 @@ export function attachmentPhraseKeys(db: Db, node: AttachmentLeaf): number[] {
 
 /**
  * The messages holding every word of the term (no positions compared: cheap), ascending, each
- * with whether its attachment text is longer than the bound.
+ * with whether its attachment text is longer than the bound; only those whose token count takes
+ * at least `minBytes` bytes (a varint's length grows with its value).
  */
-function candidatesOf(db: Db, node: AttachmentLeaf): Array<{ key: number; long: boolean }> {
+function candidatesOf(db: Db, node: AttachmentLeaf, minBytes: number): Array<{ key: number; long: boolean }> {
   const words = node.words.map((w, i) => `"${w}"${node.prefix && i === node.words.length - 1 ? ' *' : ''}`);
   const rows = prepared(
     db,
     `SELECT d.id AS key, d.sz AS size FROM attachment_fts_docsize d
-      WHERE d.id IN (SELECT rowid FROM attachment_fts WHERE attachment_fts MATCH ?)
+      WHERE d.id IN (SELECT rowid FROM attachment_fts WHERE attachment_fts MATCH ?) AND length(d.sz) >= ?
       ORDER BY d.id`,
-  ).all(words.join(' AND ')) as Array<{ key: number; size: Buffer }>;
+  ).all(words.join(' AND '), minBytes) as Array<{ key: number; size: Buffer }>;
   return rows.map((r) => ({ key: r.key, long: readVarint(r.size) > scanWords }));
 }
 
@@ -111,6 +113,13 @@ function holdsPhrase(db: Db, key: number, phrase: string[], prefix: boolean): bo
     }
   }
   return found;
+}
+
+/** Bytes of SQLite's varint for `value`: seven bits a byte. */
+function varintBytes(value: number): number {
+  let bytes = 1;
+  while (bytes < 9 && value >= 2 ** (7 * bytes)) bytes++;
+  return bytes;
 }
 
 /** The first varint of `buf`: seven bits a byte, most significant first, while the high bit is set. */
