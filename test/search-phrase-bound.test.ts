@@ -28,11 +28,16 @@ const PHRASE = 'alpha bravo charlie delta';
 /** Every word of the phrase, never in its order: a message holding it is a candidate FTS5 must check. */
 const filler = (words: number) => 'delta charlie bravo alpha zulu '.repeat(words / 5);
 
-/** Attachment texts by message: the phrase first, only past the bound, or in a short text. */
+/**
+ * Attachment texts by message: the phrase first, only past the bound, in a short text, at the end
+ * of a text under the bound whose token count takes as many bytes as a long one's (FTS5 checks it
+ * alone), or nowhere.
+ */
 const TEXTS = {
   early: `${PHRASE} ${filler(3 * BOUND)}`,
   late: `${filler(2 * BOUND)} ${PHRASE}`,
   short: `see ${PHRASE} here`,
+  medium: `${filler(300)} end ${PHRASE}`,
   none: filler(3 * BOUND),
 };
 
@@ -82,15 +87,15 @@ if (TEST_STORE === 'sqlite')
         t.is(result.totalItems, items.length, `${q}: the count is what the page holds`);
         return items;
       };
-      const within = [ids.early!, ids.short!].sort((a, b) => a - b);
-      const everyCandidate = [ids.early!, ids.late!, ids.short!, ids.none!].sort((a, b) => a - b);
+      const within = [ids.early!, ids.short!, ids.medium!].sort((a, b) => a - b);
+      const everyCandidate = [ids.early!, ids.late!, ids.short!, ids.medium!, ids.none!].sort((a, b) => a - b);
       const check = (options: object) => {
         t.deepEqual(found(`attachment:"${PHRASE}"`, options), within, 'the late phrase is past the bound');
         t.deepEqual(found('attachment:"alpha bravo char"*', options), within, 'a phrase ending in a prefix');
         t.deepEqual(found('attachment:"zulu alpha"', options).length, 0, 'nowhere in order');
         t.deepEqual(
           found('attachment:"charlie bravo"', options),
-          [ids.early!, ids.late!, ids.none!].sort((a, b) => a - b),
+          [ids.early!, ids.late!, ids.medium!, ids.none!].sort((a, b) => a - b),
         );
         // One word has no positions to compare: found anywhere in the text, as before.
         t.deepEqual(found('attachment:delta', options), everyCandidate);
@@ -112,7 +117,7 @@ if (TEST_STORE === 'sqlite')
       setPhraseScanWords(10 * BOUND);
       t.deepEqual(
         found(`attachment:"${PHRASE}"`),
-        [ids.early!, ids.late!, ids.short!].sort((a, b) => a - b),
+        [ids.early!, ids.late!, ids.short!, ids.medium!].sort((a, b) => a - b),
       );
     },
   );
@@ -135,10 +140,10 @@ test.serial(
     const other = search(fixture.keys.alice, 'subject:phrase');
     for (const res of await Promise.all(phrases)) {
       t.is(res.status, 200);
-      t.is(res.body.totalItems, 2);
+      t.is(res.body.totalItems, 3);
       t.deepEqual(
         (res.body.items as Array<{ id: number }>).map((i) => i.id).sort((a, b) => a - b),
-        [ids.early!, ids.short!].sort((a, b) => a - b),
+        [ids.early!, ids.short!, ids.medium!].sort((a, b) => a - b),
       );
     }
     const answer = await other;

@@ -39,42 +39,34 @@ export function attachmentPhraseKeys(db: Db, node: AttachmentLeaf): number[] {
       .all(attachmentExpression(node), ...bounds) as number[];
   // One word has no positions to compare: its cost is its posting list, whatever the text's length.
   if (phrase.length < 2) return match('');
-  // The common case, no long candidate, costs one pass over the candidates that hands back none.
-  if (!candidatesOf(db, node, varintBytes(scanWords + 1)).some((c) => c.long)) return match('');
-  const candidates = candidatesOf(db, node, 0);
+  const parts = candidateRuns(db, node);
+  if (!parts.some((p) => p.size !== null && readVarint(p.size) > scanWords)) return match('');
   // FTS5 over each run of short candidates (a range holding no long one), the scan for each long one.
   const out: number[] = [];
-  let run: number[] = [];
-  const flush = () => {
-    if (run.length > 0) out.push(...match(' AND rowid >= ? AND rowid <= ?', run[0]!, run.at(-1)!));
-    run = [];
-  };
-  for (const { key, long } of candidates) {
-    if (!long) {
-      run.push(key);
-      continue;
-    }
-    flush();
-    if (holdsPhrase(db, key, phrase, node.prefix)) out.push(key);
+  for (const { first, last, size } of parts) {
+    if (size === null || readVarint(size) <= scanWords)
+      out.push(...match(' AND rowid >= ? AND rowid <= ?', first, last));
+    else if (holdsPhrase(db, first, phrase, node.prefix)) out.push(first);
   }
-  flush();
   return out;
 }
 
 /**
- * The messages holding every word of the term (no positions compared: cheap), ascending, each
- * with whether its attachment text is longer than the bound; only those whose token count takes
- * at least `minBytes` bytes (a varint's length grows with its value).
+ * The messages holding every word of the term (found without comparing positions: cheap), in
+ * rowid order, as runs: each message whose token count may pass the bound (its varint is long
+ * enough) on its own with that count, every run of others between them as one range. SQL does
+ * the grouping, so a search without a long candidate hands back a single row.
  */
-function candidatesOf(db: Db, node: AttachmentLeaf, minBytes: number): Array<{ key: number; long: boolean }> {
+function candidateRuns(db: Db, node: AttachmentLeaf): Array<{ first: number; last: number; size: Buffer | null }> {
   const words = node.words.map((w, i) => `"${w}"${node.prefix && i === node.words.length - 1 ? ' *' : ''}`);
-  const rows = prepared(
+  return prepared(
     db,
-    `SELECT d.id AS key, d.sz AS size FROM attachment_fts_docsize d
-      WHERE d.id IN (SELECT rowid FROM attachment_fts WHERE attachment_fts MATCH ?) AND length(d.sz) >= ?
-      ORDER BY d.id`,
-  ).all(words.join(' AND '), minBytes) as Array<{ key: number; size: Buffer }>;
-  return rows.map((r) => ({ key: r.key, long: readVarint(r.size) > scanWords }));
+    `WITH c AS (SELECT d.id AS key, length(d.sz) >= ? AS long, d.sz AS size FROM attachment_fts_docsize d
+                 WHERE d.id IN (SELECT rowid FROM attachment_fts WHERE attachment_fts MATCH ?)),
+          g AS (SELECT key, long, size, sum(long) OVER (ORDER BY key) AS run FROM c)
+     SELECT min(key) AS first, max(key) AS last, CASE WHEN long THEN size END AS size
+       FROM g GROUP BY run, long ORDER BY first`,
+  ).all(varintBytes(scanWords + 1), words.join(' AND ')) as Array<{ first: number; last: number; size: Buffer | null }>;
 }
 
 /** The phrase among the first Engine:PhraseScanWords words of the message's attachment text, in index order. */
