@@ -22,6 +22,8 @@ export const DEFAULT_COLUMNS = '{subject body from_text to_text cc_text bcc_text
 export interface SqlCondition {
   sql: string;
   params: unknown[];
+  /** What stands for the condition in a cache key, when not itself. */
+  toJSON?: () => unknown;
 }
 
 export type CompiledSearch =
@@ -98,6 +100,12 @@ export const attachmentExpression = (node: Extract<Node, { type: 'attachment' }>
  */
 export type AttachmentKeys = (node: Extract<Node, { type: 'attachment' }>) => number[];
 
+/** A compound condition keeps its parts' cache-key forms, when one of them has its own. */
+function withKey(condition: SqlCondition, op: string, parts: SqlCondition[]): SqlCondition {
+  if (!parts.some((p) => p.toJSON)) return condition;
+  return { ...condition, toJSON: () => ({ [op]: parts.map((p) => (p.toJSON ? p.toJSON() : p)) }) };
+}
+
 /** Any node as a SQL condition on `emails e`; slower than the fast path but always possible. */
 function sql(node: Node, attachmentKeys?: AttachmentKeys): SqlCondition {
   const expr = fts(node);
@@ -105,20 +113,30 @@ function sql(node: Node, attachmentKeys?: AttachmentKeys): SqlCondition {
   const sub = (child: Node) => sql(child, attachmentKeys);
   switch (node.type) {
     case 'attachment':
-      return attachmentKeys
-        ? { sql: 'e.fts_key IN (SELECT value FROM json_each(?))', params: [JSON.stringify(attachmentKeys(node))] }
-        : { sql: IN_ATTACHMENTS, params: [attachmentExpression(node)] };
+      if (!attachmentKeys) return { sql: IN_ATTACHMENTS, params: [attachmentExpression(node)] };
+      return {
+        sql: 'e.fts_key IN (SELECT value FROM json_each(?))',
+        params: [JSON.stringify(attachmentKeys(node))],
+        // Cached counts are keyed by their conditions as JSON (engine/search/plan.ts): the term,
+        // not its possibly long list of matches, names the condition there (the archive's
+        // generation, part of that key, changes whenever attachment text does).
+        toJSON: () => ({ sql: IN_ATTACHMENTS, params: [attachmentExpression(node)] }),
+      };
     case 'not': {
       const inner = sub(node.child);
-      return { sql: `NOT (${inner.sql})`, params: inner.params };
+      return withKey({ sql: `NOT (${inner.sql})`, params: inner.params }, 'not', [inner]);
     }
     case 'and':
     case 'or': {
       const parts = node.children.map(sub);
-      return {
-        sql: parts.map((p) => `(${p.sql})`).join(node.type === 'and' ? ' AND ' : ' OR '),
-        params: parts.flatMap((p) => p.params),
-      };
+      return withKey(
+        {
+          sql: parts.map((p) => `(${p.sql})`).join(node.type === 'and' ? ' AND ' : ' OR '),
+          params: parts.flatMap((p) => p.params),
+        },
+        node.type,
+        parts,
+      );
     }
     case 'thread':
       return { sql: THREAD_CONDITION, params: [node.id] };
