@@ -79,7 +79,7 @@ function holdsPhrase(db: Db, key: number, phrase: string[], prefix: boolean): bo
         AND t.status = 'ok' AND t.text <> ''`,
   )
     .pluck()
-    .iterate(key) as IterableIterator<string>;
+    .iterate(key) as Iterable<string>;
   const n = phrase.length;
   const recent: string[] = new Array<string>(n); // the last n tokens, as a ring
   let seen = 0;
@@ -99,10 +99,7 @@ function holdsPhrase(db: Db, key: number, phrase: string[], prefix: boolean): bo
       found = seen >= n && matches();
       return found || seen >= scanWords;
     });
-    if (found || seen >= scanWords) {
-      texts.return?.();
-      break;
-    }
+    if (found || seen >= scanWords) break; // ends the statement too (for…of calls return())
   }
   return found;
 }
