@@ -74,6 +74,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
       maxQueueWaitMs: settings.Engine.MaxQueueWaitMs,
       searchMemoryBytes: settings.Engine.SearchMemoryMB * 1024 * 1024,
       jobTimeoutMs: settings.Engine.JobTimeoutSeconds * 1000,
+      phraseScanWords: settings.Engine.PhraseScanWords,
       faultInjection: options.faultInjection ?? false,
     });
   const accessLog = new AccessLogWriter(engine, logger, {

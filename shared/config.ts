@@ -176,6 +176,9 @@ const schema = z.strictObject({
       // Memory for the shared search index of a SQLite archive (engine/search/bitsets), in MiB;
       // 0 turns it off (searches are then counted by SQL alone).
       SearchMemoryMB: int(0, 64 * 1024).default(768),
+      // A phrase inside attachment text is matched within this many first words of a message's
+      // attachment text (engine/sqlite/attachment-phrase.ts): what one message may cost a search.
+      PhraseScanWords: int(2, 10_000_000).default(16_384),
       // Every engine job not finished this long after it was submitted is cancelled and answered
       // 503 with Retry-After (engine/pool/job-budget.ts): no request can hold a thread for minutes.
       // The slowest legitimate searches take a few seconds at a million messages.

@@ -335,6 +335,10 @@ test('engine queue bounds default to 64 per query thread, 256 interactive and a 
   t.is(defaults.MaxQueueWaitMs, 500);
   t.is(loadSettings({ env: { Engine__MaxQueueWaitMs: '2000' }, cwd }).Engine.MaxQueueWaitMs, 2000);
   configError(t, () => loadSettings({ env: { Engine__MaxQueueWaitMs: '0' }, cwd }), 'Engine:MaxQueueWaitMs', '0');
+  // What one message's attachment text may cost a phrase (docs/security.md, 29.2).
+  t.is(defaults.PhraseScanWords, 16_384);
+  t.is(loadSettings({ env: { Engine__PhraseScanWords: '1000' }, cwd }).Engine.PhraseScanWords, 1000);
+  configError(t, () => loadSettings({ env: { Engine__PhraseScanWords: '1' }, cwd }), 'Engine:PhraseScanWords', '1');
   const set = loadSettings({ env: { Engine__MaxQueue: '0', Engine__InteractiveMaxQueue: '1000' }, cwd }).Engine;
   t.deepEqual(engineQueues(set), { query: 0, interactive: 1000 }, '0 is allowed: nothing waits');
   const file = loadSettings({ env: {}, cwd: workdir(t, { engine: { maxqueue: 5 } }) }).Engine;

@@ -23,6 +23,9 @@ import {
   type DovecotServer,
 } from './helpers/dovecot.js';
 import { tempDir } from './helpers/fixture.js';
+import { cliArchive, STORE_KINDS } from './helpers/cli-archive.js';
+import { syncPass } from '../engine/sync/pass.js';
+import { openAdmin } from '../engine/archive.js';
 import { createTestDatabase } from './helpers/postgres.js';
 
 const PASSWORD = 'alice-password';
@@ -504,3 +507,65 @@ test.serial(
     t.regex(run.stderr, /the server lists 4 folders; the first 2 are synced \(Sync:MaxFolders\)/);
   },
 );
+
+// The account lease is renewed while a pass runs, not only between folders (docs/security.md,
+// 29.4): a pass held inside a folder past its first lease still holds the account. The lease is
+// shortened to 2 s here (renewed every 0.5 s); production keeps LEASE_MS.
+for (const kind of STORE_KINDS) {
+  test.serial(
+    `[${kind}] a pass held inside a folder past its lease keeps the account from a second runner`,
+    async (t) => {
+      const server = await startDovecot({}, t);
+      await appendMessages(server, undefined, 'INBOX', [message(1), message(2), message(3)]);
+      const archive = await cliArchive(t, kind);
+      // A PostgreSQL archive keeps no key beside it: IMAP passwords need Sync:SecretKey there.
+      const admin = await openAdmin(archive.db, { create: true, secretKey: randomBytes(32).toString('base64') });
+      t.teardown(() => admin.close());
+      const [user] = server.users;
+      const account = await admin.addImapAccount({
+        name: 'Alice',
+        emailAddress: 'alice@example.test',
+        imap: { host: '127.0.0.1', port: server.port, security: 'none', user: user!.user, password: user!.password },
+      });
+      const leaseMs = 2_000;
+      const state = admin.sync();
+      // The first runner's state: its checkpoint after the folder's first batch waits for `release`.
+      let acquiredAt = 0;
+      let heldInFolder!: () => void;
+      const held = new Promise<void>((resolve) => (heldInFolder = resolve));
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      const holding = new Proxy(state, {
+        get(target, prop) {
+          if (prop === 'acquireLease')
+            return async (id: number, holder: string, ttl: number) => {
+              const now = Date.now();
+              const ok = await target.acquireLease(id, holder, ttl);
+              if (ok && acquiredAt === 0) acquiredAt = now;
+              return ok;
+            };
+          if (prop === 'saveFolderState')
+            return async (id: number, folder: string, value: { uidValidity: string; lastUid: number }) => {
+              if (value.lastUid > 0) {
+                heldInFolder();
+                await released;
+              }
+              return target.saveFolderState(id, folder, value);
+            };
+          const value = Reflect.get(target, prop) as unknown;
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+      const first = syncPass(admin, holding, { holder: 'first', leaseMs, ids: [account.id] });
+      await held;
+      t.true(acquiredAt > 0);
+      // Past the first lease's end (and half a lease more), by the clock the leases are kept by.
+      while (Date.now() < acquiredAt + leaseMs * 1.5) await new Promise((resolve) => setTimeout(resolve, 50));
+      const [second] = await syncPass(admin, admin.sync(), { holder: 'second', leaseMs, ids: [account.id] });
+      t.is(second!.status, 'busy', 'the first runner still holds the account');
+      release();
+      const [done] = await first;
+      t.like(done, { status: 'synced', imported: 3 });
+    },
+  );
+}

@@ -49,6 +49,8 @@ export interface EnginePoolOptions {
    * bytes; 0 turns it off. Default: 768 MiB.
    */
   searchMemoryBytes?: number;
+  /** Engine:PhraseScanWords: how many words of a message's attachment text a phrase is matched in. */
+  phraseScanWords?: number;
   /**
    * Engine:JobTimeoutSeconds in milliseconds: a job not finished this long after it was submitted
    * is cancelled (engine/pool/job-budget.ts) and rejects with EngineTimedOut. Default: no budget.
@@ -232,6 +234,7 @@ export class EnginePool {
         lane: name,
         ...(channel ? { searchChannel: channel } : {}),
         ...(Number.isFinite(options.jobTimeoutMs) ? { statementTimeoutMs: options.jobTimeoutMs } : {}),
+        ...(options.phraseScanWords !== undefined ? { phraseScanWords: options.phraseScanWords } : {}),
       };
       return new Piscina({
         filename: new URL('./worker.js', import.meta.url).href,

@@ -7,6 +7,7 @@ import { workerData } from 'node:worker_threads';
 import type { AuthedJob, AuthedResult, Job, JobKind, JobResult, OwnedKind } from '../../shared/jobs.js';
 import { openStore } from '../archive.js';
 import { type ArchiveStore } from '../store-contract.js';
+import { setPhraseScanWords } from '../sqlite/attachment-phrase.js';
 
 export interface WorkerData {
   /** Database:Path: a SQLite file or a postgres:// URL (engine/archive.ts chooses the store). */
@@ -19,6 +20,8 @@ export interface WorkerData {
   searchChannel?: string;
   /** Engine:JobTimeoutSeconds in milliseconds (PostgreSQL's statement_timeout). */
   statementTimeoutMs?: number;
+  /** Engine:PhraseScanWords (engine/sqlite/attachment-phrase.ts). */
+  phraseScanWords?: number;
 }
 
 /**
@@ -28,6 +31,8 @@ export interface WorkerData {
  * would lower the whole process.
  */
 if ((workerData as WorkerData).lane === 'query') lowerThreadPriority();
+const { phraseScanWords } = workerData as WorkerData;
+if (phraseScanWords !== undefined) setPhraseScanWords(phraseScanWords);
 
 let store: Promise<ArchiveStore> | undefined;
 

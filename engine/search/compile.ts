@@ -22,6 +22,8 @@ export const DEFAULT_COLUMNS = '{subject body from_text to_text cc_text bcc_text
 export interface SqlCondition {
   sql: string;
   params: unknown[];
+  /** What stands for the condition in a cache key, when not itself. */
+  toJSON?: () => unknown;
 }
 
 export type CompiledSearch =
@@ -92,24 +94,49 @@ const IN_ATTACHMENTS = 'e.fts_key IN (SELECT rowid FROM attachment_fts WHERE att
 export const attachmentExpression = (node: Extract<Node, { type: 'attachment' }>): string =>
   `"${node.words.join(' ')}"${node.prefix ? ' *' : ''}`;
 
+/**
+ * The fts_keys of the messages an attachment: term finds, when the caller matches it itself
+ * (engine/sqlite/attachment-phrase.ts bounds what one message's phrase may cost).
+ */
+export type AttachmentKeys = (node: Extract<Node, { type: 'attachment' }>) => number[];
+
+/** A compound condition keeps its parts' cache-key forms, when one of them has its own. */
+function withKey(condition: SqlCondition, op: string, parts: SqlCondition[]): SqlCondition {
+  if (!parts.some((p) => p.toJSON)) return condition;
+  return { ...condition, toJSON: () => ({ [op]: parts.map((p) => (p.toJSON ? p.toJSON() : p)) }) };
+}
+
 /** Any node as a SQL condition on `emails e`; slower than the fast path but always possible. */
-function sql(node: Node): SqlCondition {
+function sql(node: Node, attachmentKeys?: AttachmentKeys): SqlCondition {
   const expr = fts(node);
   if (expr !== null) return { sql: IN_FTS, params: [expr] };
+  const sub = (child: Node) => sql(child, attachmentKeys);
   switch (node.type) {
     case 'attachment':
-      return { sql: IN_ATTACHMENTS, params: [attachmentExpression(node)] };
+      if (!attachmentKeys) return { sql: IN_ATTACHMENTS, params: [attachmentExpression(node)] };
+      return {
+        sql: 'e.fts_key IN (SELECT value FROM json_each(?))',
+        params: [JSON.stringify(attachmentKeys(node))],
+        // Cached counts are keyed by their conditions as JSON (engine/sqlite/search.ts): the term,
+        // not its possibly long list of matches, names the condition there (the archive's
+        // generation, part of that key, changes whenever attachment text does).
+        toJSON: () => ({ sql: IN_ATTACHMENTS, params: [attachmentExpression(node)] }),
+      };
     case 'not': {
-      const inner = sql(node.child);
-      return { sql: `NOT (${inner.sql})`, params: inner.params };
+      const inner = sub(node.child);
+      return withKey({ sql: `NOT (${inner.sql})`, params: inner.params }, 'not', [inner]);
     }
     case 'and':
     case 'or': {
-      const parts = node.children.map(sql);
-      return {
-        sql: parts.map((p) => `(${p.sql})`).join(node.type === 'and' ? ' AND ' : ' OR '),
-        params: parts.flatMap((p) => p.params),
-      };
+      const parts = node.children.map(sub);
+      return withKey(
+        {
+          sql: parts.map((p) => `(${p.sql})`).join(node.type === 'and' ? ' AND ' : ' OR '),
+          params: parts.flatMap((p) => p.params),
+        },
+        node.type,
+        parts,
+      );
     }
     case 'thread':
       return { sql: THREAD_CONDITION, params: [node.id] };
@@ -121,7 +148,7 @@ function sql(node: Node): SqlCondition {
   }
 }
 
-export function compileSearch(q: string | undefined): CompiledSearch {
+export function compileSearch(q: string | undefined, attachmentKeys?: AttachmentKeys): CompiledSearch {
   if (q === undefined || q.trim() === '') return { kind: 'all' };
   const root = parseQuery(q);
   if (!root) return { kind: 'none' };
@@ -130,5 +157,5 @@ export function compileSearch(q: string | undefined): CompiledSearch {
   const ftsable = conjuncts.filter((c) => (c.type === 'not' ? fts(c.child) : fts(c)) !== null);
   const match = ftsable.some((c) => c.type !== 'not') ? fts({ type: 'and', children: ftsable }) : null;
   const rest = match === null ? conjuncts : conjuncts.filter((c) => !ftsable.includes(c));
-  return { kind: 'query', match, conditions: rest.map(sql) };
+  return { kind: 'query', match, conditions: rest.map((c) => sql(c, attachmentKeys)) };
 }

@@ -2,6 +2,7 @@
 // whose rowids (fts-key.ts) the snapshot turns into message ids.
 import type { Db } from './open.js';
 import { prepared } from './statements.js';
+import { attachmentPhraseKeys } from './attachment-phrase.js';
 import { leafKey } from '../search/bitsets/count.js';
 import type { Snapshot } from '../search/bitsets/snapshot.js';
 import { StaleSnapshot, type Leaf, type LeafSource } from '../search/bitsets/source.js';
@@ -22,13 +23,12 @@ export class FtsSource implements LeafSource {
           .iterate(leaf.id) as Iterable<number>,
       );
     }
-    const table = leaf.kind === 'attachment' ? 'attachment_fts' : 'email_fts';
-    const expression = leafKey(leaf);
+    if (leaf.kind === 'attachment') return this.#toIds(snap, attachmentPhraseKeys(this.db, leaf.node));
     return this.#toIds(
       snap,
-      prepared(this.db, `SELECT rowid FROM ${table} WHERE ${table} MATCH ?`)
+      prepared(this.db, 'SELECT rowid FROM email_fts WHERE email_fts MATCH ?')
         .pluck()
-        .iterate(expression) as Iterable<number>,
+        .iterate(leafKey(leaf)) as Iterable<number>,
     );
   }
 

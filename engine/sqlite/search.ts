@@ -20,6 +20,7 @@ import { SUMMARY_COLUMNS } from './summary-columns.js';
 import { keyRange } from '../search/fts-key.js';
 import { accountTag, directionTag, folderTag } from '../search/tags.js';
 import { compileSearch, ftsExpression, type SqlCondition } from '../search/compile.js';
+import { attachmentPhraseKeys } from './attachment-phrase.js';
 import { SORT_COLUMNS } from '../search/sort.js';
 import { countMatches } from '../search/bitsets/count.js';
 import { currentSnapshot } from './index-share.js';
@@ -176,7 +177,7 @@ export function sqlSource(
   db: Db,
   viewer: Viewer,
   query: SearchQuery,
-  compiled: ReturnType<typeof compileSearch> = compileSearch(query.q),
+  compiled: ReturnType<typeof compileSearch> = compileSearch(query.q, (node) => attachmentPhraseKeys(db, node)),
 ): SqlSource {
   if (compiled.kind === 'none') return { kind: 'none' };
   const match = compiled.kind === 'query' ? compiled.match : null;
@@ -255,10 +256,12 @@ export function searchEmails(
   const fromIndex = indexPage(s);
   if (fromIndex) return fromIndex;
 
-  const source = sqlSource(db, viewer, query, compiled);
+  // Compiled again, its attachment: terms matched now (engine/sqlite/attachment-phrase.ts): the
+  // index above needed none of that.
+  const source = sqlSource(db, viewer, query);
   if (source.kind === 'none') return pageFor(s, [], 0);
   if (source.kind === 'table') return tablePage(s, source.filters);
-  return textPage(s, source.fts, compiled.kind === 'query' ? compiled.conditions : []);
+  return textPage(s, source.fts, source.extra);
 }
 
 /** The count and the page from the shared in-memory index; undefined when it cannot count this. */

@@ -58,6 +58,8 @@ export interface SyncOptions {
   maxFolders?: number;
   /** Wall time of one account's pass (Sync:PassMinutes), in milliseconds. */
   passMs?: number;
+  /** How long a lease lasts unless renewed; LEASE_MS (tests shorten it to watch it renewed). */
+  leaseMs?: number;
 }
 
 /** Defaults of Sync:MaxFolders and Sync:PassMinutes. */
@@ -130,7 +132,8 @@ async function syncAccount(
       `retrying after ${new Date(last.at + backoffMs(entry.failures)).toISOString()} (last error: ${last.error})`,
     );
   }
-  if (!(await state.acquireLease(account.id, options.holder, LEASE_MS))) {
+  const leaseMs = options.leaseMs ?? LEASE_MS;
+  if (!(await state.acquireLease(account.id, options.holder, leaseMs))) {
     return done('busy', 'another sync runner is syncing this account');
   }
   let client: ImapFlow | undefined;
@@ -141,8 +144,8 @@ async function syncAccount(
   // The lease is renewed while the pass runs, not only between folders: reading one folder's
   // messages and their attachments may take longer than the lease (item 4).
   const renew = setInterval(() => {
-    void state.acquireLease(account.id, options.holder, LEASE_MS).catch(() => {});
-  }, LEASE_MS / 4);
+    void state.acquireLease(account.id, options.holder, leaseMs).catch(() => {});
+  }, leaseMs / 4);
   renew.unref();
   // The pass's wall time (docs/security.md, "Mail shaped by an attacker", item 9): past it the pass stops after the message in hand;
   // a server that keeps one command going (an endless LIST) is disconnected at the deadline.
@@ -206,7 +209,7 @@ async function syncAccount(
       } finally {
         lock.release();
       }
-      await state.acquireLease(account.id, options.holder, LEASE_MS);
+      await state.acquireLease(account.id, options.holder, leaseMs);
     }
     await client.logout().catch(() => {});
     if (options.signal?.aborted) return done('stopped', 'stopped before the pass completed; the next pass resumes it');
