@@ -49,6 +49,13 @@ export interface EnginePoolOptions {
    */
   searchMemoryBytes?: number;
   /**
+   * Engine:SearchIndexFile: where the search index is saved so a restart loads it (ADR 23).
+   * Unset: beside a SQLite archive (`<archive>.index`), not saved for PostgreSQL; '': not saved.
+   */
+  searchIndexFile?: string;
+  /** Where the index builder's lines go (loaded, saved, ignored and why); default: nowhere. */
+  log?: (line: string) => void;
+  /**
    * Engine:JobTimeoutSeconds in milliseconds: a job not finished this long after it was submitted
    * is cancelled (engine/job-budget.ts) and rejects with EngineTimedOut. Default: no budget.
    */
@@ -168,6 +175,12 @@ export const SHORT_QUEUE_PER_THREAD = 8;
 const DEFAULT_SEARCH_MEMORY = 768 * 1024 * 1024;
 let pools = 0;
 
+/** Engine:SearchIndexFile resolved (EnginePoolOptions.searchIndexFile); undefined: not saved. */
+export function savedIndexFile(dbPath: string, setting: string | undefined): string | undefined {
+  if (setting !== undefined) return setting === '' ? undefined : setting;
+  return storeKind(dbPath) === 'sqlite' && dbPath !== ':memory:' ? `${dbPath}.index` : undefined;
+}
+
 /** The search index's builder thread. It only reads; if it fails, searches are counted by SQL. */
 function startBuilder(file: string, data: BuilderData | PgBuilderData): Worker {
   const worker = new Worker(new URL(file, import.meta.url), { workerData: data });
@@ -246,11 +259,14 @@ export class EnginePool {
     this.#maxWaitMs = options.maxQueueWaitMs ?? Number.POSITIVE_INFINITY;
     this.#budgetMs = options.jobTimeoutMs ?? Number.POSITIVE_INFINITY;
     this.#lanes = { interactive: lane('interactive', threads.interactive), query: lane('query', threads.query) };
+    const indexFile = savedIndexFile(options.dbPath, options.searchIndexFile);
+    const saving = indexFile !== undefined ? { indexFile } : {};
     if (channel && storeKind(options.dbPath) === 'sqlite')
       this.#builder = startBuilder('./search/bitsets/builder.js', {
         dbPath: options.dbPath,
         channel,
         maxBytes: searchMemory,
+        ...saving,
       });
     else if (channel)
       this.#builder = startBuilder('./pg/search-snapshot-builder.js', {
@@ -258,9 +274,11 @@ export class EnginePool {
         timeZone: options.timeZone ?? 'UTC',
         channel,
         maxBytes: searchMemory,
+        ...saving,
       });
-    this.#builder?.on('message', (m: { error?: string }) => {
+    this.#builder?.on('message', (m: { error?: string; log?: string }) => {
       if (m.error !== undefined) this.#searchIndexError = m.error;
+      if (m.log !== undefined) options.log?.(m.log);
     });
     // The bound is ours, not Piscina's maxQueue, which would refuse the jobs that must never be.
     const bound = (l: Lane) => threads[l] + (options.maxQueue?.[l] ?? Number.POSITIVE_INFINITY);

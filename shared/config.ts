@@ -175,6 +175,9 @@ const schema = z.strictObject({
       // Memory for the shared search index of a SQLite archive (engine/search/bitsets), in MiB;
       // 0 turns it off (searches are then counted by SQL alone).
       SearchMemoryMB: int(0, 64 * 1024).default(768),
+      // Where that index is saved so that a restart loads it instead of rebuilding (ADR 23).
+      // Unset: beside a SQLite archive (`<archive>.index`); not saved for PostgreSQL. '': never saved.
+      SearchIndexFile: z.string().optional(),
       // Every engine job not finished this long after it was submitted is cancelled and answered
       // 503 with Retry-After (engine/job-budget.ts): no request can hold a thread for minutes.
       // The slowest legitimate searches take a few seconds at a million messages.

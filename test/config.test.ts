@@ -12,6 +12,7 @@ import {
   parseSecretKey,
   syncEnabled,
 } from '../shared/config.js';
+import { savedIndexFile } from '../engine/pool.js';
 import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/fixture.js';
 
@@ -455,4 +456,22 @@ test('Mcp:OAuth binds from the environment as a section inside Mcp; Server:Publi
   t.throws(() => loadSettings({ env: { Mcp__OAuth__AccessTokenMinutes: '0' }, cwd: workdir(t) }), {
     message: /^Invalid setting Mcp:OAuth:AccessTokenMinutes/,
   });
+});
+
+test('Engine:SearchIndexFile: beside a SQLite archive when unset, not saved for PostgreSQL unless set, off when empty', (t) => {
+  const cwd = workdir(t);
+  const unset = loadSettings({ env: {}, cwd }).Engine.SearchIndexFile;
+  t.is(unset, undefined);
+  t.is(savedIndexFile('/data/archive.db', unset), '/data/archive.db.index');
+  t.is(savedIndexFile('postgres://gw@db/mailarchiver', unset), undefined);
+  const set = loadSettings({ env: { Engine__SearchIndexFile: '/var/cache/mag/search.index' }, cwd }).Engine;
+  t.is(savedIndexFile('postgres://gw@db/mailarchiver', set.SearchIndexFile), '/var/cache/mag/search.index');
+  const off = loadSettings({ env: {}, cwd: workdir(t, { engine: { searchindexfile: '' } }) }).Engine;
+  t.is(off.SearchIndexFile, '');
+  t.is(savedIndexFile('/data/archive.db', off.SearchIndexFile), undefined);
+  configError(
+    t,
+    () => loadSettings({ env: {}, cwd: workdir(t, { engine: { searchindexfile: 5 } }) }),
+    'Engine:SearchIndexFile',
+  );
 });

@@ -8,11 +8,18 @@
 // transaction that imports it and ends, and posts the buffer with the snapshot's token. The
 // exporting transaction stays open while its snapshot serves, and a little after the next one
 // is posted, so a search that took the old token can still import it.
+//
+// With a saved index file (Engine:SearchIndexFile, ADR 23) the first refresh starts from the
+// file instead of from nothing: the same refresh that follows Mail Archiver's writes reads every
+// message's attributes again and adds only the side-index documents the file does not hold, so
+// what changed while the service was stopped is caught up exactly as a change while it runs.
 import { lowerThreadPriority } from '../thread-priority.js';
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
-import type { SnapshotMessage } from '../search/bitsets/share.js';
+import { SavedIndex } from '../search/bitsets/saved-index.js';
+import type { SnapshotMessage, SnapshotOrigin } from '../search/bitsets/share.js';
+import { KEY_POSITIONS, Snapshot } from '../search/bitsets/snapshot.js';
 import { catchUpSearchIndex } from './search-index.js';
-import { exportSnapshot, type ExportedSnapshot } from './search-snapshot.js';
+import { exportSnapshot, type ExportedSnapshot, type PgSnapshotState } from './search-snapshot.js';
 import { T } from './columns.js';
 import { sql } from './sql.js';
 import { PgStore } from './store.js';
@@ -26,6 +33,8 @@ export interface PgBuilderData {
   pollMs?: number;
   /** Longest time between refreshes (default 5,000 ms; at least ten times the last refresh). */
   refreshMs?: number;
+  /** Where the index is saved and loaded from (Engine:SearchIndexFile); unset: not saved. */
+  indexFile?: string;
 }
 
 const data = workerData as PgBuilderData;
@@ -38,6 +47,40 @@ const store = new PgStore({ url: data.url, timeZone: data.timeZone, connections:
 const bc = new BroadcastChannel(data.channel);
 let current: ExportedSnapshot | undefined;
 let last = { at: 0, maxId: -1, ms: 0 };
+let origin: SnapshotOrigin = { kind: 'built', fromFile: false };
+const log = (line: string) => parentPort?.postMessage({ log: line });
+let saved: SavedIndex | undefined;
+
+/** The saved file's owner: this database of this cluster (a file of another is ignored). */
+async function savedIndex(file: string): Promise<SavedIndex> {
+  const [id] = await store.primary<{ identity: string }>(
+    sql`SELECT (SELECT system_identifier FROM pg_control_system())::text || ':' || current_database() || ':' ||
+               'mail_archive_gateway.search_docs'::regclass::oid::text AS identity`,
+  );
+  return new SavedIndex({ file, store: 'postgres', identity: id!.identity, log });
+}
+
+/** The saved index as the state a refresh starts from, or undefined when there is none to use. */
+function loadSaved(): PgSnapshotState | undefined {
+  const loaded = saved?.loadIfChanged();
+  if (!loaded) return undefined;
+  const snapshot = new Snapshot(loaded.snapshot);
+  const ids = loaded.sections[0];
+  if (snapshot.keyKind !== KEY_POSITIONS || !ids) return undefined;
+  return {
+    snapshot,
+    // No rows: the refresh reads every message's attributes again and rebuilds what hangs on them.
+    rows: {
+      ids: new Int32Array(0),
+      sent: new Float64Array(0),
+      account: new Int32Array(0),
+      folder: [],
+      outgoing: new Uint8Array(0),
+    },
+    indexed: new Set(new Int32Array(ids.buffer, ids.byteOffset, ids.byteLength / 4)),
+    fullBuildRows: loaded.meta.fullBuildRows,
+  };
+}
 
 bc.onmessage = (event) => {
   const message = (event as { data: SnapshotMessage }).data;
@@ -46,17 +89,48 @@ bc.onmessage = (event) => {
 
 function post(): void {
   if (!current) return;
-  bc.postMessage({ buffer: current.state.snapshot.buffer, token: current.token } satisfies SnapshotMessage);
+  bc.postMessage({ buffer: current.state.snapshot.buffer, token: current.token, origin } satisfies SnapshotMessage);
 }
 
-async function refresh(): Promise<void> {
+async function refresh(): Promise<boolean> {
   await catchUpSearchIndex(store);
-  const next = await exportSnapshot(data.url, current?.state, { maxBytes: data.maxBytes });
+  if (data.indexFile && !saved) saved = await savedIndex(data.indexFile);
+  let old = current?.state;
+  if (!old && saved) {
+    old = loadSaved();
+    // Another process of the host is building: searches stay on SQL until its file is written.
+    if (!old && !saved.mayBuild()) return false;
+    // It may have written it just before giving the lock back: then the file, not a build.
+    if (!old) old = loadSaved();
+    if (old) saved.releaseLock();
+  }
+  let next: ExportedSnapshot;
+  try {
+    next = await exportSnapshot(data.url, old, { maxBytes: data.maxBytes });
+  } catch (err) {
+    saved?.releaseLock();
+    throw err;
+  }
+  const full = next.state !== old && next.state.full === true;
+  origin = full
+    ? { kind: 'built', fromFile: false }
+    : current
+      ? { kind: 'caught up', fromFile: origin.fromFile }
+      : { kind: 'loaded', fromFile: true };
   const previous = current;
   current = next;
   post();
   parentPort?.postMessage({ built: { maxId: next.state.snapshot.maxId, rows: next.state.snapshot.rows } });
   if (previous) setTimeout(() => void previous.release(), RETIRE_MS).unref();
+  if (saved && next.state !== previous?.state) {
+    const ids = Int32Array.from(next.state.indexed);
+    saved.save(next.state.snapshot.buffer, {
+      fullBuild: full,
+      fullBuildRows: next.state.fullBuildRows,
+      sections: [new Uint8Array(ids.buffer)],
+    });
+  }
+  return true;
 }
 
 async function tick(): Promise<void> {
@@ -67,7 +141,7 @@ async function tick(): Promise<void> {
   const interval = Math.max(data.refreshMs ?? 5_000, last.ms * 10);
   if (current && state!.max === last.maxId && now - last.at < interval) return;
   const started = performance.now();
-  await refresh();
+  if (!(await refresh())) return;
   last = { at: Date.now(), maxId: state!.max, ms: performance.now() - started };
 }
 

@@ -1,0 +1,278 @@
+// The saved search index on SQLite (engine/search/bitsets/persist.ts, ADR 23): a restarted pool
+// loads `<archive>.index` instead of rebuilding, catches up mail appended while it was stopped,
+// rebuilds when mail was rewritten or deleted (archive_state.rewrites moved: which mail changed
+// is not recorded), ignores a torn, foreign or older file, and two pools
+// starting together build once and leave one valid file. Every count is checked against plain SQL.
+import test, { type ExecutionContext } from 'ava';
+import { copyFileSync, existsSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openArchive, type Db } from '../engine/db/open.js';
+import { Random } from '../engine/demo/random.js';
+import { EnginePool } from '../engine/pool.js';
+import { loadIndex } from '../engine/search/bitsets/persist.js';
+import { exactCount } from '../engine/search/plan.js';
+import { addAccount } from '../engine/store/accounts.js';
+import { addUser, assignAccount } from '../engine/store/users.js';
+import { ArchiveWriter } from '../engine/store/writer.js';
+import type { SearchIndexInfo } from '../shared/jobs.js';
+import { parseSearchInput } from '../shared/search-input.js';
+import { email, tempDir } from './helpers/fixture.js';
+
+const limits = { defaultPageSize: 20, maxPageSize: 100 };
+const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'omega', 'report', 'repo', 'reply'];
+const FOLDERS = ['INBOX', 'Sent', 'Archive'];
+const QUERIES = [{ q: 'alpha' }, { q: 'beta gamma' }, { q: 'rep*', folder: 'Sent' }, { q: '"alpha beta"' }, {}];
+
+function addMessages(db: Db, accounts: number[], count: number, seed: number): void {
+  const rng = new Random(seed);
+  const writer = new ArchiveWriter(db);
+  writer.batch(() => {
+    for (let i = 0; i < count; i++)
+      writer.add(
+        email({
+          accountId: rng.pick(accounts),
+          folder: rng.pick(FOLDERS),
+          subject: `${rng.pick(WORDS)} ${rng.pick(WORDS)}`,
+          textBody: Array.from({ length: 6 }, () => rng.pick(WORDS)).join(' '),
+          sentDate: Date.UTC(2021, 0, 1) + rng.int(0, 1e7) * 1000,
+        }),
+      );
+  });
+}
+
+/** An archive of `count` messages in three accounts, one user seeing two of them. */
+function archive(dir: string, name: string, count: number, seed = 1) {
+  const path = join(dir, name);
+  const db = openArchive(path);
+  const accounts = [1, 2, 3].map((i) => addAccount(db, { name: `a${i}`, emailAddress: `a${i}@x.com` }).id);
+  const ruth = addUser(db, { username: 'ruth' }).id;
+  assignAccount(db, 'ruth', accounts[0]!);
+  assignAccount(db, 'ruth', accounts[2]!);
+  addMessages(db, accounts, count, seed);
+  return { path, db, accounts, ruth };
+}
+
+function startPool(path: string, log: string[] = []): EnginePool {
+  return new EnginePool({ dbPath: path, threads: 1, log: (line) => log.push(line) });
+}
+
+/** Waits until the pool's index is current (as /readyz reports it) and returns what it says. */
+async function current(pool: EnginePool): Promise<SearchIndexInfo> {
+  let index: SearchIndexInfo | undefined;
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
+    index = (await pool.ping('query')).searchIndex;
+    if (index?.status === 'current') return index;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`the index did not become current: ${JSON.stringify(index)} ${pool.searchIndexError ?? ''}`);
+}
+
+/** Waits until the saved file is whole and describes `maxId`. */
+async function savedFile(file: string, maxId: number): Promise<void> {
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
+    const loaded = loadIndex(file);
+    if (loaded.ok && new Float64Array(loaded.saved.snapshot, 0, 2)[1] === maxId) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${file} was not saved for maxId ${maxId}`);
+}
+
+/** Each query's count through the pool, against plain SQL, as admin and as ruth. */
+async function countsMatchSql(
+  t: { deepEqual: (a: unknown, b: unknown, m?: string) => void },
+  pool: EnginePool,
+  db: Db,
+  ruth: number,
+) {
+  const viewers = [
+    { principal: { userId: 1, username: 'admin', isAdmin: true, keyId: 1, keyPrefix: 'ma_test0000' }, isAdmin: true },
+    {
+      principal: { userId: ruth, username: 'ruth', isAdmin: false, keyId: 2, keyPrefix: 'ma_test0001' },
+      isAdmin: false,
+    },
+  ];
+  for (const v of viewers)
+    for (const params of QUERIES) {
+      const query = parseSearchInput(params, limits);
+      const got = await pool.run({ kind: 'search', principal: v.principal, query });
+      const want = exactCount(db, { isAdmin: v.isAdmin, userId: v.principal.userId }, query);
+      t.deepEqual(got.totalItems, want, `${JSON.stringify(params)} as ${v.principal.username}`);
+    }
+}
+
+const maxId = (db: Db) => db.prepare('SELECT max(id) FROM emails').pluck().get() as number;
+type Archive = ReturnType<typeof archive>;
+
+/** Runs `work` on a new archive of 600 messages in a temporary directory, removed afterwards. */
+async function withArchive(work: (a: Archive, dir: string) => Promise<void>): Promise<void> {
+  const { dir, cleanup } = tempDir();
+  const a = archive(dir, 'a.db', 600);
+  try {
+    await work(a, dir);
+  } finally {
+    a.db.close();
+    cleanup();
+  }
+}
+
+/** A pool's first start: it builds, saves `<archive>.index`, and stops. */
+async function firstRun(path: string): Promise<SearchIndexInfo> {
+  const pool = startPool(path);
+  try {
+    const built = await current(pool);
+    await savedFile(`${path}.index`, built.maxId!);
+    return built;
+  } finally {
+    await pool.close();
+  }
+}
+
+/** A restart: the pool's index once current, its log lines, and its counts checked against SQL. */
+async function restart(
+  t: ExecutionContext,
+  a: Archive,
+  check: (index: SearchIndexInfo, log: string[]) => Promise<void> | void,
+): Promise<void> {
+  const log: string[] = [];
+  const pool = startPool(a.path, log);
+  try {
+    await check(await current(pool), log);
+    await countsMatchSql(t, pool, a.db, a.ruth);
+  } finally {
+    await pool.close();
+  }
+}
+
+test('a restarted pool loads the saved index instead of rebuilding it; counts equal plain SQL', (t) =>
+  withArchive(async (a) => {
+    const built = await firstRun(a.path);
+    t.is(built.origin, 'built');
+    t.false(built.fromFile);
+    await restart(t, a, (index, log) => {
+      t.is(index.origin, 'loaded');
+      t.true(index.fromFile);
+      t.is(index.builtAt, built.builtAt, 'the very snapshot the first pool built');
+      t.true(
+        log.some((l) => l.startsWith(`search index: loaded ${a.path}.index`)),
+        log.join('\n'),
+      );
+    });
+  }));
+
+test('mail appended while the pool was stopped is caught up from the saved index, not rebuilt', (t) =>
+  withArchive(async (a) => {
+    const before = (await firstRun(a.path)).maxId!;
+    addMessages(a.db, a.accounts, 150, 7);
+    await restart(t, a, (index) => {
+      t.is(index.origin, 'caught up');
+      t.true(index.fromFile, 'grown from the file, no full build');
+      t.is(index.maxId, maxId(a.db));
+      t.true(index.maxId! > before);
+    });
+  }));
+
+for (const [label, change] of [
+  [
+    'deleted',
+    (db: Db) => db.prepare('DELETE FROM emails WHERE id IN (SELECT id FROM emails ORDER BY id LIMIT 40)').run(),
+  ],
+  // This store's own code never moves or edits stored mail; a repair tool's edit is a rewrite.
+  ['rewritten', (db: Db) => db.prepare("UPDATE emails SET subject = 'omega omega' WHERE id % 5 = 0").run()],
+] as const) {
+  test(`mail ${label} while the pool was stopped: the saved index is not used, the pool rebuilds and saves again`, (t) =>
+    withArchive(async (a) => {
+      await firstRun(a.path);
+      change(a.db);
+      await restart(t, a, (index, log) => {
+        t.is(index.origin, 'built');
+        t.false(index.fromFile);
+        t.true(
+          log.some((l) => l.includes('not used (mail was changed or deleted since it was saved)')),
+          log.join('\n'),
+        );
+      });
+      await savedFile(`${a.path}.index`, maxId(a.db));
+    }));
+}
+
+const damages: Array<[string, (file: string, dir: string) => void | Promise<void>, RegExp]> = [
+  ['truncated', (file) => truncateSync(file, Math.floor(readFileSync(file).length / 2)), /ignored \(truncated/],
+  [
+    'with one byte flipped',
+    (file) => {
+      const bytes = readFileSync(file);
+      bytes[bytes.length - 100]! ^= 0xff;
+      writeFileSync(file, bytes);
+    },
+    /ignored \(checksum mismatch\)/,
+  ],
+  [
+    'of another format version',
+    (file) => {
+      const bytes = readFileSync(file);
+      bytes.writeUInt32LE(999, 8);
+      writeFileSync(file, bytes);
+    },
+    /ignored \(format 999, not 1\)/,
+  ],
+  [
+    'not an index at all',
+    (file) => writeFileSync(file, 'hello, I am a text file'),
+    /ignored \(shorter than its header\)/,
+  ],
+  [
+    "another archive's, with the same number of messages",
+    async (file, dir) => {
+      // Same highest id and rewrite count, other mail: only the check of every message tells.
+      const other = archive(dir, 'other.db', 600, 99);
+      other.db.close();
+      await firstRun(other.path);
+      copyFileSync(`${other.path}.index`, file);
+    },
+    /not used \(it describes other mail\)/,
+  ],
+];
+
+for (const [label, damage, reason] of damages) {
+  test(`a saved index ${label} is ignored and rebuilt, and a valid one written`, (t) =>
+    withArchive(async (a, dir) => {
+      const built = await firstRun(a.path);
+      await damage(`${a.path}.index`, dir);
+      await restart(t, a, (index, log) => {
+        t.is(index.origin, 'built');
+        t.false(index.fromFile);
+        t.not(index.builtAt, built.builtAt);
+        t.true(
+          log.some((l) => reason.test(l)),
+          log.join('\n'),
+        );
+      });
+      await savedFile(`${a.path}.index`, maxId(a.db));
+    }));
+}
+
+test('two pools starting together on one archive build once and leave one valid file', (t) =>
+  withArchive(async (a) => {
+    const pools = [startPool(a.path), startPool(a.path)];
+    try {
+      const indexes = await Promise.all(pools.map(current));
+      t.deepEqual(indexes.map((i) => i.origin).sort(), ['built', 'loaded'], 'one built, the other loaded its file');
+      await savedFile(`${a.path}.index`, maxId(a.db));
+      t.false(existsSync(`${a.path}.index.lock`), 'the build lock is given back');
+      for (const pool of pools) await countsMatchSql(t, pool, a.db, a.ruth);
+    } finally {
+      await Promise.all(pools.map((p) => p.close()));
+    }
+  }));
+
+test("Engine:SearchIndexFile '' saves nothing", (t) =>
+  withArchive(async (a) => {
+    const pool = new EnginePool({ dbPath: a.path, threads: 1, searchIndexFile: '' });
+    try {
+      t.is((await current(pool)).origin, 'built');
+      await countsMatchSql(t, pool, a.db, a.ruth);
+    } finally {
+      await pool.close();
+    }
+    t.false(existsSync(`${a.path}.index`));
+  }));
