@@ -104,52 +104,55 @@ async function firstRun(s: Served) {
   }
 }
 
-test('a restarted pool starts from the saved file and catches up what Mail Archiver changed meanwhile, exactly', (t) =>
-  withServed('index_persist', async (s) => {
-    const built = await firstRun(s);
-    t.false(built.fromFile, 'built, no file yet');
+test.serial(
+  'a restarted pool starts from the saved file and catches up what Mail Archiver changed meanwhile, exactly',
+  (t) =>
+    withServed('index_persist', async (s) => {
+      const built = await firstRun(s);
+      t.false(built.fromFile, 'built, no file yet');
 
-    // While the service is stopped, as Mail Archiver writes: plain SQL on its tables.
-    const ids = async (where: ReturnType<typeof sql>, limit: number) =>
-      (
-        await s.plain.primary<{ id: number }>(
-          sql`SELECT "Id" AS id FROM mail_archiver."ArchivedEmails" WHERE ${where} ORDER BY "Id" LIMIT ${limit}`,
-        )
-      ).map((r) => r.id);
-    const gone = await ids(sql`"Subject" LIKE '%alpha%'`, 30);
-    await s.plain.primary(sql`DELETE FROM mail_archiver."ArchivedEmails" WHERE "Id" = ANY(${gone}::int[])`);
-    const moved = await ids(sql`"FolderName" = 'INBOX'`, 40);
-    await s.plain.primary(
-      sql`UPDATE mail_archiver."ArchivedEmails" SET "FolderName" = 'Sent' WHERE "Id" = ANY(${moved}::int[])`,
-    );
-    const reassigned = await ids(sql`"MailAccountId" = ${s.accounts[1]!}`, 40);
-    await s.plain.primary(
-      sql`UPDATE mail_archiver."ArchivedEmails" SET "MailAccountId" = ${s.accounts[0]!} WHERE "Id" = ANY(${reassigned}::int[])`,
-    );
-    await s.plain.primary(
-      sql`DELETE FROM mail_archiver."UserMailAccounts" WHERE "UserId" = ${s.ruth} AND "MailAccountId" = ${s.accounts[2]!}`,
-    );
-    for (let i = 0; i < 30; i++)
+      // While the service is stopped, as Mail Archiver writes: plain SQL on its tables.
+      const ids = async (where: ReturnType<typeof sql>, limit: number) =>
+        (
+          await s.plain.primary<{ id: number }>(
+            sql`SELECT "Id" AS id FROM mail_archiver."ArchivedEmails" WHERE ${where} ORDER BY "Id" LIMIT ${limit}`,
+          )
+        ).map((r) => r.id);
+      const gone = await ids(sql`"Subject" LIKE '%alpha%'`, 30);
+      await s.plain.primary(sql`DELETE FROM mail_archiver."ArchivedEmails" WHERE "Id" = ANY(${gone}::int[])`);
+      const moved = await ids(sql`"FolderName" = 'INBOX'`, 40);
       await s.plain.primary(
-        sql`INSERT INTO mail_archiver."ArchivedEmails" ("MailAccountId", "MessageId", "Subject", "Body", "HtmlBody", "From",
+        sql`UPDATE mail_archiver."ArchivedEmails" SET "FolderName" = 'Sent' WHERE "Id" = ANY(${moved}::int[])`,
+      );
+      const reassigned = await ids(sql`"MailAccountId" = ${s.accounts[1]!}`, 40);
+      await s.plain.primary(
+        sql`UPDATE mail_archiver."ArchivedEmails" SET "MailAccountId" = ${s.accounts[0]!} WHERE "Id" = ANY(${reassigned}::int[])`,
+      );
+      await s.plain.primary(
+        sql`DELETE FROM mail_archiver."UserMailAccounts" WHERE "UserId" = ${s.ruth} AND "MailAccountId" = ${s.accounts[2]!}`,
+      );
+      for (let i = 0; i < 30; i++)
+        await s.plain.primary(
+          sql`INSERT INTO mail_archiver."ArchivedEmails" ("MailAccountId", "MessageId", "Subject", "Body", "HtmlBody", "From",
             "To", "Cc", "Bcc", "SentDate", "ReceivedDate", "IsOutgoing", "HasAttachments", "FolderName")
           VALUES (${s.accounts[i % 3]!}, ${`<new${i}@x>`}, 'alpha beta news', 'alpha report', '', 'new@x.example', '', '', '',
             '2025-06-03 10:00:00', '2025-06-03 10:00:00', false, false, 'INBOX')`,
-      );
+        );
 
-    await restart(t, s, (index, log) => {
-      // 'caught up' once a periodic refresh (ADR 22) has followed the first: still from the file.
-      t.true(index.origin === 'loaded' || index.origin === 'caught up', log.join('\n'));
-      t.true(index.fromFile, 'no full build: the file, caught up');
-      t.true(index.maxId! > built.maxId!);
-      t.true(
-        log.some((l) => l.startsWith(`search index: loaded ${s.file}`)),
-        log.join('\n'),
-      );
-    });
-  }));
+      await restart(t, s, (index, log) => {
+        // 'caught up' once a periodic refresh (ADR 22) has followed the first: still from the file.
+        t.true(index.origin === 'loaded' || index.origin === 'caught up', log.join('\n'));
+        t.true(index.fromFile, 'no full build: the file, caught up');
+        t.true(index.maxId! > built.maxId!);
+        t.true(
+          log.some((l) => l.startsWith(`search index: loaded ${s.file}`)),
+          log.join('\n'),
+        );
+      });
+    }),
+);
 
-test('a damaged saved file is ignored on PostgreSQL too: the pool rebuilds and writes a valid one', (t) =>
+test.serial('a damaged saved file is ignored on PostgreSQL too: the pool rebuilds and writes a valid one', (t) =>
   withServed('index_persist_bad', async (s) => {
     const built = await firstRun(s);
     const bytes = readFileSync(s.file);
@@ -166,4 +169,5 @@ test('a damaged saved file is ignored on PostgreSQL too: the pool rebuilds and w
       );
     });
     await savedFile(s.file, index.maxId!);
-  }));
+  }),
+);

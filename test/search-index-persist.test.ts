@@ -3,6 +3,7 @@
 // rebuilds when mail was rewritten or deleted (archive_state.rewrites moved: which mail changed
 // is not recorded), ignores a torn, foreign or older file, and two pools
 // starting together build once and leave one valid file. Every count is checked against plain SQL.
+// Serial: each test starts pools of their own, and a loaded machine need not run eleven at once.
 import test, { type ExecutionContext } from 'ava';
 import { copyFileSync, existsSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import type { Db } from '../engine/db/open.js';
@@ -75,7 +76,7 @@ async function restart(
   }
 }
 
-test('a restarted pool loads the saved index instead of rebuilding it; counts equal plain SQL', (t) =>
+test.serial('a restarted pool loads the saved index instead of rebuilding it; counts equal plain SQL', (t) =>
   withArchive(async (a) => {
     const built = await firstRun(a.path);
     t.is(built.origin, 'built');
@@ -89,9 +90,10 @@ test('a restarted pool loads the saved index instead of rebuilding it; counts eq
         log.join('\n'),
       );
     });
-  }));
+  }),
+);
 
-test('mail appended while the pool was stopped is caught up from the saved index, not rebuilt', (t) =>
+test.serial('mail appended while the pool was stopped is caught up from the saved index, not rebuilt', (t) =>
   withArchive(async (a) => {
     const before = (await firstRun(a.path)).maxId!;
     addMessages(a.db, a.accounts, 150, 7);
@@ -101,7 +103,8 @@ test('mail appended while the pool was stopped is caught up from the saved index
       t.is(index.maxId, maxId(a.db));
       t.true(index.maxId! > before);
     });
-  }));
+  }),
+);
 
 for (const [label, change] of [
   [
@@ -111,20 +114,23 @@ for (const [label, change] of [
   // This store's own code never moves or edits stored mail; a repair tool's edit is a rewrite.
   ['rewritten', (db: Db) => db.prepare("UPDATE emails SET subject = 'omega omega' WHERE id % 5 = 0").run()],
 ] as const) {
-  test(`mail ${label} while the pool was stopped: the saved index is not used, the pool rebuilds and saves again`, (t) =>
-    withArchive(async (a) => {
-      await firstRun(a.path);
-      change(a.db);
-      await restart(t, a, (index, log) => {
-        t.is(index.origin, 'built');
-        t.false(index.fromFile);
-        t.true(
-          log.some((l) => l.includes('not used (mail was changed or deleted since it was saved)')),
-          log.join('\n'),
-        );
-      });
-      await savedFile(`${a.path}.index`, maxId(a.db));
-    }));
+  test.serial(
+    `mail ${label} while the pool was stopped: the saved index is not used, the pool rebuilds and saves again`,
+    (t) =>
+      withArchive(async (a) => {
+        await firstRun(a.path);
+        change(a.db);
+        await restart(t, a, (index, log) => {
+          t.is(index.origin, 'built');
+          t.false(index.fromFile);
+          t.true(
+            log.some((l) => l.includes('not used (mail was changed or deleted since it was saved)')),
+            log.join('\n'),
+          );
+        });
+        await savedFile(`${a.path}.index`, maxId(a.db));
+      }),
+  );
 }
 
 const damages: Array<[string, (file: string, dir: string) => void | Promise<void>, RegExp]> = [
@@ -166,7 +172,7 @@ const damages: Array<[string, (file: string, dir: string) => void | Promise<void
 ];
 
 for (const [label, damage, reason] of damages) {
-  test(`a saved index ${label} is ignored and rebuilt, and a valid one written`, (t) =>
+  test.serial(`a saved index ${label} is ignored and rebuilt, and a valid one written`, (t) =>
     withArchive(async (a, dir) => {
       const built = await firstRun(a.path);
       await damage(`${a.path}.index`, dir);
@@ -180,10 +186,11 @@ for (const [label, damage, reason] of damages) {
         );
       });
       await savedFile(`${a.path}.index`, maxId(a.db));
-    }));
+    }),
+  );
 }
 
-test('two pools starting together on one archive build once and leave one valid file', (t) =>
+test.serial('two pools starting together on one archive build once and leave one valid file', (t) =>
   withArchive(async (a) => {
     const pools = [startPool(a.path), startPool(a.path)];
     try {
@@ -195,9 +202,10 @@ test('two pools starting together on one archive build once and leave one valid 
     } finally {
       await Promise.all(pools.map((p) => p.close()));
     }
-  }));
+  }),
+);
 
-test("Engine:SearchIndexFile '' saves nothing", (t) =>
+test.serial("Engine:SearchIndexFile '' saves nothing", (t) =>
   withArchive(async (a) => {
     const pool = new EnginePool({ dbPath: a.path, threads: 1, searchIndexFile: '' });
     try {
@@ -207,4 +215,5 @@ test("Engine:SearchIndexFile '' saves nothing", (t) =>
       await pool.close();
     }
     t.false(existsSync(`${a.path}.index`));
-  }));
+  }),
+);

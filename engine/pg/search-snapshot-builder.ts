@@ -15,7 +15,7 @@
 // what changed while the service was stopped is caught up exactly as a change while it runs.
 import { lowerThreadPriority } from '../thread-priority.js';
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
-import { SavedIndex } from '../search/bitsets/saved-index.js';
+import { once, readyLine, SavedIndex } from '../search/bitsets/saved-index.js';
 import type { SnapshotMessage, SnapshotOrigin } from '../search/bitsets/share.js';
 import { KEY_POSITIONS, Snapshot } from '../search/bitsets/snapshot.js';
 import { catchUpSearchIndex } from './search-index.js';
@@ -50,6 +50,7 @@ let last = { at: 0, maxId: -1, ms: 0 };
 let origin: SnapshotOrigin = { kind: 'built', fromFile: false };
 const log = (line: string) => parentPort?.postMessage({ log: line });
 let saved: SavedIndex | undefined;
+const announce = once(() => readyLine(origin, current!.state.snapshot.rows, log));
 
 /** The saved file's owner: this database of this cluster (a file of another is ignored). */
 async function savedIndex(file: string): Promise<SavedIndex> {
@@ -120,6 +121,7 @@ async function refresh(): Promise<boolean> {
   const previous = current;
   current = next;
   post();
+  announce();
   parentPort?.postMessage({ built: { maxId: next.state.snapshot.maxId, rows: next.state.snapshot.rows } });
   if (previous) setTimeout(() => void previous.release(), RETIRE_MS).unref();
   if (saved && next.state !== previous?.state) {

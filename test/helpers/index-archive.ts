@@ -53,7 +53,7 @@ export function startPool(path: string, log: string[] = [], options: { searchInd
 /** Waits until the pool's index is current (as /readyz reports it) and returns what it says. */
 export async function current(pool: EnginePool): Promise<SearchIndexInfo> {
   let index: SearchIndexInfo | undefined;
-  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
+  for (const deadline = Date.now() + 300_000; Date.now() < deadline;) {
     index = (await pool.ping('query')).searchIndex;
     if (index?.status === 'current') return index;
     await new Promise((r) => setTimeout(r, 50));
@@ -63,7 +63,7 @@ export async function current(pool: EnginePool): Promise<SearchIndexInfo> {
 
 /** Waits until the saved file is whole and describes `maxId`. */
 export async function savedFile(file: string, maxId: number): Promise<void> {
-  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
+  for (const deadline = Date.now() + 300_000; Date.now() < deadline;) {
     const loaded = loadIndex(file);
     if (loaded.ok && new Float64Array(loaded.saved.snapshot, 0, 2)[1] === maxId) return;
     await new Promise((r) => setTimeout(r, 50));

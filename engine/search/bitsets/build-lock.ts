@@ -33,7 +33,10 @@ export class BuildLock {
     return this.#held;
   }
 
-  /** Takes the lock if it is free or abandoned; true when this thread holds it. */
+  /**
+   * Takes the lock if it is free or abandoned; true when this thread holds it, or when no lock
+   * can be made here at all.
+   */
   tryTake(): boolean {
     if (this.#held) return true;
     for (let attempt = 0; attempt < 2; attempt++) {
@@ -47,7 +50,9 @@ export class BuildLock {
         this.#held = true;
         return true;
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return false; // read-only directory: nobody saves
+        // A directory where no lock can be made (read-only) holds no file either: nobody there
+        // can share a build, so this process builds its own (and its save fails, logged).
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return true;
         if (!this.#abandoned()) return false;
         rmSync(this.#path, { force: true });
       }

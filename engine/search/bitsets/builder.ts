@@ -13,7 +13,7 @@ import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import { openArchive } from '../../db/open.js';
 import { archiveState, buildSnapshot } from './build.js';
 import { extendSnapshot } from './extend.js';
-import { SavedIndex } from './saved-index.js';
+import { once, readyLine, SavedIndex } from './saved-index.js';
 import { Snapshot } from './snapshot.js';
 import type { SnapshotMessage, SnapshotOrigin } from './share.js';
 import { describesArchive } from './verify.js';
@@ -49,6 +49,7 @@ const saved = data.indexFile
   : undefined;
 
 const post = () => bc.postMessage({ buffer: latest!, origin } satisfies SnapshotMessage);
+const announce = once(() => readyLine(origin, latestSnapshot!.rows, log));
 
 bc.onmessage = (event) => {
   const message = (event as { data: SnapshotMessage }).data;
@@ -85,7 +86,7 @@ function tick(): void {
   // At start, and while another process of the host builds: its file, once written.
   if (saved) {
     adoptSaved();
-    if (same(built)) return;
+    if (same(built)) return announce();
   }
   // Rebuild once the archive has been still for QUIET_MS (the first build does not wait).
   if (built && now - seen!.at < QUIET_MS && !loadedBehind) return;
@@ -122,6 +123,7 @@ function tick(): void {
   built = state;
   post();
   parentPort?.postMessage({ built: state });
+  announce();
   saved?.save(latest, { fullBuild: !extended, fullBuildRows });
 }
 

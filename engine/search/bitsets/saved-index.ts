@@ -6,6 +6,7 @@
 import { statSync } from 'node:fs';
 import { BuildLock } from './build-lock.js';
 import { loadIndex, saveIndex, type Saved, type SavedMeta } from './persist.js';
+import type { SnapshotOrigin } from './share.js';
 
 /** A snapshot caught up incrementally is saved again at most this often (a write is the whole index). */
 const SAVE_CAUGHT_UP_MS = 5 * 60 * 1000;
@@ -96,6 +97,23 @@ export class SavedIndex {
   releaseLock(): void {
     this.#lock.release();
   }
+}
+
+/** `work` the first time only. */
+export function once(work: () => void): () => void {
+  let done = false;
+  return () => {
+    if (!done) work();
+    done = true;
+  };
+}
+
+/** The builder's line when searches are first answered from the index (bench/cold-start.ts reads it). */
+export function readyLine(origin: SnapshotOrigin, rows: number, log: (line: string) => void): void {
+  const how = origin.kind === 'built' ? 'built' : origin.fromFile ? `${origin.kind} from the saved file` : origin.kind;
+  log(
+    `search index: ready, ${how}, ${rows} messages, ${Math.round(process.uptime() * 1000)} ms after the process started`,
+  );
 }
 
 function fileStamp(file: string): string {
