@@ -7,28 +7,74 @@
 // snapshot-load start against the rebuild start as ratios, and the server's own log lines.
 //
 //   npm run bench:cold-start [-- --messages 300000 --seconds 20 --connections 8]
+//   npm run bench:cold-start -- --postgres --messages 100000   (a copy of bench/pg-corpus.ts's
+//     database; the file goes to Engine:SearchIndexFile in bench/.cache/)
 import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { openAdmin } from '../engine/admin.js';
 import { openArchive } from '../engine/db/open.js';
 import type { SearchIndexInfo } from '../shared/jobs.js';
-import { corpusArgs, ensureCorpus, sampleAddresses } from './corpus.js';
+import { CACHE_DIR, corpusArgs, ensureCorpus, sampleAddresses } from './corpus.js';
 import { arg } from './lib/args.js';
 import { createCaller } from './lib/callers.js';
 import { loadStream, ms, ratio, type StreamLoadResult } from './lib/load.js';
 import { queryStream } from './lib/query-stream.js';
 import { searchIndexOf, startServer } from './lib/server.js';
+import { ensurePgCorpus, pgCorpusUrl } from './pg-corpus.js';
 
 const { messages, seed } = corpusArgs();
 const seconds = arg('--seconds', 20);
 const connections = arg('--connections', 8);
+const postgres = process.argv.includes('--postgres');
 
-const path = ensureCorpus({ messages, seed });
-const db = openArchive(path);
-const admin = createCaller(db, 'admin');
-const addresses = sampleAddresses(db, 200);
-db.close();
-const requests = queryStream(20_000, { corpusSeed: seed, addresses }).map((q) => ({
+/** The archive to start on, the saved file's path, the admin's key, and what to drop afterwards. */
+async function archive() {
+  if (!postgres) {
+    const path = ensureCorpus({ messages, seed });
+    const db = openArchive(path);
+    const admin = createCaller(db, 'admin');
+    const addresses = sampleAddresses(db, 200);
+    db.close();
+    return {
+      path,
+      file: `${path}.index`,
+      env: {} as Record<string, string>,
+      headers: admin.headers,
+      addresses,
+      drop: async () => {},
+    };
+  }
+  // A private copy of the cached corpus database: the bench adds a key and the side index's rows.
+  const template = new URL(await ensurePgCorpus({ messages, seed })).pathname.slice(1);
+  const name = `mag_bench_cold_start_${process.pid}`;
+  const client = new pg.Client({ connectionString: pgCorpusUrl('postgres') });
+  await client.connect();
+  await client.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`);
+  const path = pgCorpusUrl(name);
+  const store = await openAdmin(path);
+  const key = (await store.createKey({ username: 'admin', name: 'bench:cold-start' })).key;
+  await store.close();
+  const file = join(CACHE_DIR, `${name}.index`);
+  return {
+    path,
+    file,
+    env: { Engine__SearchIndexFile: file },
+    headers: { Authorization: `Bearer ${key}` },
+    addresses: [] as string[],
+    drop: async () => {
+      await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await client.end();
+      rmSync(file, { force: true });
+    },
+  };
+}
+
+const served = await archive();
+const path = served.path;
+const requests = queryStream(20_000, { corpusSeed: seed, addresses: served.addresses }).map((q) => ({
   path: `/api/v1/emails?${new URLSearchParams(q.params).toString()}`,
-  headers: admin.headers,
+  headers: served.headers,
 }));
 
 interface Start {
@@ -61,6 +107,7 @@ async function coldStart(): Promise<Start> {
       Database__Path: path,
       Engine__Threads: '2',
       Api__RateLimitPerMinute: '1000000000',
+      ...served.env,
     },
     undefined,
     [],
@@ -84,12 +131,13 @@ async function coldStart(): Promise<Start> {
   }
 }
 
-rmSync(`${path}.index`, { force: true });
+rmSync(served.file, { force: true });
 console.log(
   `Cold start at ${messages.toLocaleString('en')} messages (${path}); the stream: ${seconds} s, ${connections} connections from listening.`,
 );
 const rebuild = await coldStart();
 const loaded = await coldStart();
+await served.drop();
 
 const s = (n: number) => `${(n / 1000).toFixed(1)} s`;
 const rows: Array<[string, string, string, string]> = [

@@ -38,7 +38,10 @@ export interface PgBuilderData {
 }
 
 const data = workerData as PgBuilderData;
-lowerThreadPriority();
+// Low priority for the long work (a full build, the refreshes), but only once searches are
+// answered from the index or a full build begins: loading a saved file and catching it up is
+// what ends the slow start, and takes seconds.
+const background = once(lowerThreadPriority);
 
 /** How long an exported snapshot stays importable after the next one is posted. */
 const RETIRE_MS = 10_000;
@@ -107,6 +110,7 @@ async function refresh(): Promise<boolean> {
   }
   let next: ExportedSnapshot;
   try {
+    if (!old) background();
     next = await exportSnapshot(data.url, old, { maxBytes: data.maxBytes });
   } catch (err) {
     saved?.releaseLock();
@@ -122,6 +126,7 @@ async function refresh(): Promise<boolean> {
   current = next;
   post();
   announce();
+  background();
   parentPort?.postMessage({ built: { maxId: next.state.snapshot.maxId, rows: next.state.snapshot.rows } });
   if (previous) setTimeout(() => void previous.release(), RETIRE_MS).unref();
   if (saved && next.state !== previous?.state) {

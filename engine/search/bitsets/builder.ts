@@ -29,7 +29,10 @@ export interface BuilderData {
 }
 
 const data = workerData as BuilderData;
-lowerThreadPriority();
+// Low priority for the long work (a full build, the refreshes), but only once searches are
+// answered from the index or a full build begins: loading a saved file and catching it up is
+// what ends the slow start, and takes seconds.
+const background = once(lowerThreadPriority);
 
 const db = openArchive(data.dbPath, { readonly: true });
 const bc = new BroadcastChannel(data.channel);
@@ -86,7 +89,10 @@ function tick(): void {
   // At start, and while another process of the host builds: its file, once written.
   if (saved) {
     adoptSaved();
-    if (same(built)) return announce();
+    if (same(built)) {
+      announce();
+      return background();
+    }
   }
   // Rebuild once the archive has been still for QUIET_MS (the first build does not wait).
   if (built && now - seen!.at < QUIET_MS && !loadedBehind) return;
@@ -111,6 +117,7 @@ function tick(): void {
       }
     }
     try {
+      background();
       latest = buildSnapshot(db, { maxBytes: data.maxBytes });
     } catch (err) {
       saved?.releaseLock();
@@ -124,6 +131,7 @@ function tick(): void {
   post();
   parentPort?.postMessage({ built: state });
   announce();
+  background();
   saved?.save(latest, { fullBuild: !extended, fullBuildRows });
 }
 
