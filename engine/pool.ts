@@ -19,6 +19,7 @@ import { INTERACTIVE_DETAIL_MAX_BYTES, isMovedToQueryLane } from './large-detail
 import { currentRequestSignal, EngineTimedOut, JobAbandoned, TIMEOUT_REASON } from './job-budget.js';
 import { Worker } from 'node:worker_threads';
 import type { BuilderData } from './search/bitsets/builder.js';
+import { releaseLockOfThread } from './search/bitsets/build-lock.js';
 import type { PgBuilderData } from './pg/search-snapshot-builder.js';
 import type { WorkerData } from './worker.js';
 
@@ -225,6 +226,8 @@ export class EnginePool {
   /** Builds the shared search index (engine/search/bitsets/builder.ts, engine/pg/search-snapshot-builder.ts). */
   #builder: Worker | undefined;
   #searchIndexError: string | undefined;
+  /** Where the builder saves the index (savedIndexFile), for the build lock it may leave behind. */
+  readonly #indexFile: string | undefined;
 
   constructor(options: EnginePoolOptions) {
     // Create and migrate a SQLite file once, here, so the workers never race to do it. A
@@ -260,6 +263,7 @@ export class EnginePool {
     this.#budgetMs = options.jobTimeoutMs ?? Number.POSITIVE_INFINITY;
     this.#lanes = { interactive: lane('interactive', threads.interactive), query: lane('query', threads.query) };
     const indexFile = savedIndexFile(options.dbPath, options.searchIndexFile);
+    this.#indexFile = channel ? indexFile : undefined;
     const saving = indexFile !== undefined ? { indexFile } : {};
     if (channel && storeKind(options.dbPath) === 'sqlite')
       this.#builder = startBuilder('./search/bitsets/builder.js', {
@@ -481,7 +485,10 @@ export class EnginePool {
 
   async close(): Promise<void> {
     this.#closed = true;
+    const builderThread = this.#builder?.threadId;
     await Promise.all([this.#lanes.interactive.close(), this.#lanes.query.close(), this.#builder?.terminate()]);
+    if (this.#indexFile !== undefined && builderThread !== undefined)
+      releaseLockOfThread(this.#indexFile, builderThread);
   }
 }
 

@@ -171,3 +171,14 @@ test.serial('a damaged saved file is ignored on PostgreSQL too: the pool rebuild
     await savedFile(s.file, index.maxId!);
   }),
 );
+
+test.serial('nothing changed while stopped: the saved rows and sort orders are used as they are', (t) =>
+  withServed('index_persist_same', async (s) => {
+    const built = await firstRun(s);
+    await restart(t, s, (index, log) => {
+      t.true(index.fromFile, log.join('\n'));
+      t.is(index.maxId, built.maxId);
+      t.is(index.builtAt, built.builtAt, 'the very snapshot the first pool built');
+    });
+  }),
+);

@@ -5,6 +5,7 @@
 // starting together build once and leave one valid file. Every count is checked against plain SQL.
 // Serial: each test starts pools of their own, and a loaded machine need not run eleven at once.
 import test, { type ExecutionContext } from 'ava';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import type { Db } from '../engine/db/open.js';
 import { EnginePool } from '../engine/pool.js';
@@ -81,7 +82,11 @@ test.serial('a restarted pool loads the saved index instead of rebuilding it; co
     const built = await firstRun(a.path);
     t.is(built.origin, 'built');
     t.false(built.fromFile);
+    // What a save killed mid-write leaves behind: removed at the next start.
+    const leftover = `${a.path}.index.${spawnSync(process.execPath, ['-e', '']).pid}.0badf00d.tmp`;
+    writeFileSync(leftover, 'half a file');
     await restart(t, a, (index, log) => {
+      t.false(existsSync(leftover));
       t.is(index.origin, 'loaded');
       t.true(index.fromFile);
       t.is(index.builtAt, built.builtAt, 'the very snapshot the first pool built');

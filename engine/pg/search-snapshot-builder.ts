@@ -64,24 +64,56 @@ async function savedIndex(file: string): Promise<SavedIndex> {
   return new SavedIndex({ file, store: 'postgres', identity: id!.identity, log });
 }
 
+type Rows = PgSnapshotState['rows'];
+
+/**
+ * What the file holds beside the snapshot: the documents its sets hold, and the messages' rows
+ * it was built from (so a start with nothing changed keeps the sort orders instead of reading
+ * them again: ADR 22's refresh reuses them while the ids are the same).
+ */
+function sections(state: PgSnapshotState): Uint8Array[] {
+  const bytes = (a: ArrayBufferView) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  const { ids, sent, account, outgoing, folder } = state.rows;
+  const folders = new TextEncoder().encode(JSON.stringify(folder));
+  return [bytes(Int32Array.from(state.indexed)), bytes(ids), bytes(sent), bytes(account), outgoing, folders];
+}
+
+function fromSections(parts: Uint8Array[]): { indexed: Int32Array; rows: Rows } | undefined {
+  if (parts.length !== 6) return undefined;
+  const [indexed, ids, sent, account, outgoing, folders] = parts as [
+    Uint8Array,
+    Uint8Array,
+    Uint8Array,
+    Uint8Array,
+    Uint8Array,
+    Uint8Array,
+  ];
+  // Each section is a fresh buffer of its own (persist.ts), so typed views start aligned.
+  const rows: Rows = {
+    ids: new Int32Array(ids.buffer, 0, ids.byteLength / 4),
+    sent: new Float64Array(sent.buffer, 0, sent.byteLength / 8),
+    account: new Int32Array(account.buffer, 0, account.byteLength / 4),
+    outgoing,
+    folder: JSON.parse(new TextDecoder().decode(folders)) as Array<string | null>,
+  };
+  const n = rows.ids.length;
+  if (rows.sent.length !== n || rows.account.length !== n || outgoing.length !== n || rows.folder.length !== n)
+    return undefined;
+  return { indexed: new Int32Array(indexed.buffer, 0, indexed.byteLength / 4), rows };
+}
+
 /** The saved index as the state a refresh starts from, or undefined when there is none to use. */
 function loadSaved(): PgSnapshotState | undefined {
   const loaded = saved?.loadIfChanged();
   if (!loaded) return undefined;
   const snapshot = new Snapshot(loaded.snapshot);
-  const ids = loaded.sections[0];
-  if (snapshot.keyKind !== KEY_POSITIONS || !ids) return undefined;
+  const parts = fromSections(loaded.sections);
+  if (snapshot.keyKind !== KEY_POSITIONS || !parts) return undefined;
+  // The refresh that follows reads every message's attributes again and compares them with these.
   return {
     snapshot,
-    // No rows: the refresh reads every message's attributes again and rebuilds what hangs on them.
-    rows: {
-      ids: new Int32Array(0),
-      sent: new Float64Array(0),
-      account: new Int32Array(0),
-      folder: [],
-      outgoing: new Uint8Array(0),
-    },
-    indexed: new Set(new Int32Array(ids.buffer, ids.byteOffset, ids.byteLength / 4)),
+    rows: parts.rows,
+    indexed: new Set(parts.indexed),
     fullBuildRows: loaded.meta.fullBuildRows,
   };
 }
@@ -130,11 +162,10 @@ async function refresh(): Promise<boolean> {
   parentPort?.postMessage({ built: { maxId: next.state.snapshot.maxId, rows: next.state.snapshot.rows } });
   if (previous) setTimeout(() => void previous.release(), RETIRE_MS).unref();
   if (saved && next.state !== previous?.state) {
-    const ids = Int32Array.from(next.state.indexed);
     saved.save(next.state.snapshot.buffer, {
       fullBuild: full,
       fullBuildRows: next.state.fullBuildRows,
-      sections: [new Uint8Array(ids.buffer)],
+      sections: sections(next.state),
     });
   }
   return true;

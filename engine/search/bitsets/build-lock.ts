@@ -91,7 +91,23 @@ export class BuildLock {
   }
 }
 
-function alive(pid: number): boolean {
+/**
+ * Removes the lock if a thread of this process held it: the pool calls this after stopping its
+ * builder thread, which may have been stopped between taking the lock and giving it back (the
+ * holder's pid is alive, so no other thread of this process could ever take it over).
+ */
+export function releaseLockOfThread(file: string, thread: number): void {
+  const path = `${file}.lock`;
+  try {
+    const holder = JSON.parse(readFileSync(path, 'utf8')) as Holder;
+    if (holder.token.startsWith(`${process.pid}-${thread}-`)) rmSync(path, { force: true });
+  } catch {
+    // no lock, or not ours to judge
+  }
+}
+
+/** Whether a process of this host with this pid exists. */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -3,8 +3,9 @@
 // decide who builds when a full build is due (build-lock.ts: one process at a time, the others
 // serve by SQL and load the file it writes), and save what was built. The store supplies its
 // identity and checks that a loaded snapshot describes its archive; nothing here reads one.
-import { statSync } from 'node:fs';
-import { BuildLock } from './build-lock.js';
+import { readdirSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { alive, BuildLock } from './build-lock.js';
 import { loadIndex, saveIndex, type Saved, type SavedMeta } from './persist.js';
 import type { SnapshotOrigin } from './share.js';
 
@@ -27,6 +28,7 @@ export class SavedIndex {
     this.#identity = o.identity;
     this.#lock = new BuildLock(o.file);
     this.#log = o.log;
+    removeAbandonedTemps(o.file);
   }
 
   /** The saved index if the file changed since the last look and is whole and this archive's. */
@@ -114,6 +116,19 @@ export function readyLine(origin: SnapshotOrigin, rows: number, log: (line: stri
   log(
     `search index: ready, ${how}, ${rows} messages, ${Math.round(process.uptime() * 1000)} ms after the process started`,
   );
+}
+
+/** Temporary files of saves whose process died mid-write (persist.ts names them `<file>.<pid>.<hex>.tmp`). */
+function removeAbandonedTemps(file: string): void {
+  const prefix = `${basename(file)}.`;
+  try {
+    for (const name of readdirSync(dirname(file))) {
+      const pid = name.startsWith(prefix) ? /^(\d+)\.[0-9a-f]+\.tmp$/.exec(name.slice(prefix.length))?.[1] : undefined;
+      if (pid !== undefined && !alive(Number(pid))) rmSync(join(dirname(file), name), { force: true });
+    }
+  } catch {
+    // no directory yet, or not readable: nothing to tidy
+  }
 }
 
 function fileStamp(file: string): string {
