@@ -6,9 +6,12 @@
 // Serial: each test starts pools of their own, and a loaded machine need not run eleven at once.
 import test, { type ExecutionContext } from 'ava';
 import { spawnSync } from 'node:child_process';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { copyFileSync, existsSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import type { Db } from '../engine/db/open.js';
 import { EnginePool } from '../engine/pool.js';
+import { BuildLock, releaseLockOfThread } from '../engine/search/bitsets/build-lock.js';
 import { exactCount } from '../engine/search/plan.js';
 import type { SearchIndexInfo } from '../shared/jobs.js';
 import { parseSearchInput } from '../shared/search-input.js';
@@ -221,4 +224,30 @@ test.serial("Engine:SearchIndexFile '' saves nothing", (t) =>
     }
     t.false(existsSync(`${a.path}.index`));
   }),
+);
+
+test.serial(
+  'the build lock: taken over from a process that is gone, kept from a live one, cleared for a stopped thread',
+  (t) => {
+    const { dir, cleanup } = tempDir();
+    const file = join(dir, 'a.db.index');
+    try {
+      const holder = (pid: number, token: string) =>
+        writeFileSync(`${file}.lock`, JSON.stringify({ pid, host: hostname(), token }));
+      holder(spawnSync(process.execPath, ['-e', '']).pid!, 'gone');
+      const lock = new BuildLock(file);
+      t.true(lock.tryTake(), 'its holder exited');
+      lock.release();
+      t.false(existsSync(`${file}.lock`));
+
+      holder(process.pid, `${process.pid}-77-x`);
+      t.false(new BuildLock(file).tryTake(), 'its holder is alive');
+      releaseLockOfThread(file, 78);
+      t.true(existsSync(`${file}.lock`), 'another thread');
+      releaseLockOfThread(file, 77);
+      t.false(existsSync(`${file}.lock`), 'the stopped builder thread');
+    } finally {
+      cleanup();
+    }
+  },
 );
