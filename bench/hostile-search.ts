@@ -1,12 +1,12 @@
-// What hostile mail costs other people's searches and reads (docs/security.md, 29.2 and 29.3),
+// What hostile mail costs other people's searches and reads (docs/security.md, "Mail shaped by an attacker", 2 and 29.3),
 // against the real server process, each figure beside a baseline measured in the same run:
 //
-// 1. Phrases over huge attachment texts (29.2): three messages whose attachments hold
+// 1. Phrases over huge attachment texts (item 2): three messages whose attachments hold
 //    --mb-per-message million characters of text that repeats five words (never in the phrase's
 //    order), and a 30-word attachment:"…" phrase of those words. One phrase alone, then four at
 //    once while another key searches: with Engine:PhraseScanWords (default) and with it lifted
 //    to 10,000,000 words, which is how every message was matched before (by FTS5, in full).
-// 2. A winmail.dat of 50,000 files (29.3): GET /api/v1/accounts p50 while four clients open that
+// 2. A winmail.dat of 50,000 files (item 3): GET /api/v1/accounts p50 while four clients open that
 //    message over REST, then over MCP get_email, against nobody opening it.
 //
 //   npm run bench:hostile-search [-- --mb-per-message 100 --attachments-per-message 100 --seconds 10]

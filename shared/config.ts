@@ -179,6 +179,9 @@ const schema = z.strictObject({
       // A phrase inside attachment text is matched within this many first words of a message's
       // attachment text (engine/sqlite/attachment-phrase.ts): what one message may cost a search.
       PhraseScanWords: int(2, 10_000_000).default(16_384),
+      // Where that index is saved so that a restart loads it instead of rebuilding (ADR 23).
+      // Unset: beside a SQLite archive (`<archive>.index`); not saved for PostgreSQL. '': never saved.
+      SearchIndexFile: z.string().optional(),
       // Every engine job not finished this long after it was submitted is cancelled and answered
       // 503 with Retry-After (engine/pool/job-budget.ts): no request can hold a thread for minutes.
       // The slowest legitimate searches take a few seconds at a million messages.

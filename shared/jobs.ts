@@ -390,6 +390,10 @@ export interface SearchIndexInfo {
   terms?: number;
   builtAt?: string;
   buildMs?: number;
+  /** How this process came by the snapshot: a full build, a saved file, or an earlier one caught up. */
+  origin?: 'built' | 'loaded' | 'caught up';
+  /** No full build since this process loaded the saved index file. */
+  fromFile?: boolean;
 }
 
 /** The kinds of job that read as someone: their arguments carry the caller's principal. */

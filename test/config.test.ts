@@ -12,6 +12,7 @@ import {
   parseSecretKey,
   syncEnabled,
 } from '../shared/config.js';
+import { savedIndexFile } from '../engine/pool/pool.js';
 import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/fixture.js';
 
@@ -335,7 +336,7 @@ test('engine queue bounds default to 64 per query thread, 256 interactive and a 
   t.is(defaults.MaxQueueWaitMs, 500);
   t.is(loadSettings({ env: { Engine__MaxQueueWaitMs: '2000' }, cwd }).Engine.MaxQueueWaitMs, 2000);
   configError(t, () => loadSettings({ env: { Engine__MaxQueueWaitMs: '0' }, cwd }), 'Engine:MaxQueueWaitMs', '0');
-  // What one message's attachment text may cost a phrase (docs/security.md, 29.2).
+  // What one message's attachment text may cost a phrase (docs/security.md, "Mail shaped by an attacker", 2).
   t.is(defaults.PhraseScanWords, 16_384);
   t.is(loadSettings({ env: { Engine__PhraseScanWords: '1000' }, cwd }).Engine.PhraseScanWords, 1000);
   configError(t, () => loadSettings({ env: { Engine__PhraseScanWords: '1' }, cwd }), 'Engine:PhraseScanWords', '1');
@@ -459,4 +460,22 @@ test('Mcp:OAuth binds from the environment as a section inside Mcp; Server:Publi
   t.throws(() => loadSettings({ env: { Mcp__OAuth__AccessTokenMinutes: '0' }, cwd: workdir(t) }), {
     message: /^Invalid setting Mcp:OAuth:AccessTokenMinutes/,
   });
+});
+
+test('Engine:SearchIndexFile: beside a SQLite archive when unset, not saved for PostgreSQL unless set, off when empty', (t) => {
+  const cwd = workdir(t);
+  const unset = loadSettings({ env: {}, cwd }).Engine.SearchIndexFile;
+  t.is(unset, undefined);
+  t.is(savedIndexFile('/data/archive.db', unset), '/data/archive.db.index');
+  t.is(savedIndexFile('postgres://gw@db/mailarchiver', unset), undefined);
+  const set = loadSettings({ env: { Engine__SearchIndexFile: '/var/cache/mag/search.index' }, cwd }).Engine;
+  t.is(savedIndexFile('postgres://gw@db/mailarchiver', set.SearchIndexFile), '/var/cache/mag/search.index');
+  const off = loadSettings({ env: {}, cwd: workdir(t, { engine: { searchindexfile: '' } }) }).Engine;
+  t.is(off.SearchIndexFile, '');
+  t.is(savedIndexFile('/data/archive.db', off.SearchIndexFile), undefined);
+  configError(
+    t,
+    () => loadSettings({ env: {}, cwd: workdir(t, { engine: { searchindexfile: 5 } }) }),
+    'Engine:SearchIndexFile',
+  );
 });

@@ -1,4 +1,4 @@
-// A phrase inside attachment text costs a bounded amount per message (docs/security.md, 29.2):
+// A phrase inside attachment text costs a bounded amount per message (docs/security.md, "Mail shaped by an attacker", 2):
 // a message whose attachment text is longer than Engine:PhraseScanWords words is matched within
 // its first that many words, every other message by FTS5 as before. Shown with a bound of 1,000
 // words so that the texts stay small. On PostgreSQL (TEST_STORE=postgres, the REST test) a phrase

@@ -16,11 +16,15 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-/** Starts dist/gateway/server.js (or another script) with these env vars (and Node options) on a free port. */
+/**
+ * Starts dist/gateway/server.js (or another script) with these env vars (and Node options) on a
+ * free port; `onLine` hears every line the server writes to stdout, from the first.
+ */
 export async function startServer(
   env: Record<string, string>,
   script = SERVER,
   nodeOptions: string[] = [],
+  onLine: (line: string) => void = () => {},
 ): Promise<RunningServer> {
   const child = spawn(process.execPath, [...nodeOptions, script], {
     env: { ...process.env, Server__Port: '0', Server__Host: '127.0.0.1', LOG_LEVEL: 'info', ...env },
@@ -30,6 +34,7 @@ export async function startServer(
   const port = await new Promise<number>((resolvePort, reject) => {
     child.once('exit', (code) => reject(new Error(`server exited with code ${code} before listening`)));
     lines.on('line', (line) => {
+      onLine(line);
       try {
         const entry = JSON.parse(line) as { port?: number; msg?: string };
         if (entry.port && entry.msg?.startsWith('listening')) resolvePort(entry.port);

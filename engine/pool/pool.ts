@@ -21,6 +21,7 @@ import { currentRequestSignal, TIMEOUT_REASON } from './job-budget.js';
 import { Worker } from 'node:worker_threads';
 import type { BuilderData } from '../sqlite/index-builder.js';
 import type { PgBuilderData } from '../postgres/search-snapshot-builder.js';
+import { releaseLockOfThread } from '../search/bitsets/build-lock.js';
 import type { WorkerData } from './worker.js';
 
 export type { Lane } from '../../shared/jobs.js';
@@ -51,6 +52,13 @@ export interface EnginePoolOptions {
   searchMemoryBytes?: number;
   /** Engine:PhraseScanWords: how many words of a message's attachment text a phrase is matched in. */
   phraseScanWords?: number;
+  /**
+   * Engine:SearchIndexFile: where the search index is saved so a restart loads it (ADR 23).
+   * Unset: beside a SQLite archive (`<archive>.index`), not saved for PostgreSQL; '': not saved.
+   */
+  searchIndexFile?: string;
+  /** Where the index builder's lines go (loaded, saved, ignored and why); default: nowhere. */
+  log?: (line: string) => void;
   /**
    * Engine:JobTimeoutSeconds in milliseconds: a job not finished this long after it was submitted
    * is cancelled (engine/pool/job-budget.ts) and rejects with EngineTimedOut. Default: no budget.
@@ -171,6 +179,12 @@ export const SHORT_QUEUE_PER_THREAD = 8;
 const DEFAULT_SEARCH_MEMORY = 768 * 1024 * 1024;
 let pools = 0;
 
+/** Engine:SearchIndexFile resolved (EnginePoolOptions.searchIndexFile); undefined: not saved. */
+export function savedIndexFile(dbPath: string, setting: string | undefined): string | undefined {
+  if (setting !== undefined) return setting === '' ? undefined : setting;
+  return storeKind(dbPath) === 'sqlite' && dbPath !== ':memory:' ? `${dbPath}.index` : undefined;
+}
+
 /** The search index's builder thread. It only reads; if it fails, searches are counted by SQL. */
 function startBuilder(file: string, data: BuilderData | PgBuilderData): Worker {
   const worker = new Worker(new URL(file, import.meta.url), { workerData: data });
@@ -215,6 +229,8 @@ export class EnginePool {
   /** Builds the shared search index (engine/sqlite/index-builder.ts, engine/postgres/search-snapshot-builder.ts). */
   #builder: Worker | undefined;
   #searchIndexError: string | undefined;
+  /** Where the builder saves the index (savedIndexFile), for the build lock it may leave behind. */
+  readonly #indexFile: string | undefined;
 
   constructor(options: EnginePoolOptions) {
     // Create and migrate a SQLite file once, here, so the workers never race to do it. A
@@ -250,11 +266,15 @@ export class EnginePool {
     this.#maxWaitMs = options.maxQueueWaitMs ?? Number.POSITIVE_INFINITY;
     this.#budgetMs = options.jobTimeoutMs ?? Number.POSITIVE_INFINITY;
     this.#lanes = { interactive: lane('interactive', threads.interactive), query: lane('query', threads.query) };
+    const indexFile = savedIndexFile(options.dbPath, options.searchIndexFile);
+    this.#indexFile = channel ? indexFile : undefined;
+    const saving = indexFile !== undefined ? { indexFile } : {};
     if (channel && storeKind(options.dbPath) === 'sqlite')
       this.#builder = startBuilder('../sqlite/index-builder.js', {
         dbPath: options.dbPath,
         channel,
         maxBytes: searchMemory,
+        ...saving,
       });
     else if (channel)
       this.#builder = startBuilder('../postgres/search-snapshot-builder.js', {
@@ -262,9 +282,11 @@ export class EnginePool {
         timeZone: options.timeZone ?? 'UTC',
         channel,
         maxBytes: searchMemory,
+        ...saving,
       });
-    this.#builder?.on('message', (m: { error?: string }) => {
+    this.#builder?.on('message', (m: { error?: string; log?: string }) => {
       if (m.error !== undefined) this.#searchIndexError = m.error;
+      if (m.log !== undefined) options.log?.(m.log);
     });
     // The bound is ours, not Piscina's maxQueue, which would refuse the jobs that must never be.
     const bound = (l: Lane) => threads[l] + (options.maxQueue?.[l] ?? Number.POSITIVE_INFINITY);
@@ -467,7 +489,10 @@ export class EnginePool {
 
   async close(): Promise<void> {
     this.#closed = true;
+    const builderThread = this.#builder?.threadId;
     await Promise.all([this.#lanes.interactive.close(), this.#lanes.query.close(), this.#builder?.terminate()]);
+    if (this.#indexFile !== undefined && builderThread !== undefined)
+      releaseLockOfThread(this.#indexFile, builderThread);
   }
 }
 

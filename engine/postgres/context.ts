@@ -2,6 +2,7 @@
 // may run, the display zone, transactions and health. Types only, so the handlers and the store
 // that dispatches to them do not import each other (docs/architecture.md, "Boundaries").
 import type { PostgresHealth } from '../../shared/jobs.js';
+import type { SnapshotOrigin } from '../search/bitsets/share.js';
 import type { Snapshot } from '../search/bitsets/snapshot.js';
 import type { Sql } from './sql.js';
 
@@ -28,7 +29,7 @@ export interface PgContext {
    */
   inSnapshot<T>(token: string, work: (query: Query) => Promise<T>): Promise<T | undefined>;
   /** The newest in-memory search snapshot posted to this thread (engine/postgres/search-snapshot.ts). */
-  searchSnapshot(): { snapshot: Snapshot; token: string | undefined } | undefined;
+  searchSnapshot(): { snapshot: Snapshot; token: string | undefined; origin?: SnapshotOrigin } | undefined;
   /** Whether this thread follows a pool's in-memory search index (readiness reports it). */
   readonly searchIndexOn?: boolean;
   /** The primary's and the replicas' state, for readiness; never throws. */

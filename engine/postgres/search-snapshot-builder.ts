@@ -8,11 +8,18 @@
 // transaction that imports it and ends, and posts the buffer with the snapshot's token. The
 // exporting transaction stays open while its snapshot serves, and a little after the next one
 // is posted, so a search that took the old token can still import it.
+//
+// With a saved index file (Engine:SearchIndexFile, ADR 23) the first refresh starts from the
+// file instead of from nothing: the same refresh that follows Mail Archiver's writes reads every
+// message's attributes again and adds only the side-index documents the file does not hold, so
+// what changed while the service was stopped is caught up exactly as a change while it runs.
 import { lowerThreadPriority } from '../pool/thread-priority.js';
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
-import type { SnapshotMessage } from '../search/bitsets/share.js';
+import { once, readyLine, SavedIndex } from '../search/bitsets/saved-index.js';
+import type { SnapshotMessage, SnapshotOrigin } from '../search/bitsets/share.js';
+import { KEY_POSITIONS, Snapshot } from '../search/bitsets/snapshot.js';
 import { catchUpSearchIndex } from './search-index.js';
-import { exportSnapshot, type ExportedSnapshot } from './search-snapshot.js';
+import { exportSnapshot, type ExportedSnapshot, type PgSnapshotState } from './search-snapshot.js';
 import { T } from './columns.js';
 import { sql } from './sql.js';
 import { PgStore } from './store.js';
@@ -26,10 +33,15 @@ export interface PgBuilderData {
   pollMs?: number;
   /** Longest time between refreshes (default 5,000 ms; at least ten times the last refresh). */
   refreshMs?: number;
+  /** Where the index is saved and loaded from (Engine:SearchIndexFile); unset: not saved. */
+  indexFile?: string;
 }
 
 const data = workerData as PgBuilderData;
-lowerThreadPriority();
+// Low priority for the long work (a full build, the refreshes), but only once searches are
+// answered from the index or a full build begins: loading a saved file and catching it up is
+// what ends the slow start, and takes seconds.
+const background = once(lowerThreadPriority);
 
 /** How long an exported snapshot stays importable after the next one is posted. */
 const RETIRE_MS = 10_000;
@@ -38,6 +50,73 @@ const store = new PgStore({ url: data.url, timeZone: data.timeZone, connections:
 const bc = new BroadcastChannel(data.channel);
 let current: ExportedSnapshot | undefined;
 let last = { at: 0, maxId: -1, ms: 0 };
+let origin: SnapshotOrigin = { kind: 'built', fromFile: false };
+const log = (line: string) => parentPort?.postMessage({ log: line });
+let saved: SavedIndex | undefined;
+const announce = once(() => readyLine(origin, current!.state.snapshot.rows, log));
+
+/** The saved file's owner: this database of this cluster (a file of another is ignored). */
+async function savedIndex(file: string): Promise<SavedIndex> {
+  const [id] = await store.primary<{ identity: string }>(
+    sql`SELECT (SELECT system_identifier FROM pg_control_system())::text || ':' || current_database() || ':' ||
+               'mail_archive_gateway.search_docs'::regclass::oid::text AS identity`,
+  );
+  return new SavedIndex({ file, store: 'postgres', identity: id!.identity, log });
+}
+
+type Rows = PgSnapshotState['rows'];
+
+/**
+ * What the file holds beside the snapshot: the documents its sets hold, and the messages' rows
+ * it was built from (so a start with nothing changed keeps the sort orders instead of reading
+ * them again: ADR 22's refresh reuses them while the ids are the same).
+ */
+function sections(state: PgSnapshotState): Uint8Array[] {
+  const bytes = (a: ArrayBufferView) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  const { ids, sent, account, outgoing, folder } = state.rows;
+  const folders = new TextEncoder().encode(JSON.stringify(folder));
+  return [bytes(Int32Array.from(state.indexed)), bytes(ids), bytes(sent), bytes(account), outgoing, folders];
+}
+
+function fromSections(parts: Uint8Array[]): { indexed: Int32Array; rows: Rows } | undefined {
+  if (parts.length !== 6) return undefined;
+  const [indexed, ids, sent, account, outgoing, folders] = parts as [
+    Uint8Array,
+    Uint8Array,
+    Uint8Array,
+    Uint8Array,
+    Uint8Array,
+    Uint8Array,
+  ];
+  // Each section is a fresh buffer of its own (persist.ts), so typed views start aligned.
+  const rows: Rows = {
+    ids: new Int32Array(ids.buffer, 0, ids.byteLength / 4),
+    sent: new Float64Array(sent.buffer, 0, sent.byteLength / 8),
+    account: new Int32Array(account.buffer, 0, account.byteLength / 4),
+    outgoing,
+    folder: JSON.parse(new TextDecoder().decode(folders)) as Array<string | null>,
+  };
+  const n = rows.ids.length;
+  if (rows.sent.length !== n || rows.account.length !== n || outgoing.length !== n || rows.folder.length !== n)
+    return undefined;
+  return { indexed: new Int32Array(indexed.buffer, 0, indexed.byteLength / 4), rows };
+}
+
+/** The saved index as the state a refresh starts from, or undefined when there is none to use. */
+function loadSaved(): PgSnapshotState | undefined {
+  const loaded = saved?.loadIfChanged();
+  if (!loaded) return undefined;
+  const snapshot = new Snapshot(loaded.snapshot);
+  const parts = fromSections(loaded.sections);
+  if (snapshot.keyKind !== KEY_POSITIONS || !parts) return undefined;
+  // The refresh that follows reads every message's attributes again and compares them with these.
+  return {
+    snapshot,
+    rows: parts.rows,
+    indexed: new Set(parts.indexed),
+    fullBuildRows: loaded.meta.fullBuildRows,
+  };
+}
 
 bc.onmessage = (event) => {
   const message = (event as { data: SnapshotMessage }).data;
@@ -46,17 +125,50 @@ bc.onmessage = (event) => {
 
 function post(): void {
   if (!current) return;
-  bc.postMessage({ buffer: current.state.snapshot.buffer, token: current.token } satisfies SnapshotMessage);
+  bc.postMessage({ buffer: current.state.snapshot.buffer, token: current.token, origin } satisfies SnapshotMessage);
 }
 
-async function refresh(): Promise<void> {
+async function refresh(): Promise<boolean> {
   await catchUpSearchIndex(store);
-  const next = await exportSnapshot(data.url, current?.state, { maxBytes: data.maxBytes });
+  if (data.indexFile && !saved) saved = await savedIndex(data.indexFile);
+  let old = current?.state;
+  if (!old && saved) {
+    old = loadSaved();
+    // Another process of the host is building: searches stay on SQL until its file is written.
+    if (!old && !saved.mayBuild()) return false;
+    // It may have written it just before giving the lock back: then the file, not a build.
+    if (!old) old = loadSaved();
+    if (old) saved.releaseLock();
+  }
+  let next: ExportedSnapshot;
+  try {
+    if (!old) background();
+    next = await exportSnapshot(data.url, old, { maxBytes: data.maxBytes });
+  } catch (err) {
+    saved?.releaseLock();
+    throw err;
+  }
+  const full = next.state !== old && next.state.full === true;
+  origin = full
+    ? { kind: 'built', fromFile: false }
+    : current
+      ? { kind: 'caught up', fromFile: origin.fromFile }
+      : { kind: 'loaded', fromFile: true };
   const previous = current;
   current = next;
   post();
+  announce();
+  background();
   parentPort?.postMessage({ built: { maxId: next.state.snapshot.maxId, rows: next.state.snapshot.rows } });
   if (previous) setTimeout(() => void previous.release(), RETIRE_MS).unref();
+  if (saved && next.state !== previous?.state) {
+    saved.save(next.state.snapshot.buffer, {
+      fullBuild: full,
+      fullBuildRows: next.state.fullBuildRows,
+      sections: sections(next.state),
+    });
+  }
+  return true;
 }
 
 async function tick(): Promise<void> {
@@ -67,7 +179,7 @@ async function tick(): Promise<void> {
   const interval = Math.max(data.refreshMs ?? 5_000, last.ms * 10);
   if (current && state!.max === last.maxId && now - last.at < interval) return;
   const started = performance.now();
-  await refresh();
+  if (!(await refresh())) return;
   last = { at: Date.now(), maxId: state!.max, ms: performance.now() - started };
 }
 

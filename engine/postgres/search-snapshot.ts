@@ -68,6 +68,8 @@ export interface PgSnapshotState {
   indexed: Set<number>;
   /** Messages at the last full build: the choice of kept words is redone at 1.25 times that. */
   fullBuildRows: number;
+  /** This state came from a full build (not from `old` grown). */
+  full?: boolean;
 }
 
 interface MessageRows {
@@ -358,6 +360,7 @@ async function refreshPgSnapshot(
     rows,
     indexed,
     fullBuildRows: full ? rows.ids.length : old.fullBuildRows,
+    full,
   };
 }
 
@@ -589,6 +592,7 @@ export async function searchIndexInfo(ctx: PgContext): Promise<SearchIndexInfo |
   const [now] = await ctx.primary<{ max: number }>(sql`SELECT coalesce(max("Id"), 0)::float8 AS max FROM ${T.emails}`);
   return {
     status: now && now.max > snap.maxId ? 'catching up' : 'current',
+    ...(latest.origin ? { origin: latest.origin.kind, fromFile: latest.origin.fromFile } : {}),
     maxId: snap.maxId,
     bytes: snap.bytes,
     terms: snap.terms,

@@ -2,6 +2,7 @@
 // replica, and hands each job handler (handlers.ts) a PgContext that says where a query may run:
 // `read` for what may lag a little (searches, details, folders, stats, attachment bytes),
 // `primary` for key checks and writes, so a revoked key is refused on the very next request.
+import type { SnapshotOrigin } from '../search/bitsets/share.js';
 import type pg from 'pg';
 import { performance } from 'node:perf_hooks';
 import type { Job, JobKind, JobResult, PostgresHealth } from '../../shared/jobs.js';
@@ -134,7 +135,7 @@ export class PgStore implements PgContext {
     return this.#follower !== undefined;
   }
 
-  searchSnapshot(): { snapshot: Snapshot; token: string | undefined } | undefined {
+  searchSnapshot(): { snapshot: Snapshot; token: string | undefined; origin?: SnapshotOrigin } | undefined {
     return this.#follower?.latest() ?? this.#adopted;
   }
 

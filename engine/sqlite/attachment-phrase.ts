@@ -1,5 +1,5 @@
 // A phrase inside attachment text (`attachment:"net 30 days"`), matched at a bounded cost per
-// message (docs/security.md, 29.2; docs/search.md, "Plain words do not search attachment text").
+// message (docs/security.md, "Mail shaped by an attacker", 2; docs/search.md, "Plain words do not search attachment text").
 //
 // FTS5 matches a phrase by walking the positions of each of its words in every message that holds
 // them all, so one message whose attachment text repeats the phrase's words costs time in

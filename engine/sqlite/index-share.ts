@@ -49,8 +49,10 @@ export function snapshotInfo(db: Db): SearchIndexInfo | undefined {
   receive(db);
   const snap = adopted.get(db);
   if (!snap) return { status: 'building' };
+  const origin = channels.get(db)?.latest()?.origin;
   return {
     status: currentSnapshot(db) ? 'current' : 'catching up',
+    ...(origin ? { origin: origin.kind, fromFile: origin.fromFile } : {}),
     maxId: snap.maxId,
     bytes: snap.bytes,
     terms: snap.terms,

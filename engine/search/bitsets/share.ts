@@ -14,7 +14,17 @@ import { Snapshot } from './snapshot.js';
  * A snapshot as posted: its buffer and, for a store whose snapshot is a database snapshot too
  * (PostgreSQL), the token that lets a search read the database in that same state.
  */
-export type SnapshotMessage = { hello: true } | { buffer: SharedArrayBuffer; token?: string };
+export type SnapshotMessage = { hello: true } | { buffer: SharedArrayBuffer; token?: string; origin?: SnapshotOrigin };
+
+/**
+ * How the builder came by a snapshot (what /readyz reports): a full build, a saved file loaded
+ * as it was (persist.ts), or an earlier snapshot caught up with what changed since; `fromFile`
+ * while no full build has happened since a saved file was loaded.
+ */
+export interface SnapshotOrigin {
+  kind: 'built' | 'loaded' | 'caught up';
+  fromFile: boolean;
+}
 
 /**
  * One thread's view of a pool's channel. Piscina's idle threads wait on Atomics, not in the
@@ -25,6 +35,7 @@ export class SnapshotFollower {
   readonly #bc: BroadcastChannel;
   #snapshot: Snapshot | undefined;
   #token: string | undefined;
+  #origin: SnapshotOrigin | undefined;
 
   constructor(channel: string) {
     this.#bc = new BroadcastChannel(channel);
@@ -40,18 +51,20 @@ export class SnapshotFollower {
     try {
       if (this.#snapshot?.buffer !== message.buffer) this.#snapshot = new Snapshot(message.buffer);
       this.#token = message.token;
+      this.#origin = message.origin;
     } catch {
       // not a snapshot: ignored (the pool's channel carries nothing else)
     }
   }
 
   /** The newest snapshot posted (and its token), or undefined before the first. */
-  latest(): { snapshot: Snapshot; token: string | undefined } | undefined {
+  latest(): { snapshot: Snapshot; token: string | undefined; origin?: SnapshotOrigin } | undefined {
     // Node accepts a BroadcastChannel here (docs of receiveMessageOnPort); @types/node says MessagePort.
     const port = this.#bc as unknown as MessagePort;
     for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port))
       this.#take(m.message as SnapshotMessage);
-    return this.#snapshot ? { snapshot: this.#snapshot, token: this.#token } : undefined;
+    if (!this.#snapshot) return undefined;
+    return { snapshot: this.#snapshot, token: this.#token, ...(this.#origin ? { origin: this.#origin } : {}) };
   }
 
   close(): void {

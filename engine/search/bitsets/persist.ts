@@ -1,0 +1,199 @@
+// The in-memory index saved to a file, so that a restarted process loads it instead of
+// rebuilding it (minutes at a million messages; ADR 23). Store-neutral: a store hands over the
+// packed snapshot (snapshot.ts), a few binary sections of its own (PostgreSQL: which documents
+// the sets hold) and a small description of the state the snapshot was built from; on load it
+// gets them back only if the file is whole and was written by this format, and then checks
+// that description against its archive before trusting anything.
+//
+// Layout: a 64-byte header, the meta JSON, a table of section lengths, the sections (each
+// 8-aligned). The header holds a magic, the format version, the file's total length and a
+// CRC-32 of everything after the header: a torn write, a truncated copy, a foreign file or one
+// of another version is refused, never half-read. Written to a temporary file in the same
+// directory, fsynced, then renamed over the old one (and the directory fsynced), so readers see
+// the old file or the new one, never a mix, and two writers never interleave.
+import { closeSync, fsyncSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { dirname } from 'node:path';
+import { crc32 } from 'node:zlib';
+import { MAGIC as SNAPSHOT_MAGIC } from './snapshot.js';
+
+const FILE_MAGIC = 'MAGINDEX';
+/**
+ * Bumped whenever what a saved file means changes: its layout, the snapshot's layout
+ * (snapshot.ts MAGIC is checked too), or which sets a build keeps and how (build.ts, rows.ts,
+ * tags.ts, pairs.ts, tails.ts): an older file is then rebuilt, never misread.
+ */
+export const FORMAT_VERSION = 1;
+const HEADER_BYTES = 64;
+/** Reads and writes in pieces: one call may not move more than 2 GiB. */
+const CHUNK = 64 * 1024 * 1024;
+
+const align8 = (n: number) => Math.ceil(n / 8) * 8;
+
+/** What a store records beside the snapshot: enough to tell whether it is its archive's. */
+export interface SavedMeta {
+  store: 'sqlite' | 'postgres';
+  /** The archive the file belongs to, as the store names it (it compares on load). */
+  identity: string;
+  /** Messages at the last full build (the builder rebuilds at 1.25 times that). */
+  fullBuildRows: number;
+  savedAt: number;
+  /** Anything else the store wants back. */
+  extra?: Record<string, unknown>;
+}
+
+export interface Saved {
+  meta: SavedMeta;
+  /** The packed snapshot, in shared memory, ready to post. */
+  snapshot: SharedArrayBuffer;
+  /** The store's own sections, in the order given to save(). */
+  sections: Uint8Array[];
+}
+
+/** Saves atomically; returns the bytes written. */
+export function saveIndex(
+  file: string,
+  meta: SavedMeta,
+  snapshot: SharedArrayBuffer,
+  sections: readonly Uint8Array[] = [],
+): number {
+  const metaBytes = Buffer.from(JSON.stringify({ ...meta, snapshotMagic: SNAPSHOT_MAGIC }));
+  const parts: Uint8Array[] = [new Uint8Array(snapshot), ...sections];
+  const table = new Float64Array(parts.length);
+  parts.forEach((p, i) => (table[i] = p.byteLength));
+  const body: Uint8Array[] = [
+    pad(metaBytes),
+    new Uint8Array(table.buffer),
+    ...parts.flatMap((p) => [p, new Uint8Array(align8(p.byteLength) - p.byteLength)]),
+  ];
+  let crc = 0;
+  let total = HEADER_BYTES;
+  for (const b of body) {
+    crc = crc32(b, crc);
+    total += b.byteLength;
+  }
+  const header = Buffer.alloc(HEADER_BYTES);
+  header.write(FILE_MAGIC, 0, 'latin1');
+  header.writeUInt32LE(FORMAT_VERSION, 8);
+  header.writeUInt32LE(metaBytes.length, 12);
+  header.writeUInt32LE(parts.length, 16);
+  header.writeUInt32LE(crc >>> 0, 20);
+  header.writeDoubleLE(total, 24);
+
+  const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const fd = openSync(temp, 'wx', 0o600);
+  try {
+    for (const b of [header, ...body]) writeAll(fd, b);
+    fsyncSync(fd);
+  } catch (err) {
+    closeSync(fd);
+    rmSync(temp, { force: true });
+    throw err;
+  }
+  closeSync(fd);
+  try {
+    renameSync(temp, file);
+  } catch (err) {
+    rmSync(temp, { force: true });
+    throw err;
+  }
+  syncDirectory(dirname(file));
+  return total;
+}
+
+/** Why a file was not loaded, or what it held. */
+export type LoadResult = { ok: true; saved: Saved } | { ok: false; reason: string };
+
+/** Loads a saved index; anything short of a whole file of this format is refused with a reason. */
+export function loadIndex(file: string): LoadResult {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (err) {
+    return { ok: false, reason: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no file' : String(err) };
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (size < HEADER_BYTES) return { ok: false, reason: 'shorter than its header' };
+    const header = Buffer.alloc(HEADER_BYTES);
+    readAll(fd, header, 0);
+    if (header.toString('latin1', 0, 8) !== FILE_MAGIC) return { ok: false, reason: 'not a search index file' };
+    const version = header.readUInt32LE(8);
+    if (version !== FORMAT_VERSION) return { ok: false, reason: `format ${version}, not ${FORMAT_VERSION}` };
+    const metaLength = header.readUInt32LE(12);
+    const count = header.readUInt32LE(16);
+    const crc = header.readUInt32LE(20);
+    if (header.readDoubleLE(24) !== size) return { ok: false, reason: 'truncated or extended' };
+    let at = HEADER_BYTES;
+    let sum = 0;
+    const read = (target: Uint8Array) => {
+      if (at + target.byteLength > size) throw new Torn();
+      readAll(fd, target, at);
+      sum = crc32(target, sum);
+      at += target.byteLength;
+    };
+    const metaBytes = new Uint8Array(align8(metaLength));
+    read(metaBytes);
+    const table = new Float64Array(count);
+    read(new Uint8Array(table.buffer));
+    const parts: Uint8Array[] = [];
+    for (let i = 0; i < count; i++) {
+      const length = table[i]!;
+      if (!Number.isSafeInteger(length) || length < 0 || at + length > size) throw new Torn();
+      // The snapshot goes straight into shared memory: no second copy of hundreds of MiB.
+      const part = new Uint8Array(i === 0 ? new SharedArrayBuffer(length) : new ArrayBuffer(length));
+      read(part);
+      read(new Uint8Array(align8(length) - length));
+      parts.push(part);
+    }
+    if (at !== size || sum >>> 0 !== crc) return { ok: false, reason: 'checksum mismatch' };
+    const meta = JSON.parse(Buffer.from(metaBytes.subarray(0, metaLength)).toString()) as SavedMeta & {
+      snapshotMagic?: number;
+    };
+    if (meta.snapshotMagic !== SNAPSHOT_MAGIC || count < 1) return { ok: false, reason: 'another snapshot layout' };
+    const { snapshotMagic: _, ...rest } = meta;
+    return {
+      ok: true,
+      saved: { meta: rest, snapshot: parts[0]!.buffer as SharedArrayBuffer, sections: parts.slice(1) },
+    };
+  } catch (err) {
+    return { ok: false, reason: err instanceof Torn ? 'truncated' : String(err) };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+class Torn extends Error {}
+
+function pad(bytes: Uint8Array): Uint8Array {
+  const out = new Uint8Array(align8(bytes.byteLength));
+  out.set(bytes);
+  return out;
+}
+
+function writeAll(fd: number, data: Uint8Array): void {
+  for (let done = 0; done < data.byteLength;) {
+    done += writeSync(fd, data, done, Math.min(CHUNK, data.byteLength - done));
+  }
+}
+
+function readAll(fd: number, target: Uint8Array, position: number): void {
+  for (let done = 0; done < target.byteLength;) {
+    const n = readSync(fd, target, done, Math.min(CHUNK, target.byteLength - done), position + done);
+    if (n === 0) throw new Torn();
+    done += n;
+  }
+}
+
+/** Makes the rename itself durable (a crash right after it must not bring back the old name). */
+function syncDirectory(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, 'r');
+    fsyncSync(fd);
+  } catch {
+    // some filesystems refuse fsync on a directory: the rename is then as durable as they make it
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}

@@ -1,0 +1,83 @@
+// Shared by the tests of the saved search index on both stores (search-index-persist,
+// pg-search-index-persist): a SQLite archive of common words, pools with their builder's log,
+// and conditions to wait for.
+import { join } from 'node:path';
+import { openArchive, type Db } from '../../engine/sqlite/open.js';
+import { Random } from '../../engine/demo/random.js';
+import { EnginePool } from '../../engine/pool/pool.js';
+import { loadIndex } from '../../engine/search/bitsets/persist.js';
+import { addAccount } from '../../engine/sqlite/accounts.js';
+import { addUser, assignAccount } from '../../engine/sqlite/users.js';
+import { ArchiveWriter } from '../../engine/sqlite/writer.js';
+import type { SearchIndexInfo } from '../../shared/jobs.js';
+import { email } from './fixture.js';
+
+export const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'omega', 'report', 'repo', 'reply'];
+export const FOLDERS = ['INBOX', 'Sent', 'Archive'];
+/** Searches whose counts the tests compare with plain SQL. */
+export const QUERIES = [{ q: 'alpha' }, { q: 'beta gamma' }, { q: 'rep*', folder: 'Sent' }, { q: '"alpha beta"' }, {}];
+
+export function addMessages(db: Db, accounts: number[], count: number, seed: number): void {
+  const rng = new Random(seed);
+  const writer = new ArchiveWriter(db);
+  writer.batch(() => {
+    for (let i = 0; i < count; i++)
+      writer.add(
+        email({
+          accountId: rng.pick(accounts),
+          folder: rng.pick(FOLDERS),
+          subject: `${rng.pick(WORDS)} ${rng.pick(WORDS)}`,
+          textBody: Array.from({ length: 6 }, () => rng.pick(WORDS)).join(' '),
+          sentDate: Date.UTC(2021, 0, 1) + rng.int(0, 1e7) * 1000,
+        }),
+      );
+  });
+}
+
+/** An archive of `count` messages in three accounts, one user seeing two of them. */
+export function archive(dir: string, name: string, count: number, seed = 1) {
+  const path = join(dir, name);
+  const db = openArchive(path);
+  const accounts = [1, 2, 3].map((i) => addAccount(db, { name: `a${i}`, emailAddress: `a${i}@x.com` }).id);
+  const ruth = addUser(db, { username: 'ruth' }).id;
+  assignAccount(db, 'ruth', accounts[0]!);
+  assignAccount(db, 'ruth', accounts[2]!);
+  addMessages(db, accounts, count, seed);
+  return { path, db, accounts, ruth };
+}
+
+export function startPool(path: string, log: string[] = [], options: { searchIndexFile?: string } = {}): EnginePool {
+  return new EnginePool({ dbPath: path, threads: 1, log: (line) => log.push(line), ...options });
+}
+
+/** Waits until the pool's index is current (as /readyz reports it) and returns what it says. */
+export async function current(pool: EnginePool): Promise<SearchIndexInfo> {
+  let index: SearchIndexInfo | undefined;
+  for (const deadline = Date.now() + 300_000; Date.now() < deadline;) {
+    index = (await pool.ping('query')).searchIndex;
+    if (index?.status === 'current') return index;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`the index did not become current: ${JSON.stringify(index)} ${pool.searchIndexError ?? ''}`);
+}
+
+/** Waits until the saved file is whole and describes `maxId`. */
+export async function savedFile(file: string, maxId: number): Promise<void> {
+  for (const deadline = Date.now() + 300_000; Date.now() < deadline;) {
+    const loaded = loadIndex(file);
+    if (loaded.ok && new Float64Array(loaded.saved.snapshot, 0, 2)[1] === maxId) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${file} was not saved for maxId ${maxId}`);
+}
+
+/** Who searches in these tests: an administrator and ruth, who sees two of the three accounts. */
+export function searchers(ruth: number) {
+  return [
+    { principal: { userId: 1, username: 'admin', isAdmin: true, keyId: 1, keyPrefix: 'ma_test0000' }, isAdmin: true },
+    {
+      principal: { userId: ruth, username: 'ruth', isAdmin: false, keyId: 2, keyPrefix: 'ma_test0001' },
+      isAdmin: false,
+    },
+  ];
+}

@@ -1,0 +1,253 @@
+// The saved search index on SQLite (engine/search/bitsets/persist.ts, ADR 23): a restarted pool
+// loads `<archive>.index` instead of rebuilding, catches up mail appended while it was stopped,
+// rebuilds when mail was rewritten or deleted (archive_state.rewrites moved: which mail changed
+// is not recorded), ignores a torn, foreign or older file, and two pools
+// starting together build once and leave one valid file. Every count is checked against plain SQL.
+// Serial: each test starts pools of their own, and a loaded machine need not run eleven at once.
+import test, { type ExecutionContext } from 'ava';
+import { spawnSync } from 'node:child_process';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { copyFileSync, existsSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import type { Db } from '../engine/sqlite/open.js';
+import { EnginePool } from '../engine/pool/pool.js';
+import { BuildLock, releaseLockOfThread } from '../engine/search/bitsets/build-lock.js';
+import { exactCount } from '../engine/sqlite/search.js';
+import type { SearchIndexInfo } from '../shared/jobs.js';
+import { parseSearchInput } from '../shared/search-input.js';
+import { tempDir } from './helpers/fixture.js';
+import { addMessages, archive, current, QUERIES, savedFile, searchers, startPool } from './helpers/index-archive.js';
+
+const limits = { defaultPageSize: 20, maxPageSize: 100 };
+
+/** Each query's count through the pool, against plain SQL, as admin and as ruth. */
+async function countsMatchSql(
+  t: { deepEqual: (a: unknown, b: unknown, m?: string) => void },
+  pool: EnginePool,
+  db: Db,
+  ruth: number,
+) {
+  const viewers = searchers(ruth);
+  for (const v of viewers)
+    for (const params of QUERIES) {
+      const query = parseSearchInput(params, limits);
+      const got = await pool.run({ kind: 'search', principal: v.principal, query });
+      const want = exactCount(db, { isAdmin: v.isAdmin, userId: v.principal.userId }, query);
+      t.deepEqual(got.totalItems, want, `${JSON.stringify(params)} as ${v.principal.username}`);
+    }
+}
+
+const maxId = (db: Db) => db.prepare('SELECT max(id) FROM emails').pluck().get() as number;
+type Archive = ReturnType<typeof archive>;
+
+/** Runs `work` on a new archive of 600 messages in a temporary directory, removed afterwards. */
+async function withArchive(work: (a: Archive, dir: string) => Promise<void>): Promise<void> {
+  const { dir, cleanup } = tempDir();
+  const a = archive(dir, 'a.db', 600);
+  try {
+    await work(a, dir);
+  } finally {
+    a.db.close();
+    cleanup();
+  }
+}
+
+/** A pool's first start: it builds, saves `<archive>.index`, and stops. */
+async function firstRun(path: string): Promise<SearchIndexInfo> {
+  const pool = startPool(path);
+  try {
+    const built = await current(pool);
+    await savedFile(`${path}.index`, built.maxId!);
+    return built;
+  } finally {
+    await pool.close();
+  }
+}
+
+/** A restart: the pool's index once current, its log lines, and its counts checked against SQL. */
+async function restart(
+  t: ExecutionContext,
+  a: Archive,
+  check: (index: SearchIndexInfo, log: string[]) => Promise<void> | void,
+): Promise<void> {
+  const log: string[] = [];
+  const pool = startPool(a.path, log);
+  try {
+    await check(await current(pool), log);
+    await countsMatchSql(t, pool, a.db, a.ruth);
+  } finally {
+    await pool.close();
+  }
+}
+
+test.serial('a restarted pool loads the saved index instead of rebuilding it; counts equal plain SQL', (t) =>
+  withArchive(async (a) => {
+    const built = await firstRun(a.path);
+    t.is(built.origin, 'built');
+    t.false(built.fromFile);
+    // What a save killed mid-write leaves behind: removed at the next start.
+    const leftover = `${a.path}.index.${spawnSync(process.execPath, ['-e', '']).pid}.0badf00d.tmp`;
+    writeFileSync(leftover, 'half a file');
+    await restart(t, a, (index, log) => {
+      t.false(existsSync(leftover));
+      t.is(index.origin, 'loaded');
+      t.true(index.fromFile);
+      t.is(index.builtAt, built.builtAt, 'the very snapshot the first pool built');
+      t.true(
+        log.some((l) => l.startsWith(`search index: loaded ${a.path}.index`)),
+        log.join('\n'),
+      );
+    });
+  }),
+);
+
+test.serial('mail appended while the pool was stopped is caught up from the saved index, not rebuilt', (t) =>
+  withArchive(async (a) => {
+    const before = (await firstRun(a.path)).maxId!;
+    addMessages(a.db, a.accounts, 150, 7);
+    await restart(t, a, (index) => {
+      t.is(index.origin, 'caught up');
+      t.true(index.fromFile, 'grown from the file, no full build');
+      t.is(index.maxId, maxId(a.db));
+      t.true(index.maxId! > before);
+    });
+  }),
+);
+
+for (const [label, change] of [
+  [
+    'deleted',
+    (db: Db) => db.prepare('DELETE FROM emails WHERE id IN (SELECT id FROM emails ORDER BY id LIMIT 40)').run(),
+  ],
+  // This store's own code never moves or edits stored mail; a repair tool's edit is a rewrite.
+  ['rewritten', (db: Db) => db.prepare("UPDATE emails SET subject = 'omega omega' WHERE id % 5 = 0").run()],
+] as const) {
+  test.serial(
+    `mail ${label} while the pool was stopped: the saved index is not used, the pool rebuilds and saves again`,
+    (t) =>
+      withArchive(async (a) => {
+        await firstRun(a.path);
+        change(a.db);
+        await restart(t, a, (index, log) => {
+          t.is(index.origin, 'built');
+          t.false(index.fromFile);
+          t.true(
+            log.some((l) => l.includes('not used (mail was changed or deleted since it was saved)')),
+            log.join('\n'),
+          );
+        });
+        await savedFile(`${a.path}.index`, maxId(a.db));
+      }),
+  );
+}
+
+const damages: Array<[string, (file: string, dir: string) => void | Promise<void>, RegExp]> = [
+  ['truncated', (file) => truncateSync(file, Math.floor(readFileSync(file).length / 2)), /ignored \(truncated/],
+  [
+    'with one byte flipped',
+    (file) => {
+      const bytes = readFileSync(file);
+      bytes[bytes.length - 100]! ^= 0xff;
+      writeFileSync(file, bytes);
+    },
+    /ignored \(checksum mismatch\)/,
+  ],
+  [
+    'of another format version',
+    (file) => {
+      const bytes = readFileSync(file);
+      bytes.writeUInt32LE(999, 8);
+      writeFileSync(file, bytes);
+    },
+    /ignored \(format 999, not 1\)/,
+  ],
+  [
+    'not an index at all',
+    (file) => writeFileSync(file, 'hello, I am a text file'),
+    /ignored \(shorter than its header\)/,
+  ],
+  [
+    "another archive's, with the same number of messages",
+    async (file, dir) => {
+      // Same highest id and rewrite count, other mail: only the check of every message tells.
+      const other = archive(dir, 'other.db', 600, 99);
+      other.db.close();
+      await firstRun(other.path);
+      copyFileSync(`${other.path}.index`, file);
+    },
+    /not used \(it describes other mail\)/,
+  ],
+];
+
+for (const [label, damage, reason] of damages) {
+  test.serial(`a saved index ${label} is ignored and rebuilt, and a valid one written`, (t) =>
+    withArchive(async (a, dir) => {
+      const built = await firstRun(a.path);
+      await damage(`${a.path}.index`, dir);
+      await restart(t, a, (index, log) => {
+        t.is(index.origin, 'built');
+        t.false(index.fromFile);
+        t.not(index.builtAt, built.builtAt);
+        t.true(
+          log.some((l) => reason.test(l)),
+          log.join('\n'),
+        );
+      });
+      await savedFile(`${a.path}.index`, maxId(a.db));
+    }),
+  );
+}
+
+test.serial('two pools starting together on one archive build once and leave one valid file', (t) =>
+  withArchive(async (a) => {
+    const pools = [startPool(a.path), startPool(a.path)];
+    try {
+      const indexes = await Promise.all(pools.map(current));
+      t.deepEqual(indexes.map((i) => i.origin).sort(), ['built', 'loaded'], 'one built, the other loaded its file');
+      await savedFile(`${a.path}.index`, maxId(a.db));
+      t.false(existsSync(`${a.path}.index.lock`), 'the build lock is given back');
+      for (const pool of pools) await countsMatchSql(t, pool, a.db, a.ruth);
+    } finally {
+      await Promise.all(pools.map((p) => p.close()));
+    }
+  }),
+);
+
+test.serial("Engine:SearchIndexFile '' saves nothing", (t) =>
+  withArchive(async (a) => {
+    const pool = new EnginePool({ dbPath: a.path, threads: 1, searchIndexFile: '' });
+    try {
+      t.is((await current(pool)).origin, 'built');
+      await countsMatchSql(t, pool, a.db, a.ruth);
+    } finally {
+      await pool.close();
+    }
+    t.false(existsSync(`${a.path}.index`));
+  }),
+);
+
+test.serial(
+  'the build lock: taken over from a process that is gone, kept from a live one, cleared for a stopped thread',
+  (t) => {
+    const { dir, cleanup } = tempDir();
+    const file = join(dir, 'a.db.index');
+    try {
+      const holder = (pid: number, token: string) =>
+        writeFileSync(`${file}.lock`, JSON.stringify({ pid, host: hostname(), token }));
+      holder(spawnSync(process.execPath, ['-e', '']).pid!, 'gone');
+      const lock = new BuildLock(file);
+      t.true(lock.tryTake(), 'its holder exited');
+      lock.release();
+      t.false(existsSync(`${file}.lock`));
+
+      holder(process.pid, `${process.pid}-77-x`);
+      t.false(new BuildLock(file).tryTake(), 'its holder is alive');
+      releaseLockOfThread(file, 78);
+      t.true(existsSync(`${file}.lock`), 'another thread');
+      releaseLockOfThread(file, 77);
+      t.false(existsSync(`${file}.lock`), 'the stopped builder thread');
+    } finally {
+      cleanup();
+    }
+  },
+);
