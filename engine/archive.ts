@@ -7,6 +7,7 @@ import type { Job, JobKind, JobResult } from '../shared/jobs.js';
 import { openArchive, ArchiveOpenError } from './db/open.js';
 import { runJob } from './handlers.js';
 import { followSnapshots } from './search/bitsets/share.js';
+import { followColumns } from './search/aggregate-columns.js';
 import { describeConnectError, serverOf } from './pg/connect.js';
 
 export { isPostgresUrl };
@@ -47,7 +48,10 @@ export async function openStore(config: ArchiveConfig): Promise<ArchiveStore> {
     });
   }
   const db = openArchive(config.path);
-  if (config.searchChannel) followSnapshots(db, config.searchChannel);
+  if (config.searchChannel) {
+    followSnapshots(db, config.searchChannel);
+    followColumns(db, config.searchChannel);
+  }
   return {
     kind: 'sqlite',
     run: (job) => runJob(db, job),

@@ -10,6 +10,7 @@ import { archiveState, buildSnapshot } from './build.js';
 import { extendSnapshot } from './extend.js';
 import { Snapshot } from './snapshot.js';
 import type { SnapshotMessage } from './share.js';
+import { ColumnPoster } from '../aggregate-columns.js';
 
 export interface BuilderData {
   dbPath: string;
@@ -24,6 +25,7 @@ lowerThreadPriority();
 
 const db = openArchive(data.dbPath, { readonly: true });
 const bc = new BroadcastChannel(data.channel);
+const columns = new ColumnPoster(db, data.channel);
 let latest: SharedArrayBuffer | undefined;
 let latestSnapshot: Snapshot | undefined;
 let fullBuildRows = 0;
@@ -53,6 +55,7 @@ function tick(): void {
   if (!extended) fullBuildRows = latestSnapshot.rows;
   built = state;
   bc.postMessage({ buffer: latest } satisfies SnapshotMessage);
+  columns.post(latestSnapshot); // aggregates' group columns, ready before the first aggregate
   parentPort?.postMessage({ built: state });
 }
 
