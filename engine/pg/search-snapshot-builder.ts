@@ -19,6 +19,8 @@ import { PgStore } from './store.js';
 
 export interface PgBuilderData {
   url: string;
+  /** The server whose snapshots the index is built from and read in: the first read replica, else `url`. */
+  snapshotUrl?: string;
   timeZone: string;
   channel: string;
   maxBytes: number;
@@ -51,7 +53,7 @@ function post(): void {
 
 async function refresh(): Promise<void> {
   await catchUpSearchIndex(store);
-  const next = await exportSnapshot(data.url, current?.state, { maxBytes: data.maxBytes });
+  const next = await exportSnapshot(data.snapshotUrl ?? data.url, current?.state, { maxBytes: data.maxBytes });
   const previous = current;
   current = next;
   post();

@@ -527,9 +527,13 @@ export async function indexedSearch(
   if (root && byPresentSql(root)) return undefined;
   let guess = guessPresent(ctx, viewer, query, snap.maxId);
   if (!guess) {
-    const [present] = await ctx.primary<Present>(presentSql(ctx, viewer, query));
-    learnPresent(ctx, viewer, query, present!);
-    guess = present!;
+    // Read on the server the snapshot is read on (with replicas, not the primary).
+    const asked = await ctx.snapshotSession(token, (send) =>
+      send({ inSnapshot: [], end: true, present: [presentSql(ctx, viewer, query)] }),
+    );
+    if (!asked) return undefined;
+    guess = asked.present[0]![0] as Present;
+    learnPresent(ctx, viewer, query, guess);
   }
   for (let attempt = 0; attempt < 2; attempt++) {
     if (guess.max > snap.maxId) return undefined; // new mail: SQL finds it at once

@@ -136,8 +136,21 @@ export class PgStore implements PgContext {
     return this.#follower?.latest() ?? this.#adopted;
   }
 
-  snapshotSession<T>(token: string, work: (send: SnapshotSend) => Promise<T>): Promise<T | undefined> {
-    return snapshotSession(this.#primary, token, work);
+  /**
+   * With read replicas, the index's snapshots come from the first one (engine/pool.ts), and are
+   * read there. That replica unreachable: the search is answered by SQL, on the others.
+   */
+  async snapshotSession<T>(token: string, work: (send: SnapshotSend) => Promise<T>): Promise<T | undefined> {
+    const replica = this.#replicas[0];
+    if (!replica) return snapshotSession(this.#primary, token, work);
+    if (replica.downSince !== 0) return undefined;
+    try {
+      return await snapshotSession(replica.pool, token, work);
+    } catch (err) {
+      if (!(err instanceof ArchiveUnavailable) && !isRecoveryConflict(err)) throw err;
+      if (err instanceof ArchiveUnavailable) this.#takeOut(replica);
+      return undefined;
+    }
   }
 
   readonly primary: Query = async <R extends Row>(q: Sql) => {
