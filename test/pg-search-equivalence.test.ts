@@ -550,6 +550,10 @@ test.serial(
       // Seen: one message, dates (in a zone with summer time) included.
       t.is(await messagesFor(alice, { q: 'budget', from: '2024-03-31', to: '2024-10-27' }), 1);
       t.is(await messagesFor(alice, { folder: 'INBOX', sortBy: 'subject' }), 1);
+      t.regex(sent[0]!, /SET TRANSACTION SNAPSHOT/);
+      // The same page again, in the same snapshot: its rows are kept, only the present is read.
+      t.is(await messagesFor(alice, { folder: 'INBOX', sortBy: 'subject' }), 1);
+      t.notRegex(sent[0]!, /SET TRANSACTION SNAPSHOT/);
       t.is(await messagesFor(alice, { q: 'budget', page: '500' }), 1, 'past the last page');
 
       // What this thread believes of the present, made wrong on purpose: the answer is still

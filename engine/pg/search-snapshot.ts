@@ -46,6 +46,7 @@ import { SORT_COLUMNS, summaryColumns, T } from './columns.js';
 import { DOCS, tagTsQuery, tsquery } from './search-index.js';
 import { guessPresent, learnPresent, presentSql, sameAnswerBasis, type Present } from './search-present.js';
 import { raw, sql, type Sql } from './sql.js';
+import { snapshotRows } from './snapshot-rows.js';
 import type { PgContext, SnapshotSend } from './context.js';
 import { narrowedToGrant } from '../oauth.js';
 
@@ -538,7 +539,7 @@ export async function indexedSearch(
   for (let attempt = 0; attempt < 2; attempt++) {
     if (guess.max > snap.maxId) return undefined; // new mail: SQL finds it at once
     const answer = await ctx.snapshotSession(token, (send) =>
-      answerFromIndex(ctx, snap, send, viewer, query, root, guess!),
+      answerFromIndex(ctx, snap, token, send, viewer, query, root, guess!),
     );
     if (!answer) return undefined;
     const actual = answer.present;
@@ -557,6 +558,7 @@ export async function indexedSearch(
 async function answerFromIndex(
   ctx: PgContext,
   snap: Snapshot,
+  token: string,
   send: SnapshotSend,
   viewer: Viewer,
   query: SearchQuery,
@@ -612,10 +614,15 @@ async function answerFromIndex(
       rankWindow(keys, terms, snap.rows, query.sortOrder === 'desc'),
     );
   }
+  // Rows already read in this snapshot are not read again (snapshot-rows.ts).
+  const byId = snapshotRows(ctx, token);
+  const missing = ids.filter((id) => !byId.has(id));
   const { rows, present: actual } = await finish(
-    ids.length === 0 ? null : sql`SELECT ${summaryColumns(ctx)} FROM ${T.emails} e WHERE e."Id" = ANY(${ids}::int[])`,
+    missing.length === 0
+      ? null
+      : sql`SELECT ${summaryColumns(ctx)} FROM ${T.emails} e WHERE e."Id" = ANY(${missing}::int[])`,
   );
-  const byId = new Map(rows.map((r) => [r.id, r]));
+  for (const row of rows) byId.set(row.id, row);
   return {
     result: page(ids.flatMap((id) => (byId.has(id) ? [toSummary(byId.get(id)!)] : []))),
     present: actual,
