@@ -615,7 +615,7 @@ async function answerFromIndex(
     );
   }
   // Rows already read in this snapshot are not read again (snapshot-rows.ts).
-  const byId = snapshotRows(ctx, token);
+  const byId = snapshotRows<RawSummary>(ctx, token);
   const missing = ids.filter((id) => !byId.has(id));
   const { rows, present: actual } = await finish(
     missing.length === 0
