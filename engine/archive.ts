@@ -10,6 +10,7 @@ import { openArchive } from './sqlite/open.js';
 import { ArchiveOpenError } from '../shared/errors.js';
 import { runJob } from './sqlite/handlers.js';
 import { followSnapshots } from './sqlite/index-share.js';
+import { followColumns } from './sqlite/aggregate-columns.js';
 import { describeConnectError, serverOf } from './postgres/connect.js';
 
 export { isPostgresUrl };
@@ -44,7 +45,10 @@ export async function openStore(config: ArchiveConfig): Promise<ArchiveStore> {
     });
   }
   const db = openArchive(config.path);
-  if (config.searchChannel) followSnapshots(db, config.searchChannel);
+  if (config.searchChannel) {
+    followSnapshots(db, config.searchChannel);
+    followColumns(db, config.searchChannel);
+  }
   return {
     kind: 'sqlite',
     run: (job) => runJob(db, job),

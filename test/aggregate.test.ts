@@ -10,6 +10,13 @@ import { aggregateEmails, aggregateFromIndex } from '../engine/sqlite/aggregate.
 import { buildSnapshot } from '../engine/sqlite/index-build.js';
 import { extendSnapshot } from '../engine/sqlite/index-extend.js';
 import { adoptSnapshot, currentSnapshot } from '../engine/sqlite/index-share.js';
+import {
+  ColumnPoster,
+  COLUMN_KINDS,
+  columnFor,
+  followColumns,
+  type Column,
+} from '../engine/sqlite/aggregate-columns.js';
 import { Snapshot } from '../engine/search/bitsets/snapshot.js';
 import { addAccount } from '../engine/sqlite/accounts.js';
 import { addUser, assignAccount } from '../engine/sqlite/users.js';
@@ -20,9 +27,12 @@ import { parseAggregateInput } from '../shared/search-input.js';
 import { bearer, startApi, type ApiHarness } from './helpers/api.js';
 import { email, tempDir } from './helpers/fixture.js';
 import { readAccessLog } from './helpers/store.js';
+import { waitFor } from './helpers/redis.js';
 import { call, connectClient, jsonOf, noteOf, startMcpGateway, textOf, type McpHarness } from './helpers/mcp.js';
 
 const test = anyTest as TestFn<{ api: ApiHarness; mcp: McpHarness; client: Client }>;
+
+const isShared = (col: Column) => col.of.buffer instanceof SharedArrayBuffer;
 
 test('the key rules: sender address, recipients, domains, ISO weeks in UTC, code point order', (t) => {
   t.is(fromAddress('Alice Weber <Alice.Weber@Example.COM>'), 'alice.weber@example.com');
@@ -156,6 +166,61 @@ test('with the in-memory index, every aggregate equals plain SQL GROUP BY (200 g
     t.true(compared >= 218 && nonEmpty > 50, `${compared} compared, ${nonEmpty} with groups`);
   } finally {
     adoptSnapshot(db, undefined);
+    db.close();
+    cleanup();
+  }
+});
+
+test('the builder posts the group columns in shared memory: a thread uses them from its first aggregate, and extends a copy', async (t) => {
+  const { dir, cleanup } = tempDir();
+  const db = openArchive(`${dir}/a.db`);
+  const reader = openArchive(`${dir}/a.db`);
+  const channel = `columns-test-${process.pid}-${Date.now()}`;
+  const poster = new ColumnPoster(db, channel);
+  try {
+    const accounts = [1, 2].map((i) => addAccount(db, { name: `acct${i}`, emailAddress: `acct${i}@x.com` }).id);
+    const admin = { isAdmin: true, userId: addUser(db, { username: 'root', isAdmin: true }).id };
+    addMessages(db, accounts, 300, 5);
+    let snap = new Snapshot(buildSnapshot(db, { minDocs: 3 }));
+    adoptSnapshot(reader, snap);
+    followColumns(reader, channel);
+    poster.post(snap);
+    // Posted on a channel: delivered to the reader's side once this thread's event loop turns.
+    await waitFor('the posted columns', async () =>
+      COLUMN_KINDS.every(
+        (k) => columnFor(reader, snap, k).maxId === snap.maxId && isShared(columnFor(reader, snap, k)),
+      ),
+    );
+    const equal = (stage: string) => {
+      for (const groupBy of GROUP_BY) {
+        const aggregate = parseAggregateInput({ groupBy, limit: 100 });
+        t.deepEqual(
+          aggregateFromIndex(reader, snap, admin, aggregate),
+          aggregateEmails(reader, admin, aggregate, { reference: true }),
+          `${groupBy}, ${stage}`,
+        );
+      }
+    };
+    equal('from the posted columns');
+    // Mail appended, the snapshot extended, the columns not posted again yet: this thread
+    // extends a private copy (the shared one is left as it was), then takes the next posted one.
+    const before = columnFor(reader, snap, 'from');
+    const sharedOf = Int32Array.from(before.of);
+    addMessages(db, accounts, 40, 77);
+    snap = new Snapshot(extendSnapshot(db, snap)!);
+    adoptSnapshot(reader, snap);
+    const extended = columnFor(reader, snap, 'from');
+    t.false(isShared(extended));
+    t.is(extended.maxId, snap.maxId);
+    t.deepEqual(Int32Array.from(before.of), sharedOf, 'the shared column is untouched');
+    equal('extended by this thread');
+    poster.post(snap);
+    await waitFor('the columns posted again', async () => isShared(columnFor(reader, snap, 'to')));
+    equal('from the columns posted again');
+  } finally {
+    poster.close();
+    adoptSnapshot(reader, undefined);
+    reader.close();
     db.close();
     cleanup();
   }

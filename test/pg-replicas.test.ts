@@ -11,6 +11,10 @@ import test from 'ava';
 import { prepareArchive } from '../engine/archive.js';
 import { sql } from '../engine/postgres/sql.js';
 import { PgStore } from '../engine/postgres/store.js';
+import { searchEmails } from '../engine/postgres/search.js';
+import { exportSnapshot, indexedSearch, type ExportedSnapshot } from '../engine/postgres/search-snapshot.js';
+import { EnginePool } from '../engine/pool/pool.js';
+import { parseSearchInput } from '../shared/search-input.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
 import supertest from 'supertest';
 import { apiSettings, bearer, silentLogger } from './helpers/api.js';
@@ -169,6 +173,102 @@ test.serial('reads come from the replica; key checks, LastUsedAt and the access 
   const after = await request.get('/api/v1/stats').set(bearer(archive.key));
   t.is(after.body.emails, 4);
 });
+
+test.serial(
+  "the in-memory index is built from the replica and read there: page and totalItems are the replica's state, as SQL on it",
+  async (t) => {
+    await waitForReplay(primary!, replica!);
+    const store = new PgStore({ url: primary!.url(DB), timeZone: 'UTC', readReplicas: [replica!.url(DB)] });
+    const onReplica = new PgStore({ url: replica!.url(DB), timeZone: 'UTC' });
+    let paused = false;
+    let exported: ExportedSnapshot | undefined;
+    let added: number | undefined;
+    t.teardown(async () => {
+      if (paused) await replica!.query('SELECT pg_wal_replay_resume()').catch(() => {});
+      // The tests after this one count the archive's messages: this one leaves none behind.
+      if (added !== undefined)
+        await primary!.query('DELETE FROM mail_archiver."ArchivedEmails" WHERE "Id" = $1', [added], DB);
+      await exported?.release();
+      await store.close();
+      await onReplica.close();
+    });
+    const viewer = { isAdmin: false, userId: archive.userId };
+    const queries = [
+      { q: 'quarterly' },
+      { folder: 'INBOX', sortBy: 'subject' },
+      { q: 'report', page: '2', pageSize: '1' },
+    ].map((p) => parseSearchInput(p, { defaultPageSize: 20, maxPageSize: 100 }));
+    const same = async (stage: string) => {
+      for (const query of queries) {
+        const indexed = await indexedSearch(store, viewer, query);
+        t.truthy(indexed, `${stage}: the index answers ${JSON.stringify(query)}`);
+        t.deepEqual(indexed, await searchEmails(onReplica, viewer, query), `${stage}: ${JSON.stringify(query)}`);
+      }
+    };
+    // The replica lags from here: what the primary gets next is not in its snapshots.
+    await pauseReplay(replica!);
+    paused = true;
+    added = await addMessage(primary!.url(DB), archive.accountId, 'Quarterly report written after the replica paused');
+    exported = await exportSnapshot(replica!.url(DB), undefined, { minDocs: 1 });
+    store.adoptSearchSnapshot(exported.state.snapshot, exported.token);
+    const onPrimary = new PgStore({ url: primary!.url(DB), timeZone: 'UTC' });
+    t.teardown(() => onPrimary.close());
+    const primaryTotal = (await searchEmails(onPrimary, viewer, queries[0]!)).totalItems;
+    const all = await count(primary!, 'SELECT count(*) AS n FROM mail_archiver."ArchivedEmails"');
+    t.is(exported.state.snapshot.rows, all - 1, "the snapshot is the replica's");
+    await same('replica paused');
+    t.is((await indexedSearch(store, viewer, queries[0]!))!.totalItems, primaryTotal - 1);
+
+    // Replay resumes: the replica's present has mail the snapshot lacks, so SQL answers until
+    // the next snapshot of the replica has it.
+    await replica!.query('SELECT pg_wal_replay_resume()');
+    paused = false;
+    await waitForReplay(primary!, replica!);
+    t.is(await indexedSearch(store, viewer, queries[0]!), undefined, 'new mail on the replica: SQL answers');
+    const next = await exportSnapshot(replica!.url(DB), exported.state, { minDocs: 1 });
+    await exported.release();
+    exported = next;
+    store.adoptSearchSnapshot(exported.state.snapshot, exported.token);
+    await same('after the next snapshot');
+    t.is((await indexedSearch(store, viewer, queries[0]!))!.totalItems, primaryTotal);
+  },
+);
+
+test.serial(
+  'through the engine pool with a replica: readiness reports the index current, built from the replica',
+  async (t) => {
+    await waitForReplay(primary!, replica!);
+    const engine = new EnginePool({ dbPath: primary!.url(DB), readReplicas: [replica!.url(DB)], threads: 1 });
+    t.teardown(() => engine.close());
+    await waitFor(
+      'the index built from the replica',
+      async () => (await engine.ping('query')).searchIndex?.status === 'current',
+      60_000,
+    );
+    t.is(engine.searchIndexError, undefined);
+    const exporting = await count(
+      replica!,
+      `SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'mail-archive-gateway search index' AND datname = $1`,
+      [DB],
+    );
+    t.true(exporting >= 1, 'the snapshot is exported on the replica');
+    const principal = {
+      userId: archive.userId,
+      username: 'alice',
+      isAdmin: false,
+      keyId: archive.keyId,
+      keyPrefix: 'ma_test0000',
+    };
+    const query = parseSearchInput({ q: 'quarterly' }, { defaultPageSize: 20, maxPageSize: 100 });
+    const onReplica = new PgStore({ url: replica!.url(DB), timeZone: 'UTC' });
+    t.teardown(() => onReplica.close());
+    // The same job on a store that reads only the replica, by SQL.
+    t.deepEqual(
+      await engine.run({ kind: 'search', principal, query }),
+      await onReplica.run({ kind: 'search', principal, query }),
+    );
+  },
+);
 
 test.serial(
   'a read the replica cancels for a recovery conflict is answered by the primary; the replica stays in rotation',

@@ -16,6 +16,8 @@ import { catchUpSearchIndex } from '../engine/postgres/search-index.js';
 import { searchEmails as pgSearch } from '../engine/postgres/search.js';
 import { exportSnapshot, indexedSearch, type ExportedSnapshot } from '../engine/postgres/search-snapshot.js';
 import { PgStore } from '../engine/postgres/store.js';
+import { learnPresent } from '../engine/postgres/search-present.js';
+import pg from 'pg';
 import { sql, type Sql } from '../engine/postgres/sql.js';
 import { compileSearch } from '../engine/search/compile.js';
 import { addAccount } from '../engine/sqlite/accounts.js';
@@ -505,6 +507,66 @@ test.serial(
       t.is((await indexedSearch(indexed, admin, parseSearchInput({ q: 'xylograph' }, limits)))?.totalItems, 1);
       await expectSame('new mail, after the refresh');
     } finally {
+      await indexed.close();
+      await exported.release();
+    }
+  },
+);
+
+test.serial(
+  'a search the index answers is one message to the server, and a wrong guess of the present is never kept',
+  async (t) => {
+    await catchUpSearchIndex(store);
+    const { exported, indexed } = await indexedStore({ minDocs: 50 });
+    const alice = { isAdmin: false, userId: users.alice };
+    // Every message a client sends: the simple protocol's one query, or one extended query.
+    const sent: string[] = [];
+    const original = pg.Client.prototype.query;
+    const counting = function (this: pg.Client, ...args: unknown[]) {
+      const first = args[0];
+      sent.push(typeof first === 'string' ? first : String((first as { text?: unknown })?.text));
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof original;
+    const messagesFor = async (viewer: typeof alice, params: Record<string, string>) => {
+      const query = parseSearchInput(params, limits);
+      sent.length = 0;
+      pg.Client.prototype.query = counting;
+      let answer;
+      try {
+        answer = await indexedSearch(indexed, viewer, query);
+      } finally {
+        pg.Client.prototype.query = original;
+      }
+      t.truthy(answer, `the index answers ${JSON.stringify(params)}`);
+      t.deepEqual(answer, await pgSearch(store, viewer, query), JSON.stringify(params));
+      return sent.length;
+    };
+    try {
+      // A viewer this thread has not seen: the present first, then the search.
+      const visible = await store.primary<{ id: number }>(
+        sql`SELECT "MailAccountId" AS id FROM mail_archiver."UserMailAccounts" WHERE "UserId" = ${users.alice} ORDER BY 1`,
+      );
+      t.true(visible.length > 0 && visible.length < accounts.length, 'alice sees some accounts, not all');
+      await messagesFor(alice, { q: 'budget' });
+      // Seen: one message, dates (in a zone with summer time) included.
+      t.is(await messagesFor(alice, { q: 'budget', from: '2024-03-31', to: '2024-10-27' }), 1);
+      t.is(await messagesFor(alice, { folder: 'INBOX', sortBy: 'subject' }), 1);
+      t.regex(sent[0]!, /SET TRANSACTION SNAPSHOT/);
+      // The same page again, in the same snapshot: its rows are kept, only the present is read.
+      t.is(await messagesFor(alice, { folder: 'INBOX', sortBy: 'subject' }), 1);
+      t.notRegex(sent[0]!, /SET TRANSACTION SNAPSHOT/);
+      t.is(await messagesFor(alice, { q: 'budget', page: '500' }), 1, 'past the last page');
+
+      // What this thread believes of the present, made wrong on purpose: the answer is still
+      // SQL's, read again with the server's present (one message more).
+      const allAccounts = accounts.slice().sort((a, b) => a - b);
+      const wrong = { max: 0, visible: allAccounts, from: 0, to: 1 };
+      const dated = parseSearchInput({ q: 'budget', from: '2024-01-01', to: '2024-12-31' }, limits);
+      learnPresent(indexed, alice, dated, wrong);
+      t.is(await messagesFor(alice, { q: 'budget', from: '2024-01-01', to: '2024-12-31' }), 2);
+      t.is(await messagesFor(alice, { q: 'budget', from: '2024-01-01', to: '2024-12-31' }), 1, 'learnt');
+    } finally {
+      pg.Client.prototype.query = original;
       await indexed.close();
       await exported.release();
     }

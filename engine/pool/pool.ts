@@ -237,10 +237,9 @@ export class EnginePool {
     // PostgreSQL archive is checked by prepareArchive() (engine/archive.ts) before the pool starts.
     if (storeKind(options.dbPath) === 'sqlite') openArchive(options.dbPath).close();
     const searchMemory = options.searchMemoryBytes ?? DEFAULT_SEARCH_MEMORY;
-    // On PostgreSQL with read replicas, searches stay on the replicas by SQL (ADR 22: the
-    // index is built and read on the primary, and would show the primary's state instead).
-    const replicas = storeKind(options.dbPath) === 'postgres' && (options.readReplicas?.length ?? 0) > 0;
-    const channel = searchMemory > 0 && !replicas ? `mag-search-${process.pid}-${++pools}` : undefined;
+    // On PostgreSQL with read replicas, the index is built from the first replica and its
+    // searches read that replica's snapshot (ADR 22), so reads stay off the primary.
+    const channel = searchMemory > 0 ? `mag-search-${process.pid}-${++pools}` : undefined;
     const lane = (name: Lane, threads: number) => {
       const workerData: WorkerData = {
         dbPath: options.dbPath,
@@ -279,6 +278,7 @@ export class EnginePool {
     else if (channel)
       this.#builder = startBuilder('../postgres/search-snapshot-builder.js', {
         url: options.dbPath,
+        ...(options.readReplicas?.length ? { snapshotUrl: options.readReplicas[0]! } : {}),
         timeZone: options.timeZone ?? 'UTC',
         channel,
         maxBytes: searchMemory,

@@ -420,7 +420,7 @@ export class PgAdmin implements ArchiveAdmin {
         transaction: (nested) => nested(query),
         health: () => this.ctx.health(),
         // Inside a transaction nothing reads the in-memory index: searches answer by SQL.
-        inSnapshot: async () => undefined,
+        snapshotSession: async () => undefined,
         searchSnapshot: () => undefined,
       };
       return work(new PgAdmin(inner, this.where, null, this.box));

@@ -109,3 +109,13 @@ export async function guarded<T>(work: () => Promise<T>): Promise<T> {
     throw err;
   }
 }
+
+/** A connection of `pool` for several statements; ArchiveUnavailable when the server is not there. */
+export async function checkout(pool: pg.Pool): Promise<pg.PoolClient> {
+  try {
+    return await pool.connect();
+  } catch (err) {
+    if (isUnavailable(err)) throw new ArchiveUnavailable();
+    throw err;
+  }
+}

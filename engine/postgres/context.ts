@@ -7,6 +7,18 @@ import type { Snapshot } from '../search/bitsets/snapshot.js';
 import type { Sql } from './sql.js';
 
 export type Row = object;
+/** One round trip: statements in the snapshot, then (if `end`) COMMIT, then statements on the present. */
+export interface SnapshotStep {
+  inSnapshot: readonly Sql[];
+  /** Ends the snapshot's transaction in this round trip (nothing may follow in it). */
+  end: boolean;
+  /** Read on the present state, after the COMMIT; only with `end`. */
+  present?: readonly Sql[];
+}
+
+/** engine/postgres/snapshot-session.ts sends these. */
+export type SnapshotSend = (step: SnapshotStep) => Promise<{ inSnapshot: Row[][]; present: Row[][] }>;
+
 export type Query = <R extends Row = Record<string, unknown>>(q: Sql) => Promise<R[]>;
 
 export interface PgContext {
@@ -23,11 +35,12 @@ export interface PgContext {
   /** Runs `work` in one transaction on the primary. */
   transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
   /**
-   * Runs `work` in a read-only transaction on the primary that reads the database exactly as
-   * the exported snapshot `token` saw it (SET TRANSACTION SNAPSHOT); undefined when that
-   * snapshot can no longer be imported (its exporting transaction has ended).
+   * Runs `work` on one primary connection whose round trips (`send`) read the database exactly
+   * as the exported snapshot `token` saw it (SET TRANSACTION SNAPSHOT) and then the present,
+   * several statements per round trip (snapshot-session.ts); undefined when that snapshot can no
+   * longer be imported (its exporting transaction has ended).
    */
-  inSnapshot<T>(token: string, work: (query: Query) => Promise<T>): Promise<T | undefined>;
+  snapshotSession<T>(token: string, work: (send: SnapshotSend) => Promise<T>): Promise<T | undefined>;
   /** The newest in-memory search snapshot posted to this thread (engine/postgres/search-snapshot.ts). */
   searchSnapshot(): { snapshot: Snapshot; token: string | undefined; origin?: SnapshotOrigin } | undefined;
   /** Whether this thread follows a pool's in-memory search index (readiness reports it). */

@@ -26,6 +26,8 @@ import { PgStore } from './store.js';
 
 export interface PgBuilderData {
   url: string;
+  /** The server whose snapshots the index is built from and read in: the first read replica, else `url`. */
+  snapshotUrl?: string;
   timeZone: string;
   channel: string;
   maxBytes: number;
@@ -143,7 +145,7 @@ async function refresh(): Promise<boolean> {
   let next: ExportedSnapshot;
   try {
     if (!old) background();
-    next = await exportSnapshot(data.url, old, { maxBytes: data.maxBytes });
+    next = await exportSnapshot(data.snapshotUrl ?? data.url, old, { maxBytes: data.maxBytes });
   } catch (err) {
     saved?.releaseLock();
     throw err;

@@ -41,10 +41,12 @@ import { rankedLeaves, rankWindow } from '../search/relevance.js';
 import { accountTag, directionTag, folderTag } from '../search/tags.js';
 import { tokenize } from '../search/unicode61.js';
 import { pageOf, toSummary, type RawSummary } from '../rules/summary.js';
-import { SORT_COLUMNS, summaryColumns, T, zonedTimestamp } from './columns.js';
+import { SORT_COLUMNS, summaryColumns, T } from './columns.js';
 import { DOCS, tagTsQuery, tsquery } from './search-index.js';
-import { raw, sql } from './sql.js';
-import type { PgContext, Query } from './context.js';
+import { guessPresent, learnPresent, presentSql, sameAnswerBasis, type Present } from './search-present.js';
+import { raw, sql, type Sql } from './sql.js';
+import { snapshotRows } from './snapshot-rows.js';
+import type { PgContext, SnapshotSend } from './context.js';
 import { narrowedToGrant } from '../rules/oauth.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -421,7 +423,8 @@ const LEAF_CACHE_MIN_MS = 2;
 
 /**
  * A LeafSource that cannot answer synchronously: the first evaluation records what it needs
- * and gets empty sets; fetch() asks the side index for all of it; the next evaluation is exact.
+ * and gets empty sets; fetch() asks the side index for all of it in one round trip; the next
+ * evaluation is exact.
  */
 class PrefetchSource implements LeafSource {
   readonly cacheable = false;
@@ -447,21 +450,31 @@ class PrefetchSource implements LeafSource {
     return this.#wanted.size === 0;
   }
 
-  async fetch(query: Query): Promise<void> {
+  async fetch(send: SnapshotSend): Promise<void> {
+    const asked: Array<[string, Leaf, Sql]> = [];
     for (const [key, leaf] of this.#wanted) {
-      const started = performance.now();
-      const ids = await leafIds(query, leaf);
+      const statement = leafSql(leaf);
+      if (statement) asked.push([key, leaf, statement]);
+      else this.#answers.set(key, []);
+    }
+    this.#wanted.clear();
+    if (asked.length === 0) return;
+    const started = performance.now();
+    const { inSnapshot } = await send({ inSnapshot: asked.map(([, , statement]) => statement), end: false });
+    const slow = performance.now() - started >= LEAF_CACHE_MIN_MS;
+    asked.forEach(([key, leaf], i) => {
+      const ids = (inSnapshot[i] as Array<{ id: number }>).map((r) => r.id);
       this.#answers.set(key, ids);
-      if (performance.now() - started >= LEAF_CACHE_MIN_MS && leaf.kind !== 'attachment') {
+      if (slow && leaf.kind !== 'attachment') {
         this.#cache.set(key, ids);
         if (this.#cache.size > LEAF_CACHE_SIZE) this.#cache.delete(this.#cache.keys().next().value!);
       }
-    }
-    this.#wanted.clear();
+    });
   }
 }
 
-async function leafIds(query: Query, leaf: Leaf): Promise<number[]> {
+/** The side-index statement that lists a leaf's messages; null when none can have it. */
+function leafSql(leaf: Leaf): Sql | null {
   let tsq: string;
   switch (leaf.kind) {
     case 'text':
@@ -473,14 +486,13 @@ async function leafIds(query: Query, leaf: Leaf): Promise<number[]> {
       break;
     case 'tag':
       // Account, folder and direction tags are all kept: one not kept has no message.
-      if (ATTRIBUTE_TAG.test(termKey('t', leaf.tag))) return [];
+      if (ATTRIBUTE_TAG.test(termKey('t', leaf.tag))) return null;
       tsq = tagTsQuery(leaf.tag);
       break;
     case 'thread':
       throw new StaleSnapshot(); // never asked: searches with thread: terms answer by SQL
   }
-  const rows = await query<{ id: number }>(sql`SELECT d.email_id AS id FROM ${DOCS} d WHERE d.doc @@ ${tsq}::tsquery`);
-  return rows.map((r) => r.id);
+  return sql`SELECT d.email_id AS id FROM ${DOCS} d WHERE d.doc @@ ${tsq}::tsquery`;
 }
 
 /**
@@ -495,14 +507,14 @@ const byPresentSql = (node: Node): boolean =>
   ((node.type === 'and' || node.type === 'or') && node.children.some(byPresentSql)) ||
   (node.type === 'not' && byPresentSql(node.child));
 
-/** A date bound (epoch ms, UTC) in the index's units: microseconds of SentDate's wall clock. */
-const boundSql = (ms: number | undefined, zone: string) =>
-  ms === undefined ? raw('NULL::float8') : sql`(extract(epoch FROM ${zonedTimestamp(ms, zone)}) * 1000000)::float8`;
-
 /**
  * A search answered by the in-memory index, or undefined when it cannot answer (no snapshot,
- * new mail since it, a `thread:` or `attachment:` term, a snapshot no longer importable): the caller answers by
- * SQL then, exactly as before.
+ * new mail since it, a `thread:` or `attachment:` term, a snapshot no longer importable): the
+ * caller answers by SQL then, exactly as before.
+ *
+ * Round trips: one for a search whose terms the index keeps, from a viewer this thread has
+ * seen (search-present.ts); one more per round of terms asked of the side index, and for a
+ * relevance window's subjects; one more when the guess of the present was wrong.
  */
 export async function indexedSearch(
   ctx: PgContext,
@@ -516,69 +528,117 @@ export async function indexedSearch(
   const root = text ? parseQuery(query.q!) : null;
   if (text && root === null) return pageOf(query, [], 0); // nothing searchable: nothing matches
   if (root && byPresentSql(root)) return undefined;
-  // The present, on the primary: new mail since the snapshot? Whom may the viewer see now?
-  const [probe] = await ctx.primary<{ max: number; visible: number[] | null; from: number | null; to: number | null }>(
-    sql`SELECT coalesce((SELECT max("Id") FROM ${T.emails}), 0)::float8 AS max,
-               ${viewer.isAdmin ? raw('NULL::int[]') : sql`ARRAY(SELECT "MailAccountId" FROM ${T.userAccounts} WHERE "UserId" = ${viewer.userId})`} AS visible,
-               ${boundSql(query.from, ctx.zone)} AS "from", ${boundSql(query.to, ctx.zone)} AS "to"`,
-  );
-  if (!probe || probe.max > snap.maxId) return undefined;
+  let guess = guessPresent(ctx, viewer, query, snap.maxId);
+  if (!guess) {
+    // Read on the server the snapshot is read on (with replicas, not the primary).
+    const asked = await ctx.snapshotSession(token, (send) =>
+      send({ inSnapshot: [], end: true, present: [presentSql(ctx, viewer, query)] }),
+    );
+    if (!asked) return undefined;
+    guess = asked.present[0]![0] as Present;
+    learnPresent(ctx, viewer, query, guess);
+  }
+  for (let attempt = 0; attempt < 2; attempt++) {
+    if (guess.max > snap.maxId) return undefined; // new mail: SQL finds it at once
+    const answer = await ctx.snapshotSession(token, (send) =>
+      answerFromIndex(ctx, snap, token, send, viewer, query, root, guess!),
+    );
+    if (!answer) return undefined;
+    const actual = answer.present;
+    learnPresent(ctx, viewer, query, actual);
+    if (actual.max > snap.maxId) return undefined;
+    if (sameAnswerBasis(guess, actual)) return answer.result;
+    guess = actual; // the viewer's accounts changed, or a bound was guessed wrong: once more
+  }
+  return undefined;
+}
+
+/**
+ * Counts and pages in memory with the present as guessed, reading what the index lacks and the
+ * page's rows in the snapshot, and the actual present after them in the same round trip.
+ */
+async function answerFromIndex(
+  ctx: PgContext,
+  snap: Snapshot,
+  token: string,
+  send: SnapshotSend,
+  viewer: Viewer,
+  query: SearchQuery,
+  root: Node | null,
+  present: Present,
+): Promise<{ result: PagedResult<EmailSummaryDto> | undefined; present: Present }> {
   // An OAuth grant narrowed to some accounts sees those the user still may (ADR 19).
-  const visible = narrowedToGrant(probe.visible, viewer.oauth?.accountIds);
+  const visible = narrowedToGrant(present.visible, viewer.oauth?.accountIds);
   const local: SearchQuery = { ...query };
   delete local.from;
   delete local.to;
-  if (probe.from !== null) local.from = probe.from;
-  if (probe.to !== null) local.to = probe.to;
+  if (present.from !== null) local.from = present.from;
+  if (present.to !== null) local.to = present.to;
   const compiled = compileSearch(query.q);
   const ranked = query.sortBy === 'relevance' && compiled.kind === 'query' && compiled.match !== null;
   const leaves = ranked ? rankedLeaves(root) : [];
+  /** The last round trip: the page's rows (if any) in the snapshot, then the present. */
+  const finish = async (pageSql: Sql | null) => {
+    const out = await send({
+      inSnapshot: pageSql ? [pageSql] : [],
+      end: true,
+      present: [presentSql(ctx, viewer, query)],
+    });
+    return { rows: (out.inSnapshot[0] ?? []) as RawSummary[], present: out.present[0]![0] as Present };
+  };
 
-  return ctx.inSnapshot(token, async (read) => {
-    const source = new PrefetchSource(snap);
-    let matched: ReturnType<typeof countMatches>;
-    let sets: ReturnType<typeof rankedSets>;
-    for (let round = 0; ; round++) {
-      matched = countMatches(source, snap, visible, local, root);
-      sets = ranked ? rankedSets(source, snap, leaves) : undefined;
-      if (source.complete || round === 3) break;
-      await source.fetch(read);
-    }
-    if (!matched || !source.complete || (ranked && !sets)) return undefined;
-    const page = (items: EmailSummaryDto[]) => pageOf(query, items, matched!.total);
-    if ((query.page - 1) * query.pageSize >= matched.total) return page([]);
-    let ids = pageIds(snap, matched.bits, local, root !== null);
-    if (!ids) {
-      // Relevance: the window first (keys are positions), its subjects if a term needs them, then the ranking.
-      let window: number[] = [];
-      relevancePageIds(snap, matched.bits, local, matched.total, RELEVANCE_WINDOW, (keys) => (window = keys));
-      const subjects = sets && needsSubjects(sets) ? await windowSubjects(read, snap, window) : new Map();
-      const terms = sets
-        ? termsFromSets(
-            sets,
-            (key) => snap.ids[key]!,
-            () => subjects,
-          )
-        : [];
-      ids = relevancePageIds(snap, matched.bits, local, matched.total, RELEVANCE_WINDOW, (keys) =>
-        rankWindow(keys, terms, snap.rows, query.sortOrder === 'desc'),
-      );
-    }
-    if (ids.length === 0) return page([]);
-    const rows = await read<RawSummary>(
-      sql`SELECT ${summaryColumns(ctx)} FROM ${T.emails} e WHERE e."Id" = ANY(${ids}::int[])`,
+  const source = new PrefetchSource(snap);
+  let matched: ReturnType<typeof countMatches>;
+  let sets: ReturnType<typeof rankedSets>;
+  for (let round = 0; ; round++) {
+    matched = countMatches(source, snap, visible, local, root);
+    sets = ranked ? rankedSets(source, snap, leaves) : undefined;
+    if (source.complete || round === 3) break;
+    await source.fetch(send);
+  }
+  if (!matched || !source.complete || (ranked && !sets)) return { result: undefined, present }; // SQL answers
+  const page = (items: EmailSummaryDto[]) => pageOf(query, items, matched!.total);
+  if ((query.page - 1) * query.pageSize >= matched.total) return { result: page([]), ...(await finish(null)) };
+  let ids = pageIds(snap, matched.bits, local, root !== null);
+  if (!ids) {
+    // Relevance: the window first (keys are positions), its subjects if a term needs them, then the ranking.
+    let window: number[] = [];
+    relevancePageIds(snap, matched.bits, local, matched.total, RELEVANCE_WINDOW, (keys) => (window = keys));
+    const subjects = sets && needsSubjects(sets) ? await windowSubjects(send, snap, window) : new Map();
+    const terms = sets
+      ? termsFromSets(
+          sets,
+          (key) => snap.ids[key]!,
+          () => subjects,
+        )
+      : [];
+    ids = relevancePageIds(snap, matched.bits, local, matched.total, RELEVANCE_WINDOW, (keys) =>
+      rankWindow(keys, terms, snap.rows, query.sortOrder === 'desc'),
     );
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    return page(ids.flatMap((id) => (byId.has(id) ? [toSummary(byId.get(id)!)] : [])));
-  });
+  }
+  // Rows already read in this snapshot are not read again (snapshot-rows.ts).
+  const byId = snapshotRows<RawSummary>(ctx, token);
+  const missing = ids.filter((id) => !byId.has(id));
+  const { rows, present: actual } = await finish(
+    missing.length === 0
+      ? null
+      : sql`SELECT ${summaryColumns(ctx)} FROM ${T.emails} e WHERE e."Id" = ANY(${missing}::int[])`,
+  );
+  for (const row of rows) byId.set(row.id, row);
+  return {
+    result: page(ids.flatMap((id) => (byId.has(id) ? [toSummary(byId.get(id)!)] : []))),
+    present: actual,
+  };
 }
 
 /** The window's subjects as tokens, by key (a position in date order). */
-async function windowSubjects(read: Query, snap: Snapshot, keys: number[]): Promise<Map<number, string[]>> {
+async function windowSubjects(send: SnapshotSend, snap: Snapshot, keys: number[]): Promise<Map<number, string[]>> {
   const ids = keys.map((k) => snap.ids[k]!);
-  const rows = await read<{ id: number; subject: string | null }>(
-    sql`SELECT e."Id" AS id, e."Subject" AS subject FROM ${T.emails} e WHERE e."Id" = ANY(${ids}::int[])`,
-  );
+  const { inSnapshot } = await send({
+    inSnapshot: [sql`SELECT e."Id" AS id, e."Subject" AS subject FROM ${T.emails} e WHERE e."Id" = ANY(${ids}::int[])`],
+    end: false,
+  });
+  const rows = inSnapshot[0] as Array<{ id: number; subject: string | null }>;
   const byId = new Map(rows.map((r) => [r.id, tokenize(r.subject ?? '')]));
   return new Map(keys.map((k) => [k, byId.get(snap.ids[k]!) ?? []]));
 }

@@ -7,11 +7,12 @@ import type pg from 'pg';
 import { performance } from 'node:perf_hooks';
 import type { Job, JobKind, JobResult, PostgresHealth } from '../../shared/jobs.js';
 import { ArchiveUnavailable } from '../../shared/errors.js';
-import { createPgPool, isUnavailable, serverOf } from './connect.js';
+import { checkout, createPgPool, isUnavailable, serverOf } from './connect.js';
 import { pgHandlers } from './handlers.js';
 import { OPTIONAL_COLUMNS } from './shape.js';
 import { sql, type Sql } from './sql.js';
-import type { PgContext, Query, Row } from './context.js';
+import { snapshotSession } from './snapshot-session.js';
+import type { PgContext, Query, Row, SnapshotSend } from './context.js';
 import { SnapshotFollower } from '../search/bitsets/share.js';
 import type { Snapshot } from '../search/bitsets/snapshot.js';
 
@@ -28,9 +29,6 @@ export interface PgStoreOptions {
 }
 
 export type { PgContext, Query, Row } from './context.js';
-
-/** An exported snapshot's identifier, as pg_export_snapshot() writes it. */
-const SNAPSHOT_TOKEN = /^[0-9A-F]+-[0-9A-F]+(-[0-9A-F]+)?$/i;
 
 /** A replica that failed is skipped; it is probed again this often, and back in rotation once it answers. */
 export const REPLICA_RETRY_MS = 5_000;
@@ -139,16 +137,21 @@ export class PgStore implements PgContext {
     return this.#follower?.latest() ?? this.#adopted;
   }
 
-  async inSnapshot<T>(token: string, work: (query: Query) => Promise<T>): Promise<T | undefined> {
-    if (!SNAPSHOT_TOKEN.test(token)) return undefined;
-    // Every statement here reads by id or through the GIN index: a sequential scan of the side
-    // index is never the better plan (search.ts says why for the count). A snapshot that can no
-    // longer be imported makes this undefined: the caller answers by SQL.
-    return this.#onPrimary(
-      `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '${token}'; SET LOCAL enable_seqscan = off`,
-      work,
-      () => undefined,
-    );
+  /**
+   * With read replicas, the index's snapshots come from the first one (engine/pool.ts), and are
+   * read there. That replica unreachable: the search is answered by SQL, on the others.
+   */
+  async snapshotSession<T>(token: string, work: (send: SnapshotSend) => Promise<T>): Promise<T | undefined> {
+    const replica = this.#replicas[0];
+    if (!replica) return snapshotSession(this.#primary, token, work);
+    if (replica.downSince !== 0) return undefined;
+    try {
+      return await snapshotSession(replica.pool, token, work);
+    } catch (err) {
+      if (!(err instanceof ArchiveUnavailable) && !isRecoveryConflict(err)) throw err;
+      if (err instanceof ArchiveUnavailable) this.#takeOut(replica);
+      return undefined;
+    }
   }
 
   readonly primary: Query = async <R extends Row>(q: Sql) => {
@@ -241,31 +244,12 @@ export class PgStore implements PgContext {
     };
   }
 
-  transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
-    return this.#onPrimary('BEGIN', work);
-  }
-
-  /**
-   * `work` in one transaction on a primary connection, opened by `begin`. If `begin` itself is
-   * refused (and not for want of a server), `refused` answers instead.
-   */
-  async #onPrimary<T, U = never>(begin: string, work: (query: Query) => Promise<T>, refused?: () => U): Promise<T | U> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.#primary.connect();
-    } catch (err) {
-      if (isUnavailable(err)) throw new ArchiveUnavailable();
-      throw err;
-    }
+  /** `work` in one transaction on a primary connection. */
+  async transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
+    const client = await checkout(this.#primary);
     let broken = false;
     try {
-      try {
-        await client.query(begin);
-      } catch (err) {
-        if (!refused || isUnavailable(err)) throw err;
-        await client.query('ROLLBACK').catch(() => (broken = true));
-        return refused();
-      }
+      await client.query('BEGIN');
       const query: Query = async <R extends Row>(q: Sql) => (await client.query(q.toQuery())).rows as R[];
       const result = await work(query);
       await client.query('COMMIT');

@@ -1,8 +1,8 @@
 // Aggregates over a SQLite archive (engine/rules/aggregate.ts has the rules). With the shared in-memory
 // index current, the matches are its set (bitsets/count.ts, as a search counts them) and each
-// match is counted into its group through a column of group numbers by message id, kept per
-// worker thread and extended as mail is appended (dates come from the snapshot's own sent
-// dates). Otherwise, and for tests and benchmarks (`reference`), plain SQL: the search's match
+// match is counted into its group through a column of group numbers by message id, built by
+// the builder thread beside the index (aggregate-columns.ts) and extended by a worker thread as
+// mail is appended (dates come from the snapshot's own sent dates). Otherwise, and for tests and benchmarks (`reference`), plain SQL: the search's match
 // source (engine/sqlite/search.ts) and GROUP BY over the same key functions.
 import type { AggregateResultDto } from '../../shared/dto.js';
 import type { AggregateQuery, GroupBy, Viewer } from '../../shared/jobs.js';
@@ -20,6 +20,7 @@ import {
 import type { Db } from './open.js';
 import { prepared } from './statements.js';
 import { matchSet } from '../search/bitsets/count.js';
+import { columnFor, type Column } from './aggregate-columns.js';
 import { FtsSource } from './fts-source.js';
 import { visibleAccountIds } from './accounts.js';
 import { currentSnapshot } from './index-share.js';
@@ -52,93 +53,6 @@ export function aggregateFromIndex(
 }
 
 // ---- With the in-memory index -------------------------------------------------------------
-
-/** Group numbers by message id (-1: in no group), or for `to` a list of them per message. */
-interface Column {
-  rewrites: number;
-  /** Messages up to this id are in the column. */
-  maxId: number;
-  keys: string[];
-  numbers: Map<string, number>;
-  /** by id: the group number (single-valued groupings)... */
-  of: Int32Array;
-  /** ...or for `to`: the groups of id are members[starts[id] .. starts[id + 1]). */
-  starts?: Int32Array;
-  members?: Int32Array;
-  memberCount: number;
-}
-
-type ColumnKind = Exclude<GroupBy, 'year' | 'month' | 'week' | 'fromDomain'>;
-const columns = new WeakMap<Db, Map<ColumnKind, Column>>();
-
-/** What each column is read from, and how a row becomes its group keys. */
-const SOURCES: Record<ColumnKind, { column: string; keys: (value: unknown) => string[] }> = {
-  from: { column: 'from_addr', keys: (v) => single(fromAddress(v as string | null)) },
-  to: { column: 'to_addr', keys: (v) => toAddresses(v as string | null) },
-  folder: { column: 'folder', keys: (v) => [v as string] },
-  account: { column: 'account_id', keys: (v) => [String(v)] },
-  hasAttachments: { column: 'has_attachments', keys: (v) => [v ? 'true' : 'false'] },
-};
-const single = (key: string | null) => (key === null ? [] : [key]);
-
-function grow<T extends Int32Array>(array: T, size: number, fill: number): Int32Array {
-  if (array.length >= size) return array;
-  const out = new Int32Array(Math.max(size, Math.ceil(array.length * 1.5))).fill(fill);
-  out.set(array);
-  return out;
-}
-
-/**
- * The column of `kind` covering every message of `snap`: built on first use (one read of the
- * emails table), extended by the messages appended since, rebuilt after a rewrite.
- */
-function columnFor(db: Db, snap: Snapshot, kind: ColumnKind): Column {
-  let cache = columns.get(db);
-  if (!cache) columns.set(db, (cache = new Map()));
-  let col = cache.get(kind);
-  if (!col || col.rewrites !== snap.rewrites || col.maxId > snap.maxId) {
-    col = { rewrites: snap.rewrites, maxId: 0, keys: [], numbers: new Map(), of: new Int32Array(0), memberCount: 0 };
-    if (kind === 'to') {
-      col.starts = new Int32Array(1);
-      col.members = new Int32Array(0);
-    }
-    cache.set(kind, col);
-  }
-  if (col.maxId >= snap.maxId) return col;
-  const { column, keys: keysOf } = SOURCES[kind];
-  const numberOf = (key: string) => {
-    let n = col.numbers.get(key);
-    if (n === undefined) {
-      n = col.keys.push(key) - 1;
-      col.numbers.set(key, n);
-    }
-    return n;
-  };
-  const rows = prepared(db, `SELECT id, ${column} FROM emails WHERE id > ? AND id <= ? ORDER BY id`)
-    .raw()
-    .iterate(col.maxId, snap.maxId) as IterableIterator<[number, unknown]>;
-  if (kind === 'to') {
-    const starts = grow(col.starts!, snap.maxId + 2, 0);
-    let members = col.members!;
-    let count = col.memberCount;
-    let next = col.maxId + 1; // the first id whose start is not set yet
-    for (const [id, value] of rows) {
-      for (; next <= id; next++) starts[next] = count;
-      for (const key of keysOf(value)) {
-        if (count >= members.length) members = grow(members, count + 1, 0);
-        members[count++] = numberOf(key);
-      }
-    }
-    for (; next <= snap.maxId + 1; next++) starts[next] = count;
-    Object.assign(col, { starts, members, memberCount: count });
-  } else {
-    const of = grow(col.of, snap.maxId + 1, -1);
-    for (const [id, value] of rows) of[id] = keysOf(value).map(numberOf)[0] ?? -1;
-    col.of = of;
-  }
-  col.maxId = snap.maxId;
-  return col;
-}
 
 /** Group numbers of a date grouping by message id, from the snapshot's own sent dates. */
 const dateColumns = new WeakMap<Snapshot, Map<GroupBy, Pick<Column, 'keys' | 'of'>>>();

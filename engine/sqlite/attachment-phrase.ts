@@ -71,7 +71,7 @@ function candidateRuns(db: Db, node: AttachmentLeaf): Array<{ first: number; las
 
 /** The phrase among the first Engine:PhraseScanWords words of the message's attachment text, in index order. */
 function holdsPhrase(db: Db, key: number, phrase: string[], prefix: boolean): boolean {
-  // The same rows in the same order as the text attachment_fts was given (engine/store/attachment-text.ts).
+  // The same rows in the same order as the text attachment_fts was given (engine/sqlite/attachment-text.ts).
   const texts = prepared(
     db,
     `SELECT t.text FROM attachment_texts t

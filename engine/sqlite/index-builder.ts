@@ -17,6 +17,7 @@ import { once, readyLine, SavedIndex } from '../search/bitsets/saved-index.js';
 import { Snapshot } from '../search/bitsets/snapshot.js';
 import type { SnapshotMessage, SnapshotOrigin } from '../search/bitsets/share.js';
 import { describesArchive } from './index-verify.js';
+import { ColumnPoster } from './aggregate-columns.js';
 
 export interface BuilderData {
   dbPath: string;
@@ -36,6 +37,8 @@ const background = once(lowerThreadPriority);
 
 const db = openArchive(data.dbPath, { readonly: true });
 const bc = new BroadcastChannel(data.channel);
+// Aggregates' group columns, read once per snapshot here so a query thread's first aggregate finds them ready.
+const columns = new ColumnPoster(db, data.channel);
 let latest: SharedArrayBuffer | undefined;
 let latestSnapshot: Snapshot | undefined;
 let fullBuildRows = 0;
@@ -91,6 +94,7 @@ function tick(): void {
     adoptSaved();
     if (same(built)) {
       announce();
+      columns.post(latestSnapshot!);
       return background();
     }
   }
@@ -131,6 +135,7 @@ function tick(): void {
   post();
   parentPort?.postMessage({ built: state });
   announce();
+  columns.post(latestSnapshot);
   background();
   saved?.save(latest, { fullBuild: !extended, fullBuildRows });
 }

@@ -1,0 +1,83 @@
+// A search answered by the in-memory index (ADR 22) reads the database in the exported snapshot
+// the index was built from, and checks the present (new mail? whom may the viewer see now?).
+// Sent one statement at a time that was three to four round trips to the server per search;
+// here each step of the search is one message of the simple query protocol, which carries
+// several statements: the snapshot's transaction is opened in front of the first statement
+// that needs it, committed behind the last, and the present is read after that COMMIT (before
+// it, PostgreSQL would fold the statement into the snapshot's transaction, where
+// SET TRANSACTION SNAPSHOT must come first).
+import type pg from 'pg';
+import { ArchiveUnavailable } from '../../shared/errors.js';
+import { checkout, isUnavailable } from './connect.js';
+import type { Row, SnapshotSend } from './context.js';
+import { inline } from './sql-inline.js';
+
+/** An exported snapshot's identifier, as pg_export_snapshot() writes it. */
+export const SNAPSHOT_TOKEN = /^[0-9A-F]+-[0-9A-F]+(-[0-9A-F]+)?$/i;
+
+/** The snapshot cannot be imported (its exporting transaction has ended): the search goes to SQL. */
+const refusedImport = (err: unknown) =>
+  (err as { code?: unknown } | null)?.code === '22023' && /snapshot/i.test(String((err as Error).message));
+
+class Refused extends Error {}
+
+/**
+ * Runs `work` on one primary connection with `send` for its round trips; undefined when the
+ * snapshot `token` can no longer be imported. Every statement in the snapshot reads by id or
+ * through the GIN index, so a sequential scan of the side index is never the better plan
+ * (search.ts says why for the count).
+ */
+export async function snapshotSession<T>(
+  pool: pg.Pool,
+  token: string,
+  work: (send: SnapshotSend) => Promise<T>,
+): Promise<T | undefined> {
+  if (!SNAPSHOT_TOKEN.test(token)) return undefined;
+  const client = await checkout(pool);
+  let open = false;
+  let broken = false;
+  const send: SnapshotSend = async ({ inSnapshot, end, present = [] }) => {
+    if (present.length > 0 && !end) throw new Error('the present is read only after the snapshot ends');
+    const opening = !open && inSnapshot.length > 0;
+    const head = opening
+      ? [
+          'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
+          `SET TRANSACTION SNAPSHOT '${token}'`,
+          'SET LOCAL enable_seqscan = off',
+        ]
+      : [];
+    const closing = (open || opening) && end;
+    const statements = [...head, ...inSnapshot.map(inline), ...(closing ? ['COMMIT'] : []), ...present.map(inline)];
+    if (statements.length === 0) return { inSnapshot: [], present: [] };
+    let results: pg.QueryResult[];
+    // Open from here until a COMMIT is known to have run: an error leaves it to be rolled back.
+    if (opening) open = true;
+    try {
+      const out = (await client.query(statements.join(';\n'))) as pg.QueryResult | pg.QueryResult[];
+      results = Array.isArray(out) ? out : [out];
+    } catch (err) {
+      if (opening && refusedImport(err)) throw new Refused();
+      throw err;
+    }
+    if (closing) open = false;
+    const rows = results.map((r) => r.rows as Row[]);
+    const from = head.length;
+    return {
+      inSnapshot: rows.slice(from, from + inSnapshot.length),
+      present: rows.slice(from + inSnapshot.length + (closing ? 1 : 0)),
+    };
+  };
+  try {
+    const result = await work(send);
+    if (open) await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    broken = isUnavailable(err);
+    if (!broken && open) await client.query('ROLLBACK').catch(() => (broken = true));
+    if (err instanceof Refused) return undefined;
+    if (broken) throw new ArchiveUnavailable();
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
