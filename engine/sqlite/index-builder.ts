@@ -37,7 +37,8 @@ const background = once(lowerThreadPriority);
 
 const db = openArchive(data.dbPath, { readonly: true });
 const bc = new BroadcastChannel(data.channel);
-// Aggregates' group columns, read once per snapshot here so a query thread's first aggregate finds them ready.
+// Aggregates' group columns, read here once per snapshot (at low priority, after the index is
+// posted) so that a query thread's first aggregate finds them ready.
 const columns = new ColumnPoster(db, data.channel);
 let latest: SharedArrayBuffer | undefined;
 let latestSnapshot: Snapshot | undefined;
@@ -94,8 +95,8 @@ function tick(): void {
     adoptSaved();
     if (same(built)) {
       announce();
-      columns.post(latestSnapshot!);
-      return background();
+      background();
+      return columns.post(latestSnapshot!);
     }
   }
   // Rebuild once the archive has been still for QUIET_MS (the first build does not wait).
@@ -135,8 +136,8 @@ function tick(): void {
   post();
   parentPort?.postMessage({ built: state });
   announce();
-  columns.post(latestSnapshot);
   background();
+  columns.post(latestSnapshot);
   saved?.save(latest, { fullBuild: !extended, fullBuildRows });
 }
 
