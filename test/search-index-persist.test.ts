@@ -251,3 +251,32 @@ test.serial(
     }
   },
 );
+
+/** Waits for the builder's "ready" line, which reaches the pool's log after the index is posted. */
+async function readyLine(log: string[]): Promise<string> {
+  for (const deadline = Date.now() + 300_000; Date.now() < deadline;) {
+    const line = log.find((l) => l.startsWith('search index: ready'));
+    if (line) return line;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no ready line in: ${log.join('\n')}`);
+}
+
+test.serial('the ready line says when the index is not saved, and names the setting that would keep it', async (t) => {
+  await withArchive(async (a) => {
+    for (const [searchIndexFile, saved] of [
+      ['', false],
+      [undefined, true],
+    ] as const) {
+      const log: string[] = [];
+      const pool = startPool(a.path, log, searchIndexFile === undefined ? {} : { searchIndexFile });
+      try {
+        await current(pool);
+        const line = await readyLine(log);
+        t.is(line.includes('not saved') && line.includes('Engine:SearchIndexFile'), !saved, line);
+      } finally {
+        await pool.close();
+      }
+    }
+  });
+});

@@ -55,7 +55,7 @@ let last = { at: 0, maxId: -1, ms: 0 };
 let origin: SnapshotOrigin = { kind: 'built', fromFile: false };
 const log = (line: string) => parentPort?.postMessage({ log: line });
 let saved: SavedIndex | undefined;
-const announce = once(() => readyLine(origin, current!.state.snapshot.rows, log));
+const announce = once(() => readyLine(origin, current!.state.snapshot.rows, log, data.indexFile !== undefined));
 
 /** The saved file's owner: this database of this cluster (a file of another is ignored). */
 async function savedIndex(file: string): Promise<SavedIndex> {

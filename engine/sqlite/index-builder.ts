@@ -56,7 +56,7 @@ const saved = data.indexFile
   : undefined;
 
 const post = () => bc.postMessage({ buffer: latest!, origin } satisfies SnapshotMessage);
-const announce = once(() => readyLine(origin, latestSnapshot!.rows, log));
+const announce = once(() => readyLine(origin, latestSnapshot!.rows, log, saved !== undefined));
 
 bc.onmessage = (event) => {
   const message = (event as { data: SnapshotMessage }).data;

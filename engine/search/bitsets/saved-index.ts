@@ -111,10 +111,15 @@ export function once(work: () => void): () => void {
 }
 
 /** The builder's line when searches are first answered from the index (bench/cold-start.ts reads it). */
-export function readyLine(origin: SnapshotOrigin, rows: number, log: (line: string) => void): void {
+export function readyLine(origin: SnapshotOrigin, rows: number, log: (line: string) => void, saved = true): void {
   const how = origin.kind === 'built' ? 'built' : origin.fromFile ? `${origin.kind} from the saved file` : origin.kind;
+  // Unsaved (the default on PostgreSQL, which has no archive file to sit beside): say how a
+  // restart could skip this build, once, where the operator reads how long it took.
+  const hint = saved
+    ? ''
+    : '; not saved, so every start builds it again (Engine:SearchIndexFile names a file to keep it in)';
   log(
-    `search index: ready, ${how}, ${rows} messages, ${Math.round(process.uptime() * 1000)} ms after the process started`,
+    `search index: ready, ${how}, ${rows} messages, ${Math.round(process.uptime() * 1000)} ms after the process started${hint}`,
   );
 }
 
