@@ -15,9 +15,17 @@ import { inline } from './sql-inline.js';
 /** An exported snapshot's identifier, as pg_export_snapshot() writes it. */
 export const SNAPSHOT_TOKEN = /^[0-9A-F]+-[0-9A-F]+(-[0-9A-F]+)?$/i;
 
-/** The snapshot cannot be imported (its exporting transaction has ended): the search goes to SQL. */
-const refusedImport = (err: unknown) =>
-  (err as { code?: unknown } | null)?.code === '22023' && /snapshot/i.test(String((err as Error).message));
+/**
+ * The snapshot cannot be imported: the search goes to SQL. Its exporting transaction has ended
+ * (22023, "invalid snapshot identifier": its file is gone), or is ending as the import runs
+ * (55000, "could not import the requested snapshot": the file is still there but its process or
+ * transaction is not), as when the builder moves to a newer snapshot or the server it exported
+ * on shuts down.
+ */
+const refusedImport = (err: unknown) => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return (code === '22023' || code === '55000') && /snapshot/i.test(String((err as Error).message));
+};
 
 class Refused extends Error {}
 
