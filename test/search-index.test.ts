@@ -8,6 +8,10 @@ import { buildSnapshot } from '../engine/sqlite/index-build.js';
 import { extendSnapshot } from '../engine/sqlite/index-extend.js';
 import { adoptSnapshot, currentSnapshot } from '../engine/sqlite/index-share.js';
 import { Snapshot } from '../engine/search/bitsets/snapshot.js';
+import { countMatches } from '../engine/search/bitsets/count.js';
+import type { Leaf, LeafSource } from '../engine/search/bitsets/source.js';
+import { FtsSource } from '../engine/sqlite/fts-source.js';
+import { parseQuery } from '../shared/query-language.js';
 import { exactCount, RELEVANCE_WINDOW, searchEmails } from '../engine/sqlite/search.js';
 import { addAccount } from '../engine/sqlite/accounts.js';
 import { createKey } from '../engine/sqlite/keys.js';
@@ -210,6 +214,30 @@ test('a prefix counts every message of its words kept as lists of ids, and of it
     }
     adoptSnapshot(db, snap);
     t.is(searchEmails(db, admin, parseSearchInput({ q: 'qu*' }, limits)).totalItems, 9);
+  });
+});
+
+test('a prefix asks the store once for all its words the index does not keep', (t) => {
+  withArchive((db) => {
+    const { accounts } = buildArchive(db, 100);
+    const writer = new ArchiveWriter(db);
+    writer.batch(() => {
+      for (const word of ['quill', 'quince', 'quoit'])
+        writer.add(email({ accountId: accounts[0]!, subject: `about ${word}`, textBody: word }));
+    });
+    // Nothing of `qu` kept, no tail: every word under the prefix is the store's to list. A store
+    // whose every question is a round trip (PostgreSQL) must be asked once, not once per word.
+    const snap = new Snapshot(buildSnapshot(db, { minDocs: 1_000_000, tailMinCostUs: Number.MAX_SAFE_INTEGER }));
+    t.is(snap.term('p:qu'), undefined);
+    const fts = new FtsSource(db);
+    const asked: Leaf[] = [];
+    const source: LeafSource = { ids: (leaf, s) => (asked.push(leaf), fts.ids(leaf, s)) };
+    const query = parseSearchInput({ q: 'qu*' }, limits);
+    const counted = countMatches(source, snap, null, query, parseQuery('qu*'));
+    t.is(asked.length, 1);
+    t.deepEqual(asked[0], { kind: 'words', words: ['quill', 'quince', 'quoit'] });
+    t.is(counted?.total, 3);
+    t.true(sameAsSql(db, snap, { isAdmin: true, userId: 0 }, query));
   });
 });
 

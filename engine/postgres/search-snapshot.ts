@@ -481,9 +481,14 @@ function leafSql(leaf: Leaf): Sql | null {
     case 'attachment':
       tsq = tsquery(leaf.node);
       break;
-    case 'word':
-      tsq = tsquery({ type: 'text', field: null, text: leaf.word, words: [leaf.word], prefix: false });
-      break;
+    case 'words': {
+      // One statement for all of a prefix's rare words, each looked up on its own in the GIN
+      // index: a statement each was a hundred statements to parse and plan for a six-letter
+      // prefix, and one OR of all their lexemes is slower still in GIN (measured: 57 ms against
+      // 13 ms for 120 words at 100,000 messages).
+      const each = leaf.words.map((word) => tsquery({ type: 'text', field: null, text: word, words: [word], prefix: false }));
+      return sql`SELECT d.email_id AS id FROM unnest(${each}::tsquery[]) w(q) JOIN ${DOCS} d ON d.doc @@ w.q`;
+    }
     case 'tag':
       // Account, folder and direction tags are all kept: one not kept has no message.
       if (ATTRIBUTE_TAG.test(termKey('t', leaf.tag))) return null;

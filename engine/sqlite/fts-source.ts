@@ -3,7 +3,7 @@
 import type { Db } from './open.js';
 import { prepared } from './statements.js';
 import { attachmentPhraseKeys } from './attachment-phrase.js';
-import { leafKey } from '../search/bitsets/count.js';
+import { leafKey, wordExpression } from '../search/bitsets/count.js';
 import type { Snapshot } from '../search/bitsets/snapshot.js';
 import { StaleSnapshot, type Leaf, type LeafSource } from '../search/bitsets/source.js';
 
@@ -24,11 +24,17 @@ export class FtsSource implements LeafSource {
       );
     }
     if (leaf.kind === 'attachment') return this.#toIds(snap, attachmentPhraseKeys(this.db, leaf.node));
+    // A prefix's rare words one query each: 3 to 6 times faster in FTS5 than one OR of them.
+    if (leaf.kind === 'words') return leaf.words.flatMap((word) => this.#match(snap, wordExpression(word)));
+    return this.#match(snap, leafKey(leaf));
+  }
+
+  #match(snap: Snapshot, expression: string): number[] {
     return this.#toIds(
       snap,
       prepared(this.db, 'SELECT rowid FROM email_fts WHERE email_fts MATCH ?')
         .pluck()
-        .iterate(leafKey(leaf)) as Iterable<number>,
+        .iterate(expression) as Iterable<number>,
     );
   }
 

@@ -12,8 +12,12 @@ export type AttachmentLeaf = Extract<Node, { type: 'attachment' }>;
 export type Leaf =
   /** A term of the query language: a word, a phrase or a prefix, in its field or the default ones. */
   | { kind: 'text'; node: TextLeaf }
-  /** One word of the default columns (a prefix's words the snapshot does not keep). */
-  | { kind: 'word'; word: string }
+  /**
+   * Words of the default columns, any of them: a prefix's words the snapshot does not keep. One
+   * leaf for all of them, so that a store whose every question is a round trip to a server asks
+   * once, not once per word (a six-letter prefix can have a hundred rare words).
+   */
+  | { kind: 'words'; words: readonly string[] }
   /** A filter tag of tags.ts. */
   | { kind: 'tag'; tag: string }
   | { kind: 'attachment'; node: AttachmentLeaf }
