@@ -6,7 +6,7 @@
 import test from 'ava';
 import type pg from 'pg';
 import { snapshotSession } from '../engine/postgres/snapshot-session.js';
-import { sql } from '../engine/postgres/sql.js';
+import { reused, sql } from '../engine/postgres/sql.js';
 
 const TOKEN = '00000003-0000001B-1';
 
@@ -51,4 +51,46 @@ test('any other error of the same statements still reaches the caller', async (t
     }),
     { message: /relation "x" does not exist/ },
   );
+});
+
+/** A pool of one connection that answers each statement of a message with one empty result. */
+function recordingPool() {
+  const sent: string[] = [];
+  const client = {
+    query: async (text: string) => {
+      sent.push(text);
+      return text.split(';\n').map(() => ({ rows: [] }));
+    },
+    release: () => {},
+  };
+  return { pool: { connect: async () => client } as unknown as pg.Pool, sent };
+}
+
+test('a reused statement is prepared at the end of its first message, then only executed', async (t) => {
+  const { pool, sent } = recordingPool();
+  const page = (ids: number[]) => reused(sql`SELECT ${ids}::int[] AS ids`);
+  const present = (user: number) => reused(sql`SELECT ${user}::int AS user_id`);
+  for (const [ids, user] of [
+    [[1, 2], 7],
+    [[3], 8],
+  ] as const) {
+    await snapshotSession(pool, TOKEN, async (send) => {
+      // A round trip that leaves the snapshot's transaction open prepares nothing.
+      await send({ inSnapshot: [page([...ids])], end: false });
+      await send({ inSnapshot: [page([...ids])], end: true, present: [present(user)] });
+    });
+  }
+  const statements = sent.map((m) => m.split(';\n'));
+  t.false(sent[0]!.includes('PREPARE'), sent[0]);
+  // First closing message: the statements as text, COMMIT, the present, then both PREPAREs.
+  t.is(statements[1]![0], "SELECT ('{1,2}')::int[] AS ids");
+  t.is(statements[1]![1], 'COMMIT');
+  t.regex(statements[1]![3]!, /^PREPARE mag_[0-9a-f]{20} AS SELECT \$1::int\[\] AS ids$/);
+  t.regex(statements[1]![4]!, /^PREPARE mag_[0-9a-f]{20} AS SELECT \$1::int AS user_id$/);
+  // The next search on the same connection executes them by name, inside and after the snapshot.
+  const name = (s: string) => /PREPARE (mag_\w+)/.exec(s)![1]!;
+  t.true(sent[2]!.includes(`SET TRANSACTION SNAPSHOT '${TOKEN}'`));
+  t.true(sent[2]!.includes(`EXECUTE ${name(statements[1]![3]!)}('{3}')`), sent[2]);
+  t.true(sent[3]!.includes(`EXECUTE ${name(statements[1]![4]!)}(8)`), sent[3]);
+  t.false(sent.slice(2).some((m) => m.includes('PREPARE')));
 });

@@ -6,7 +6,7 @@
 // guess was right: a permission change still applies to the very next search.
 import type { SearchQuery, Viewer } from '../../shared/jobs.js';
 import { T, zonedTimestamp } from './columns.js';
-import { raw, sql, type Sql } from './sql.js';
+import { raw, reused, sql, type Sql } from './sql.js';
 import type { PgContext } from './context.js';
 import { wallClockMicros } from './wall-clock.js';
 
@@ -26,9 +26,9 @@ const boundSql = (ms: number | undefined, zone: string) =>
 
 /** One statement that reads the present for this search. */
 export const presentSql = (ctx: PgContext, viewer: Viewer, query: SearchQuery): Sql =>
-  sql`SELECT coalesce((SELECT max("Id") FROM ${T.emails}), 0)::float8 AS max,
+  reused(sql`SELECT coalesce((SELECT max("Id") FROM ${T.emails}), 0)::float8 AS max,
              ${viewer.isAdmin ? raw('NULL::int[]') : sql`ARRAY(SELECT "MailAccountId" FROM ${T.userAccounts} WHERE "UserId" = ${viewer.userId} ORDER BY 1)`} AS visible,
-             ${boundSql(query.from, ctx.zone)} AS "from", ${boundSql(query.to, ctx.zone)} AS "to"`;
+             ${boundSql(query.from, ctx.zone)} AS "from", ${boundSql(query.to, ctx.zone)} AS "to"`);
 
 /** Bounded, oldest out first: what one thread has seen lately. */
 class Recent<K, V> extends Map<K, V> {

@@ -44,7 +44,7 @@ import { pageOf, toSummary, type RawSummary } from '../rules/summary.js';
 import { SORT_COLUMNS, summaryColumns, T } from './columns.js';
 import { DOCS, tagTsQuery, tsquery } from './search-index.js';
 import { guessPresent, learnPresent, presentSql, sameAnswerBasis, type Present } from './search-present.js';
-import { raw, sql, type Sql } from './sql.js';
+import { raw, reused, sql, type Sql } from './sql.js';
 import { snapshotRows } from './snapshot-rows.js';
 import type { PgContext, SnapshotSend } from './context.js';
 import { narrowedToGrant } from '../rules/oauth.js';
@@ -489,7 +489,7 @@ function leafSql(leaf: Leaf): Sql | null {
       const each = leaf.words.map((word) =>
         tsquery({ type: 'text', field: null, text: word, words: [word], prefix: false }),
       );
-      return sql`SELECT d.email_id AS id FROM unnest(${each}::tsquery[]) w(q) JOIN ${DOCS} d ON d.doc @@ w.q`;
+      return reused(sql`SELECT d.email_id AS id FROM unnest(${each}::tsquery[]) w(q) JOIN ${DOCS} d ON d.doc @@ w.q`);
     }
     case 'tag':
       // Account, folder and direction tags are all kept: one not kept has no message.
@@ -499,7 +499,7 @@ function leafSql(leaf: Leaf): Sql | null {
     case 'thread':
       throw new StaleSnapshot(); // never asked: searches with thread: terms answer by SQL
   }
-  return sql`SELECT d.email_id AS id FROM ${DOCS} d WHERE d.doc @@ ${tsq}::tsquery`;
+  return reused(sql`SELECT d.email_id AS id FROM ${DOCS} d WHERE d.doc @@ ${tsq}::tsquery`);
 }
 
 /**
@@ -629,7 +629,7 @@ async function answerFromIndex(
   const { rows, present: actual } = await finish(
     missing.length === 0
       ? null
-      : sql`SELECT ${summaryColumns(ctx)} FROM ${T.emails} e WHERE e."Id" = ANY(${missing}::int[])`,
+      : reused(sql`SELECT ${summaryColumns(ctx)} FROM ${T.emails} e WHERE e."Id" = ANY(${missing}::int[])`),
   );
   for (const row of rows) byId.set(row.id, row);
   return {
@@ -642,7 +642,9 @@ async function answerFromIndex(
 async function windowSubjects(send: SnapshotSend, snap: Snapshot, keys: number[]): Promise<Map<number, string[]>> {
   const ids = keys.map((k) => snap.ids[k]!);
   const { inSnapshot } = await send({
-    inSnapshot: [sql`SELECT e."Id" AS id, e."Subject" AS subject FROM ${T.emails} e WHERE e."Id" = ANY(${ids}::int[])`],
+    inSnapshot: [
+      reused(sql`SELECT e."Id" AS id, e."Subject" AS subject FROM ${T.emails} e WHERE e."Id" = ANY(${ids}::int[])`),
+    ],
     end: false,
   });
   const rows = inSnapshot[0] as Array<{ id: number; subject: string | null }>;

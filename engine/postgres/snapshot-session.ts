@@ -6,11 +6,39 @@
 // that needs it, committed behind the last, and the present is read after that COMMIT (before
 // it, PostgreSQL would fold the statement into the snapshot's transaction, where
 // SET TRANSACTION SNAPSHOT must come first).
+//
+// The statements a search sends on nearly every round trip (reused() in sql.ts: the page, the
+// present, the side index's leaves) are prepared on each connection, by a PREPARE at the end of
+// the first message that sends them once its transaction is over, and executed by name after
+// that: parsing and planning them was most of the server's work per search (measured at 100,000
+// messages, one connection: 0.13 ms of server CPU for the present as text, 0.025 ms prepared;
+// 0.23 ms and 0.12 ms for a page of 20). A PREPARE cannot come before the snapshot's BEGIN in
+// the same message (PostgreSQL then refuses SET TRANSACTION ISOLATION LEVEL), hence at the end.
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { ArchiveUnavailable } from '../../shared/errors.js';
 import { checkout, isUnavailable } from './connect.js';
 import type { Row, SnapshotSend } from './context.js';
-import { inline } from './sql-inline.js';
+import type { Sql } from './sql.js';
+import { inline, literal } from './sql-inline.js';
+
+/** Statements prepared on one connection: text with $n → name. Bounded: texts come from code. */
+const MAX_PREPARED = 64;
+const preparedOn = new WeakMap<pg.PoolClient, Map<string, string>>();
+
+const nameOf = (text: string) => `mag_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+
+/** What one statement is sent as on `client`, and the PREPARE that would let it be executed next time. */
+function render(client: pg.PoolClient, q: Sql): { text: string; prepare?: string; key?: string } {
+  if (!q.reuse) return { text: inline(q) };
+  const { text } = q.toQuery();
+  const prepared = preparedOn.get(client);
+  const name = prepared?.get(text);
+  if (name !== undefined)
+    return { text: q.values.length ? `EXECUTE ${name}(${q.values.map(literal).join(', ')})` : `EXECUTE ${name}` };
+  if ((prepared?.size ?? 0) >= MAX_PREPARED) return { text: inline(q) };
+  return { text: inline(q), prepare: `PREPARE ${nameOf(text)} AS ${text}`, key: text };
+}
 
 /** An exported snapshot's identifier, as pg_export_snapshot() writes it. */
 export const SNAPSHOT_TOKEN = /^[0-9A-F]+-[0-9A-F]+(-[0-9A-F]+)?$/i;
@@ -55,7 +83,17 @@ export async function snapshotSession<T>(
         ]
       : [];
     const closing = (open || opening) && end;
-    const statements = [...head, ...inSnapshot.map(inline), ...(closing ? ['COMMIT'] : []), ...present.map(inline)];
+    const rendered = [...inSnapshot, ...present].map((q) => render(client, q));
+    // PREPAREs go last, and only when no transaction stays open after this message.
+    const preparing = (open || opening) && !closing ? [] : rendered.filter((r) => r.prepare !== undefined);
+    const texts = rendered.map((r) => r.text);
+    const statements = [
+      ...head,
+      ...texts.slice(0, inSnapshot.length),
+      ...(closing ? ['COMMIT'] : []),
+      ...texts.slice(inSnapshot.length),
+      ...new Set(preparing.map((r) => r.prepare!)),
+    ];
     if (statements.length === 0) return { inSnapshot: [], present: [] };
     let results: pg.QueryResult[];
     // Open from here until a COMMIT is known to have run: an error leaves it to be rolled back.
@@ -68,11 +106,17 @@ export async function snapshotSession<T>(
       throw err;
     }
     if (closing) open = false;
+    if (preparing.length > 0) {
+      let prepared = preparedOn.get(client);
+      if (!prepared) preparedOn.set(client, (prepared = new Map()));
+      for (const r of preparing) prepared.set(r.key!, nameOf(r.key!));
+    }
     const rows = results.map((r) => r.rows as Row[]);
     const from = head.length;
+    const after = from + inSnapshot.length + (closing ? 1 : 0);
     return {
       inSnapshot: rows.slice(from, from + inSnapshot.length),
-      present: rows.slice(from + inSnapshot.length + (closing ? 1 : 0)),
+      present: rows.slice(after, after + present.length),
     };
   };
   try {

@@ -20,7 +20,7 @@ function number(value: number): string {
   return String(value);
 }
 
-function literal(value: unknown): string {
+export function literal(value: unknown): string {
   if (value === null || value === undefined) return 'NULL';
   if (typeof value === 'number') return number(value);
   if (typeof value === 'boolean') return value ? 'true' : 'false';

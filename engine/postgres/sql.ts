@@ -8,6 +8,8 @@ export class Sql {
     readonly values: readonly unknown[],
     /** Planner settings for this statement alone (SET LOCAL in its own transaction); see planned(). */
     readonly settings?: Readonly<Record<string, string>>,
+    /** Run often enough to be prepared once per connection; see reused(). */
+    readonly reuse = false,
   ) {}
 
   /** The text and values pg's query() takes. */
@@ -43,6 +45,14 @@ export function sql(strings: TemplateStringsArray, ...args: unknown[]): Sql {
  * the planner's estimate is known to be wrong for our data. Names and values come from code.
  */
 export const planned = (q: Sql, settings: Record<string, string>): Sql => new Sql(q.parts, q.values, settings);
+
+/**
+ * A statement a search sends on nearly every round trip (its page, the present, the side index's
+ * leaves): a snapshot session prepares it once on each connection and then only executes it,
+ * so the server stops parsing and planning it per search (engine/postgres/snapshot-session.ts).
+ * Every value must carry a cast or meet a typed column, so that PREPARE can infer its type.
+ */
+export const reused = (q: Sql): Sql => new Sql(q.parts, q.values, q.settings, true);
 
 /** Trusted SQL text (identifiers, keywords chosen by code, never by input). */
 export const raw = (text: string): Sql => new Sql([text], []);
