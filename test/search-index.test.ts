@@ -11,6 +11,9 @@ import { Snapshot } from '../engine/search/bitsets/snapshot.js';
 import { countMatches } from '../engine/search/bitsets/count.js';
 import type { Leaf, LeafSource } from '../engine/search/bitsets/source.js';
 import { FtsSource } from '../engine/sqlite/fts-source.js';
+import { addPrefixTails, TAIL_MIN_COST_US, type TailCost } from '../engine/search/bitsets/tails.js';
+import type { TermSet } from '../engine/search/bitsets/snapshot.js';
+import { SIDE_INDEX_TAIL_COST } from '../engine/postgres/search-snapshot.js';
 import { parseQuery } from '../shared/query-language.js';
 import { exactCount, RELEVANCE_WINDOW, searchEmails } from '../engine/sqlite/search.js';
 import { addAccount } from '../engine/sqlite/accounts.js';
@@ -519,4 +522,29 @@ test('appended mail extends the snapshot: counts and pages equal SQL, and its se
     db.prepare('UPDATE emails SET subject = ? WHERE id = 1').run('changed');
     t.is(extendSnapshot(db, extended), undefined, 'a rewrite needs a full build');
   });
+});
+
+test('a store whose rare-word answers cost more gets tail sets for more prefixes (PostgreSQL side index)', (t) => {
+  // 200 rare words under `tast`, 10 messages each: 4.8 ms of FTS5 queries (no tail), but more
+  // than the 5 ms threshold for the side index, whose answer visits a heap page per message.
+  const vocab = new Set(Array.from({ length: 200 }, (_, i) => `taster${i}`));
+  const bound = new Map([...vocab].map((w) => [`d:${w}`, 10]));
+  const build = (cost?: TailCost) => {
+    const terms: Array<{ key: string; set: TermSet }> = [];
+    addPrefixTails({
+      vocab,
+      bound,
+      terms,
+      budget: 1 << 20,
+      words: 2000,
+      minCostUs: TAIL_MIN_COST_US,
+      ...(cost ? { cost } : {}),
+      fetch: (word) => Int32Array.from({ length: 10 }, (_, i) => Number(word.slice(6)) * 10 + i),
+    });
+    return new Map(terms.map((x) => [x.key, x.set]));
+  };
+  t.false(build().has('p:tast'));
+  const tails = build(SIDE_INDEX_TAIL_COST);
+  t.is(tails.get('p:tast')?.docs, 2000);
+  t.is(tails.get('p:t')?.docs, 2000);
 });

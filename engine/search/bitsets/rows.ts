@@ -3,7 +3,7 @@
 // the words of its document by group (`d:` default columns, `s:` subject, `t:` tags); this
 // keeps the sets that are common enough (as engine/sqlite/index-build.ts does from FTS5's vocabulary), the prefix
 // tails, and the sorted vocabulary, and grows them with later messages (as engine/sqlite/index-extend.ts does).
-import { addPrefixTails, TAIL_MIN_COST_US } from './tails.js';
+import { addPrefixTails, TAIL_MIN_COST_US, type TailCost } from './tails.js';
 import { termKey, type Snapshot, type TermSet } from './snapshot.js';
 
 /** Growable id lists, one per term (or per pair, pairs.ts). */
@@ -58,6 +58,8 @@ export function keptTerms(o: {
   budget: number;
   always?: (key: string) => boolean;
   tailMinCostUs?: number;
+  /** What the store's answer for a rare word costs (FTS5's when not given). */
+  tailCost?: TailCost;
 }): Array<{ key: string; set: TermSet }> {
   const bound = new Map<string, number>();
   for (const key of o.postings.keys()) bound.set(key, o.postings.docs(key));
@@ -80,6 +82,7 @@ export function keptTerms(o: {
     budget: o.budget - bytes,
     words: o.words,
     minCostUs: o.tailMinCostUs ?? TAIL_MIN_COST_US,
+    ...(o.tailCost ? { cost: o.tailCost } : {}),
     fetch: (word) => o.postings.ids(termKey('d', word)),
   });
   return terms;

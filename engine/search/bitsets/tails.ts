@@ -6,8 +6,14 @@ import { termKey, type TermSet } from './snapshot.js';
 export const MAX_TAIL_PREFIX = 4;
 /** A tail set is kept when asking FTS5 for its words one by one would cost more than this (µs). */
 export const TAIL_MIN_COST_US = 5_000; // BuildOptions.tailMinCostUs
-const perWordUs = 20;
-const perPostingUs = 0.4;
+
+/** What asking the store for one rare word costs: per word, and per message it is in. */
+export interface TailCost {
+  perWordUs: number;
+  perPostingUs: number;
+}
+/** SQLite's FTS5, one query per word in the worker (the default). */
+export const FTS5_TAIL_COST: TailCost = { perWordUs: 20, perPostingUs: 0.4 };
 
 /**
  * Prefix tails, for `word*`: under a short prefix, the union of the messages of the words that
@@ -22,8 +28,10 @@ export function addPrefixTails(o: {
   budget: number;
   words: number;
   minCostUs: number;
+  cost?: TailCost;
   fetch: (word: string) => Int32Array;
 }): number {
+  const { perWordUs, perPostingUs } = o.cost ?? FTS5_TAIL_COST;
   const kept = new Set(o.terms.filter((t) => t.key.startsWith('d:')).map((t) => t.key.slice(2)));
   const tails = new Map<string, { words: string[]; cost: number; docs: number }>();
   for (const word of o.vocab) {
