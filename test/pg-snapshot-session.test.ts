@@ -66,7 +66,7 @@ function recordingPool() {
   return { pool: { connect: async () => client } as unknown as pg.Pool, sent };
 }
 
-test('a reused statement is prepared at the end of its first message, then only executed', async (t) => {
+test.serial('a reused statement is prepared at the end of its first message, then only executed', async (t) => {
   const { pool, sent } = recordingPool();
   const page = (ids: number[]) => reused(sql`SELECT ${ids}::int[] AS ids`);
   const present = (user: number) => reused(sql`SELECT ${user}::int AS user_id`);
@@ -94,3 +94,39 @@ test('a reused statement is prepared at the end of its first message, then only 
   t.true(sent[3]!.includes(`EXECUTE ${name(statements[1]![4]!)}(8)`), sent[3]);
   t.false(sent.slice(2).some((m) => m.includes('PREPARE')));
 });
+
+test.serial(
+  'a prepared name the server does not know (a pooler in transaction mode) sends the statements as text from then on',
+  async (t) => {
+    const sent: string[] = [];
+    const client = {
+      query: async (text: string) => {
+        sent.push(text);
+        if (text.includes('EXECUTE '))
+          throw Object.assign(new Error('prepared statement "x" does not exist'), { code: '26000' });
+        return text.split(';\n').map((s) => ({ rows: s.startsWith('SELECT') ? [{ n: 1 }] : [] }));
+      },
+      release: () => {},
+    };
+    const pool = { connect: async () => client } as unknown as pg.Pool;
+    const page = reused(sql`SELECT ${[5]}::int[] AS page_ids`);
+    const search = () =>
+      snapshotSession(pool, TOKEN, async (send) => {
+        await send({ inSnapshot: [page], end: false });
+        return send({ inSnapshot: [page], end: true });
+      });
+    t.deepEqual((await search())?.inSnapshot, [[{ n: 1 }]]); // prepares at its end
+    t.true(sent.some((m) => m.includes('PREPARE')));
+    sent.length = 0;
+    // The next search's EXECUTE is refused: rolled back, sent again as text with the snapshot
+    // imported anew, and nothing is prepared or executed after that.
+    t.deepEqual((await search())?.inSnapshot, [[{ n: 1 }]]);
+    t.true(sent[0]!.includes('EXECUTE '));
+    t.is(sent[1], 'ROLLBACK');
+    t.true(
+      sent[2]!.includes(`SET TRANSACTION SNAPSHOT '${TOKEN}'`) && sent[2]!.includes("SELECT ('{5}')::int[]"),
+      sent[2],
+    );
+    t.false(sent.slice(2).some((m) => m.includes('EXECUTE') || m.includes('PREPARE')));
+  },
+);

@@ -26,11 +26,20 @@ import { inline, literal } from './sql-inline.js';
 const MAX_PREPARED = 64;
 const preparedOn = new WeakMap<pg.PoolClient, Map<string, string>>();
 
+/**
+ * Set once a prepared name was not found on the connection that prepared it: a pooler between
+ * this service and the server (PgBouncer in transaction mode) hands each transaction another
+ * server connection. From then on this process sends every statement as text.
+ */
+let prepareOff = false;
+/** 26000, invalid_sql_statement_name: "prepared statement ... does not exist". */
+const missingPrepared = (err: unknown) => (err as { code?: unknown } | null)?.code === '26000';
+
 const nameOf = (text: string) => `mag_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
 
 /** What one statement is sent as on `client`, and the PREPARE that would let it be executed next time. */
 function render(client: pg.PoolClient, q: Sql): { text: string; prepare?: string; key?: string } {
-  if (!q.reuse) return { text: inline(q) };
+  if (!q.reuse || prepareOff) return { text: inline(q) };
   const { text } = q.toQuery();
   const prepared = preparedOn.get(client);
   const name = prepared?.get(text);
@@ -72,7 +81,7 @@ export async function snapshotSession<T>(
   const client = await checkout(pool);
   let open = false;
   let broken = false;
-  const send: SnapshotSend = async ({ inSnapshot, end, present = [] }) => {
+  const once: SnapshotSend = async ({ inSnapshot, end, present = [] }) => {
     if (present.length > 0 && !end) throw new Error('the present is read only after the snapshot ends');
     const opening = !open && inSnapshot.length > 0;
     const head = opening
@@ -118,6 +127,20 @@ export async function snapshotSession<T>(
       inSnapshot: rows.slice(from, from + inSnapshot.length),
       present: rows.slice(after, after + present.length),
     };
+  };
+  const send: SnapshotSend = async (step) => {
+    try {
+      return await once(step);
+    } catch (err) {
+      if (!missingPrepared(err)) throw err;
+      // Sent again as text, in a transaction of its own that imports the same snapshot: what
+      // earlier round trips of this search read is still what this one reads.
+      prepareOff = true;
+      preparedOn.delete(client);
+      if (open) await client.query('ROLLBACK');
+      open = false;
+      return once(step);
+    }
   };
   try {
     const result = await work(send);
