@@ -22,6 +22,7 @@ import { exactCount } from '../engine/sqlite/search.js';
 import { parseSearchInput } from '../shared/search-input.js';
 import type { SearchIndexInfo } from '../shared/jobs.js';
 import { ensureCorpus, sampleAddresses } from './corpus.js';
+import { postgresCpuMs, processCpuMs } from './lib/cpu.js';
 import { loadStream, ms, percentile, ratio, type StreamLoadResult } from './lib/load.js';
 import { corpusWords, queryStream } from './lib/query-stream.js';
 import { searchIndexOf, startArchiveServer, type RunningServer } from './lib/server.js';
@@ -178,13 +179,25 @@ async function main(): Promise<void> {
     }
 
     // 3. The stream under load, each store from its start (past the sample).
-    const results: { stream: StreamLoadResult[] } = { stream: [] };
+    const results: { stream: StreamLoadResult[]; cpu: Array<{ server?: number; database?: number }> } = {
+      stream: [],
+      cpu: [],
+    };
+    const database = new URL(pgUrl).pathname.slice(1);
     for (const side of sides) {
       const requests = stream.slice(EXACT_SAMPLE).map((s) => ({
         path: path(s.params),
         headers: { Authorization: `Bearer ${side.keys.get(s.username)}` },
       }));
-      results.stream.push(await loadStream({ url: side.server.url, connections, duration, requests }));
+      const pid = side.server.process.pid;
+      const before = { server: processCpuMs(pid), database: postgresCpuMs(database) };
+      const run = await loadStream({ url: side.server.url, connections, duration, requests });
+      const after = { server: processCpuMs(pid), database: postgresCpuMs(database) };
+      results.stream.push(run);
+      // CPU per search, which a busy machine changes far less than latency: the gateway's process
+      // (event loop, query threads, the index's builder) and the PostgreSQL server's processes.
+      const per = (a?: number, b?: number) => (a !== undefined && b !== undefined ? (b - a) / run.requests : undefined);
+      results.cpu.push({ server: per(before.server, after.server), database: per(before.database, after.database) });
     }
 
     // 4. Mail Archiver's own search SQL on the same PostgreSQL database, per query kind.
@@ -270,6 +283,22 @@ async function main(): Promise<void> {
     console.log(
       `| PostgreSQL / SQLite | ${ratio(pa.p50, sa.p50)} | ${ratio(pa.p99, sa.p99)} | ${(pa.rps / sa.rps).toFixed(2)}x | | | |`,
     );
+    const cpu = (n: number | undefined) => (n === undefined ? 'n/a' : `${n.toFixed(2)} ms`);
+    const total = (c: { server?: number; database?: number }) =>
+      c.server === undefined ? undefined : c.server + (c.database ?? 0);
+    console.log('');
+    console.log(
+      "CPU per search in the stream (the gateway's process, the PostgreSQL server's processes for this database):",
+    );
+    console.log('| store | gateway | PostgreSQL server | total |');
+    console.log('|---|---:|---:|---:|');
+    results.cpu.forEach((c, i) =>
+      console.log(
+        `| ${sides[i]!.name} | ${cpu(c.server)} | ${i === 0 ? '' : cpu(c.database)} | ${cpu(total(i === 0 ? { server: c.server } : c))} |`,
+      ),
+    );
+    const [sc, pc] = [total({ server: results.cpu[0]!.server }), total(results.cpu[1]!)];
+    if (sc !== undefined && pc !== undefined) console.log(`| PostgreSQL / SQLite | | | ${ratio(pc, sc)} |`);
     console.log('');
     console.log(`Mail Archiver's search SQL against ours, same PostgreSQL database (p50 of ${runs}; ours over HTTP):`);
     console.log(
