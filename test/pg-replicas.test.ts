@@ -17,7 +17,8 @@ import { EnginePool } from '../engine/pool/pool.js';
 import { parseSearchInput } from '../shared/search-input.js';
 import { createGateway, type Gateway } from '../gateway/app.js';
 import supertest from 'supertest';
-import { apiSettings, bearer, silentLogger } from './helpers/api.js';
+import pino from 'pino';
+import { apiSettings, bearer } from './helpers/api.js';
 import { startPrimary, startReplica, waitForReplay, type PgServer } from './helpers/pg-cluster.js';
 import { addKey, addMessage, createSmallArchive, type SmallArchive } from './helpers/pg-mail-archiver.js';
 import { waitFor } from './helpers/redis.js';
@@ -41,10 +42,13 @@ test.after.always(async () => {
   await primary?.destroy();
 });
 
-function startGateway(): { gateway: Gateway; request: supertest.Agent } {
+/** The gateway on the primary and the replica; `errors` collects what it logs as errors (a 500's cause). */
+function startGateway(): { gateway: Gateway; request: supertest.Agent; errors: string[] } {
   const settings = apiSettings(primary!.url(DB), { Database: { ReadReplicas: [replica!.url(DB)] } });
-  const gateway = createGateway(settings, { logger: silentLogger() });
-  return { gateway, request: supertest.agent(gateway.app.callback()) };
+  const errors: string[] = [];
+  const logger = pino({ level: 'error' }, { write: (line: string) => void errors.push(line.slice(0, 2000)) });
+  const gateway = createGateway(settings, { logger });
+  return { gateway, request: supertest.agent(gateway.app.callback()), errors };
 }
 
 const pauseReplay = async (server: PgServer) => {
@@ -304,7 +308,7 @@ test.serial(
 );
 
 test.serial('the replica stopped mid-stream: reads fall back to the primary and no request fails', async (t) => {
-  const { gateway, request } = startGateway();
+  const { gateway, request, errors } = startGateway();
   t.teardown(() => gateway.close());
   const paths = [
     '/api/v1/stats',
@@ -337,7 +341,7 @@ test.serial('the replica stopped mid-stream: reads fall back to the primary and 
   stopped = true;
   await Promise.all(clients);
 
-  t.deepEqual(failures, []);
+  t.deepEqual(failures, [], `logged: ${errors.join('\n')}`);
   t.deepEqual([...statuses.keys()], [200]);
   const total = statuses.get(200) ?? 0;
   t.true(total > 20, `requests across the stop: ${total}`);
