@@ -61,7 +61,7 @@ export async function startServer(
  */
 export async function startArchiveServer(
   dbPath: string,
-  options: { searchIndex?: boolean; nodeOptions?: string[] } = {},
+  options: { searchIndex?: boolean; nodeOptions?: string[]; env?: Record<string, string> } = {},
 ): Promise<RunningServer> {
   const server = await startServer(
     {
@@ -71,6 +71,7 @@ export async function startArchiveServer(
       Api__RateLimitPerMinute: '1000000000',
       // Benchmarks that do not search need not spend a core building the index.
       ...(options.searchIndex === false ? { Engine__SearchMemoryMB: '0' } : {}),
+      ...options.env,
     },
     SERVER,
     options.nodeOptions,
@@ -85,12 +86,13 @@ export async function startArchiveServer(
   return server;
 }
 
-/** The server's search index as /readyz reports it, once `until` holds (10 minutes at most). */
+/** The server's search index as /readyz reports it, once `until` holds (`waitMs`, 10 minutes by default, at most). */
 export async function searchIndexOf(
   server: RunningServer,
   until: (index: SearchIndexInfo | undefined) => boolean = () => true,
+  waitMs = 600_000,
 ): Promise<SearchIndexInfo | undefined> {
-  for (const deadline = Date.now() + 600_000; ;) {
+  for (const deadline = Date.now() + waitMs; ;) {
     const body = (await (await fetch(`${server.url}/readyz`)).json()) as { checks: { searchIndex?: SearchIndexInfo } };
     const index = body.checks.searchIndex;
     if (until(index) || Date.now() > deadline) return index;
