@@ -15,7 +15,7 @@ export type Leaf =
   /**
    * Words of the default columns, any of them: a prefix's words the snapshot does not keep. One
    * leaf for all of them, so that a store whose every question is a round trip to a server asks
-   * once, not once per word (a six-letter prefix can have a hundred rare words).
+   * once, not once per word (a four-letter prefix can have a hundred rare words).
    */
   | { kind: 'words'; words: readonly string[] }
   /** A filter tag of tags.ts. */
