@@ -38,7 +38,7 @@ const missingPrepared = (err: unknown) => (err as { code?: unknown } | null)?.co
 const nameOf = (text: string) => `mag_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
 
 /** What one statement is sent as on `client`, and the PREPARE that would let it be executed next time. */
-function render(client: pg.PoolClient, q: Sql): { text: string; prepare?: string; key?: string } {
+function render(client: pg.PoolClient, q: Sql): { text: string; prepare?: { text: string; name: string } } {
   if (!q.reuse || prepareOff) return { text: inline(q) };
   const { text } = q.toQuery();
   const prepared = preparedOn.get(client);
@@ -46,7 +46,7 @@ function render(client: pg.PoolClient, q: Sql): { text: string; prepare?: string
   if (name !== undefined)
     return { text: q.values.length ? `EXECUTE ${name}(${q.values.map(literal).join(', ')})` : `EXECUTE ${name}` };
   if ((prepared?.size ?? 0) >= MAX_PREPARED) return { text: inline(q) };
-  return { text: inline(q), prepare: `PREPARE ${nameOf(text)} AS ${text}`, key: text };
+  return { text: inline(q), prepare: { text, name: nameOf(text) } };
 }
 
 /** An exported snapshot's identifier, as pg_export_snapshot() writes it. */
@@ -101,7 +101,7 @@ export async function snapshotSession<T>(
       ...texts.slice(0, inSnapshot.length),
       ...(closing ? ['COMMIT'] : []),
       ...texts.slice(inSnapshot.length),
-      ...new Set(preparing.map((r) => r.prepare!)),
+      ...new Set(preparing.map(({ prepare }) => `PREPARE ${prepare!.name} AS ${prepare!.text}`)),
     ];
     if (statements.length === 0) return { inSnapshot: [], present: [] };
     let results: pg.QueryResult[];
@@ -118,7 +118,7 @@ export async function snapshotSession<T>(
     if (preparing.length > 0) {
       let prepared = preparedOn.get(client);
       if (!prepared) preparedOn.set(client, (prepared = new Map()));
-      for (const r of preparing) prepared.set(r.key!, nameOf(r.key!));
+      for (const { prepare } of preparing) prepared.set(prepare!.text, prepare!.name);
     }
     const rows = results.map((r) => r.rows as Row[]);
     const from = head.length;
