@@ -28,6 +28,8 @@ export interface ArchiveConfig {
   statementTimeoutMs?: number;
   /** The pool's channel for the shared search index (engine/search/bitsets; engine/postgres/search-snapshot.ts). */
   searchChannel?: string;
+  /** The pool's count of snapshots posted on that channel (bitsets/share.ts newPostCount). */
+  searchPosted?: Int32Array;
 }
 
 export const storeKind = (path: string): ArchiveStore['kind'] => (isPostgresUrl(path) ? 'postgres' : 'sqlite');
@@ -36,18 +38,21 @@ export const storeKind = (path: string): ArchiveStore['kind'] => (isPostgresUrl(
 export async function openStore(config: ArchiveConfig): Promise<ArchiveStore> {
   if (storeKind(config.path) === 'postgres') {
     const { PgStore } = await import('./postgres/store.js');
-    return new PgStore({
+    const store = new PgStore({
       url: config.path,
       timeZone: config.timeZone ?? 'UTC',
       readReplicas: config.readReplicas ?? [],
       ...(config.statementTimeoutMs !== undefined ? { statementTimeoutMs: config.statementTimeoutMs } : {}),
       ...(config.searchChannel !== undefined ? { searchChannel: config.searchChannel } : {}),
+      ...(config.searchPosted !== undefined ? { searchPosted: config.searchPosted } : {}),
     });
+    await store.snapshotSettled();
+    return store;
   }
   const db = openArchive(config.path);
   if (config.searchChannel) {
-    followSnapshots(db, config.searchChannel);
     followColumns(db, config.searchChannel);
+    await followSnapshots(db, config.searchChannel, config.searchPosted);
   }
   return {
     kind: 'sqlite',

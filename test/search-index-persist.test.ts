@@ -16,7 +16,16 @@ import { exactCount } from '../engine/sqlite/search.js';
 import type { SearchIndexInfo } from '../shared/jobs.js';
 import { parseSearchInput } from '../shared/search-input.js';
 import { tempDir } from './helpers/fixture.js';
-import { addMessages, archive, current, QUERIES, savedFile, searchers, startPool } from './helpers/index-archive.js';
+import {
+  addMessages,
+  archive,
+  current,
+  QUERIES,
+  readyLine,
+  savedFile,
+  searchers,
+  startPool,
+} from './helpers/index-archive.js';
 
 const limits = { defaultPageSize: 20, maxPageSize: 100 };
 
@@ -252,16 +261,6 @@ test.serial(
   },
 );
 
-/** Waits for the builder's "ready" line, which reaches the pool's log after the index is posted. */
-async function readyLine(log: string[]): Promise<string> {
-  for (const deadline = Date.now() + 300_000; Date.now() < deadline;) {
-    const line = log.find((l) => l.startsWith('search index: ready'));
-    if (line) return line;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`no ready line in: ${log.join('\n')}`);
-}
-
 test.serial('the ready line says when the index is not saved, and names the setting that would keep it', async (t) => {
   await withArchive(async (a) => {
     for (const [searchIndexFile, saved] of [
@@ -280,3 +279,23 @@ test.serial('the ready line says when the index is not saved, and names the sett
     }
   });
 });
+
+test.serial(
+  "a query thread's first job counts with an index posted before it: /readyz says current at once",
+  async (t) => {
+    await withArchive(async (a) => {
+      const log: string[] = [];
+      // Saved nowhere, so that the builder builds and posts while the thread has run no job.
+      const pool = startPool(a.path, log, { searchIndexFile: '' });
+      try {
+        await readyLine(log);
+        // The thread's first job: it must already hold the snapshot the builder posted.
+        const index = (await pool.ping('query')).searchIndex;
+        t.is(index?.status, 'current', JSON.stringify(index));
+        await countsMatchSql(t, pool, a.db, a.ruth);
+      } finally {
+        await pool.close();
+      }
+    });
+  },
+);

@@ -22,6 +22,7 @@ import { Worker } from 'node:worker_threads';
 import type { BuilderData } from '../sqlite/index-builder.js';
 import type { PgBuilderData } from '../postgres/search-snapshot-builder.js';
 import { releaseLockOfThread } from '../search/bitsets/build-lock.js';
+import { newPostCount } from '../search/bitsets/share.js';
 import type { WorkerData } from './worker.js';
 
 export type { Lane } from '../../shared/jobs.js';
@@ -240,6 +241,7 @@ export class EnginePool {
     // On PostgreSQL with read replicas, the index is built from the first replica and its
     // searches read that replica's snapshot (ADR 22), so reads stay off the primary.
     const channel = searchMemory > 0 ? `mag-search-${process.pid}-${++pools}` : undefined;
+    const posted = channel ? newPostCount() : undefined;
     const lane = (name: Lane, threads: number) => {
       const workerData: WorkerData = {
         dbPath: options.dbPath,
@@ -247,7 +249,7 @@ export class EnginePool {
         ...(options.readReplicas !== undefined ? { readReplicas: options.readReplicas } : {}),
         faultInjection: options.faultInjection ?? false,
         lane: name,
-        ...(channel ? { searchChannel: channel } : {}),
+        ...(channel ? { searchChannel: channel, searchPosted: posted! } : {}),
         ...(Number.isFinite(options.jobTimeoutMs) ? { statementTimeoutMs: options.jobTimeoutMs } : {}),
         ...(options.phraseScanWords !== undefined ? { phraseScanWords: options.phraseScanWords } : {}),
       };
@@ -272,6 +274,7 @@ export class EnginePool {
       this.#builder = startBuilder('../sqlite/index-builder.js', {
         dbPath: options.dbPath,
         channel,
+        posted: posted!,
         maxBytes: searchMemory,
         ...saving,
       });
@@ -281,6 +284,7 @@ export class EnginePool {
         ...(options.readReplicas?.length ? { snapshotUrl: options.readReplicas[0]! } : {}),
         timeZone: options.timeZone ?? 'UTC',
         channel,
+        posted: posted!,
         maxBytes: searchMemory,
         ...saving,
       });

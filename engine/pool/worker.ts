@@ -18,6 +18,8 @@ export interface WorkerData {
   lane?: 'interactive' | 'query';
   /** The pool's channel for the shared search index (engine/search/bitsets/share.ts); SQLite only. */
   searchChannel?: string;
+  /** The pool's count of snapshots posted on that channel (share.ts newPostCount). */
+  searchPosted?: Int32Array;
   /** Engine:JobTimeoutSeconds in milliseconds (PostgreSQL's statement_timeout). */
   statementTimeoutMs?: number;
   /** Engine:PhraseScanWords (engine/sqlite/attachment-phrase.ts). */
@@ -43,12 +45,19 @@ function connection(): Promise<ArchiveStore> {
     timeZone: data.timeZone,
     readReplicas: data.readReplicas,
     searchChannel: data.searchChannel,
+    searchPosted: data.searchPosted,
     ...(data.statementTimeoutMs !== undefined ? { statementTimeoutMs: data.statementTimeoutMs } : {}),
   });
   // A store that failed to open is tried again by the next job, not kept as a failure.
   store.catch(() => (store = undefined));
   return store;
 }
+
+// Opened when the thread starts, not at its first job: opening is what subscribes the thread to
+// the shared search index (a 'hello' the builder answers asynchronously), and a thread that
+// subscribed only as its first search began answered that search by SQL, and its first /readyz
+// with "building", though the index was long current. A failure here is retried by the first job.
+void connection();
 
 /**
  * Errors cross the thread boundary by structured clone, which keeps only what plain Errors

@@ -16,7 +16,7 @@
 import { lowerThreadPriority } from '../pool/thread-priority.js';
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import { once, readyLine, SavedIndex } from '../search/bitsets/saved-index.js';
-import type { SnapshotMessage, SnapshotOrigin } from '../search/bitsets/share.js';
+import { postSnapshot, type SnapshotMessage, type SnapshotOrigin } from '../search/bitsets/share.js';
 import { KEY_POSITIONS, Snapshot } from '../search/bitsets/snapshot.js';
 import { catchUpSearchIndex } from './search-index.js';
 import { exportSnapshot, type ExportedSnapshot, type PgSnapshotState } from './search-snapshot.js';
@@ -30,6 +30,8 @@ export interface PgBuilderData {
   snapshotUrl?: string;
   timeZone: string;
   channel: string;
+  /** The pool's count of posted snapshots (share.ts newPostCount). */
+  posted?: Int32Array;
   maxBytes: number;
   /** Milliseconds between looks at the archive (default 1,000). */
   pollMs?: number;
@@ -127,7 +129,7 @@ bc.onmessage = (event) => {
 
 function post(): void {
   if (!current) return;
-  bc.postMessage({ buffer: current.state.snapshot.buffer, token: current.token, origin } satisfies SnapshotMessage);
+  postSnapshot(bc, data.posted, { buffer: current.state.snapshot.buffer, token: current.token, origin });
 }
 
 async function refresh(): Promise<boolean> {

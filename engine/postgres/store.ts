@@ -26,6 +26,8 @@ export interface PgStoreOptions {
   statementTimeoutMs?: number;
   /** The pool's channel for the in-memory search index (engine/postgres/search-snapshot.ts). */
   searchChannel?: string;
+  /** The pool's count of snapshots posted on that channel (search/bitsets/share.ts newPostCount). */
+  searchPosted?: Int32Array;
 }
 
 export type { PgContext, Query, Row } from './context.js';
@@ -104,12 +106,17 @@ export class PgStore implements PgContext {
     const timeout = options.statementTimeoutMs !== undefined ? { statementTimeoutMs: options.statementTimeoutMs } : {};
     this.#primary = createPgPool(options.url, { max, setting: 'Database:Path', ...timeout });
     this.#replicaUrls = options.readReplicas ?? [];
-    if (options.searchChannel) this.#follower = new SnapshotFollower(options.searchChannel);
+    if (options.searchChannel) this.#follower = new SnapshotFollower(options.searchChannel, options.searchPosted);
     this.#replicas = this.#replicaUrls.map((url) => ({
       pool: createPgPool(url, { max, setting: 'Database:ReadReplicas', ...timeout }),
       downSince: 0,
       probe: undefined,
     }));
+  }
+
+  /** Resolves once this thread holds the snapshot already posted, if any (SnapshotFollower.settled). */
+  async snapshotSettled(): Promise<void> {
+    await this.#follower?.settled();
   }
 
   readonly #replicaUrls: readonly string[];

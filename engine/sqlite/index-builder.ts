@@ -15,13 +15,15 @@ import { archiveState, buildSnapshot } from './index-build.js';
 import { extendSnapshot } from './index-extend.js';
 import { once, readyLine, SavedIndex } from '../search/bitsets/saved-index.js';
 import { Snapshot } from '../search/bitsets/snapshot.js';
-import type { SnapshotMessage, SnapshotOrigin } from '../search/bitsets/share.js';
+import { postSnapshot, type SnapshotMessage, type SnapshotOrigin } from '../search/bitsets/share.js';
 import { describesArchive } from './index-verify.js';
 import { ColumnPoster } from './aggregate-columns.js';
 
 export interface BuilderData {
   dbPath: string;
   channel: string;
+  /** The pool's count of posted snapshots (share.ts newPostCount). */
+  posted?: Int32Array;
   maxBytes: number;
   /** Milliseconds between looks at the archive. */
   pollMs?: number;
@@ -55,7 +57,7 @@ const saved = data.indexFile
   ? new SavedIndex({ file: data.indexFile, store: 'sqlite', identity: 'sqlite-archive', log })
   : undefined;
 
-const post = () => bc.postMessage({ buffer: latest!, origin } satisfies SnapshotMessage);
+const post = () => postSnapshot(bc, data.posted, { buffer: latest!, origin });
 const announce = once(() => readyLine(origin, latestSnapshot!.rows, log, saved !== undefined));
 
 bc.onmessage = (event) => {

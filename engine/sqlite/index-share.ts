@@ -16,9 +16,14 @@ export function adoptSnapshot(db: Db, snapshot: Snapshot | undefined): void {
   else adopted.delete(db);
 }
 
-/** Follows a pool's channel for the life of this thread. */
-export function followSnapshots(db: Db, channel: string): void {
-  channels.set(db, new SnapshotFollower(channel));
+/**
+ * Follows a pool's channel for the life of this thread; resolves once the thread holds the
+ * snapshot already posted there, if any (SnapshotFollower.settled).
+ */
+export function followSnapshots(db: Db, channel: string, posted?: Int32Array): Promise<void> {
+  const follower = new SnapshotFollower(channel, posted);
+  channels.set(db, follower);
+  return follower.settled();
 }
 
 /** The snapshot each connection last took from its channel: a newer one is adopted. */

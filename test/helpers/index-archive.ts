@@ -81,3 +81,13 @@ export function searchers(ruth: number) {
     },
   ];
 }
+
+/** Waits for the builder's "ready" line, which reaches the pool's log after the index is posted. */
+export async function readyLine(log: string[]): Promise<string> {
+  for (const deadline = Date.now() + 300_000; Date.now() < deadline;) {
+    const line = log.find((l) => l.startsWith('search index: ready'));
+    if (line) return line;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no ready line in: ${log.join('\n')}`);
+}

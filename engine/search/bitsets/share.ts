@@ -27,6 +27,26 @@ export interface SnapshotOrigin {
 }
 
 /**
+ * How many snapshots a pool's builder has posted: one Int32 in a SharedArrayBuffer that the pool
+ * gives its builder and every thread. A thread that starts after a post missed that message and
+ * asks for it ('hello'); the count tells it, without waiting, that an answer is on its way.
+ */
+export const newPostCount = (): Int32Array => new Int32Array(new SharedArrayBuffer(4));
+
+/** A builder's post: counted before it is sent, so that a thread that sees the count can wait for it. */
+export function postSnapshot(
+  bc: BroadcastChannel,
+  posted: Int32Array | undefined,
+  message: Exclude<SnapshotMessage, { hello: true }>,
+): void {
+  if (posted) Atomics.add(posted, 0, 1);
+  bc.postMessage(message);
+}
+
+/** How long a starting thread waits for a posted snapshot (a builder busy with a full build answers late). */
+const SETTLE_MS = 2000;
+
+/**
  * One thread's view of a pool's channel. Piscina's idle threads wait on Atomics, not in the
  * event loop, so messages are taken synchronously (receiveMessageOnPort) before each search;
  * a listener takes those the event loop delivers while the thread awaits something.
@@ -36,8 +56,11 @@ export class SnapshotFollower {
   #snapshot: Snapshot | undefined;
   #token: string | undefined;
   #origin: SnapshotOrigin | undefined;
+  readonly #posted: Int32Array | undefined;
+  #arrived: (() => void) | undefined;
 
-  constructor(channel: string) {
+  constructor(channel: string, posted?: Int32Array) {
+    this.#posted = posted;
     this.#bc = new BroadcastChannel(channel);
     // A thread whose event loop runs (a PostgreSQL thread awaits its queries) has messages
     // delivered to a listener, and only those it has not delivered are left to take.
@@ -52,6 +75,7 @@ export class SnapshotFollower {
       if (this.#snapshot?.buffer !== message.buffer) this.#snapshot = new Snapshot(message.buffer);
       this.#token = message.token;
       this.#origin = message.origin;
+      this.#arrived?.();
     } catch {
       // not a snapshot: ignored (the pool's channel carries nothing else)
     }
@@ -65,6 +89,23 @@ export class SnapshotFollower {
       this.#take(m.message as SnapshotMessage);
     if (!this.#snapshot) return undefined;
     return { snapshot: this.#snapshot, token: this.#token, ...(this.#origin ? { origin: this.#origin } : {}) };
+  }
+
+  /**
+   * Resolves once this thread holds the snapshot its builder has posted (at once when none was
+   * posted yet), or after SETTLE_MS. A thread opening its store awaits this, so that its first
+   * search counts with an index that was current before the thread started, not by SQL.
+   */
+  async settled(): Promise<void> {
+    if (!this.#posted || Atomics.load(this.#posted, 0) === 0 || this.latest()) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, SETTLE_MS);
+      this.#arrived = () => {
+        clearTimeout(timer);
+        this.#arrived = undefined;
+        resolve();
+      };
+    });
   }
 
   close(): void {
