@@ -1,7 +1,8 @@
 // How the worker threads share one snapshot. A builder thread (engine/sqlite/index-builder.ts), started by the
 // pool, owns the building; it posts each finished snapshot's SharedArrayBuffer on a
 // BroadcastChannel private to that pool, and every query thread adopts it: the memory is
-// shared, not copied. A thread that starts later asks for the current one ('hello').
+// shared, not copied. A thread that starts later asks for the current one ('hello') and, when
+// the pool's count says one was posted, waits for it before its first job (settled()).
 //
 // A snapshot is used only while it describes the archive as it is: the same highest message id
 // and the same rewrite counter (migration 3). Otherwise the planner counts with SQL, exactly as
