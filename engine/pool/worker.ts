@@ -16,7 +16,7 @@ export interface WorkerData {
   readReplicas?: readonly string[];
   faultInjection?: boolean;
   lane?: 'interactive' | 'query';
-  /** The pool's channel for the shared search index (engine/search/bitsets/share.ts); SQLite only. */
+  /** The pool's channel for the shared search index (engine/search/bitsets/share.ts), on either store. */
   searchChannel?: string;
   /** The pool's count of snapshots posted on that channel (share.ts newPostCount). */
   searchPosted?: Int32Array;
