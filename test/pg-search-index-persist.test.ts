@@ -14,7 +14,15 @@ import { PgStore } from '../engine/postgres/store.js';
 import type { SearchIndexInfo } from '../shared/jobs.js';
 import { parseSearchInput } from '../shared/search-input.js';
 import { tempDir } from './helpers/fixture.js';
-import { archive, current, QUERIES, readyLine, savedFile, searchers, startPool } from './helpers/index-archive.js';
+import {
+  archive,
+  current,
+  QUERIES,
+  savedFile,
+  searchers,
+  startPool,
+  withFirstPingAfterReady,
+} from './helpers/index-archive.js';
 import { copySqliteToPostgres } from './helpers/pg-copy.js';
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
 
@@ -184,15 +192,9 @@ test.serial('nothing changed while stopped: the saved rows and sort orders are u
 );
 
 test.serial("on PostgreSQL too, a query thread's first job counts with an index posted before it", (t) =>
-  withServed('pgfirstjob', async (s) => {
-    const log: string[] = [];
-    const pool = startPool(s.url, log, { searchIndexFile: '' });
-    try {
-      await readyLine(log);
-      const index = (await pool.ping('query')).searchIndex;
+  withServed('pgfirstjob', (s) =>
+    withFirstPingAfterReady(s.url, (index) => {
       t.is(index?.status, 'current', JSON.stringify(index));
-    } finally {
-      await pool.close();
-    }
-  }),
+    }),
+  ),
 );

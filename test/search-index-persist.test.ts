@@ -25,6 +25,7 @@ import {
   savedFile,
   searchers,
   startPool,
+  withFirstPingAfterReady,
 } from './helpers/index-archive.js';
 
 const limits = { defaultPageSize: 20, maxPageSize: 100 };
@@ -283,19 +284,12 @@ test.serial('the ready line says when the index is not saved, and names the sett
 test.serial(
   "a query thread's first job counts with an index posted before it: /readyz says current at once",
   async (t) => {
-    await withArchive(async (a) => {
-      const log: string[] = [];
-      // Saved nowhere, so that the builder builds and posts while the thread has run no job.
-      const pool = startPool(a.path, log, { searchIndexFile: '' });
-      try {
-        await readyLine(log);
-        // The thread's first job: it must already hold the snapshot the builder posted.
-        const index = (await pool.ping('query')).searchIndex;
+    await withArchive((a) =>
+      // The thread's first job: it must already hold the snapshot the builder posted.
+      withFirstPingAfterReady(a.path, async (index, pool) => {
         t.is(index?.status, 'current', JSON.stringify(index));
         await countsMatchSql(t, pool, a.db, a.ruth);
-      } finally {
-        await pool.close();
-      }
-    });
+      }),
+    );
   },
 );

@@ -91,3 +91,22 @@ export async function readyLine(log: string[]): Promise<string> {
   }
   throw new Error(`no ready line in: ${log.join('\n')}`);
 }
+
+/**
+ * Starts a pool on `path` that saves no index (so its builder builds and posts while the query
+ * thread has run no job), waits for the ready line, and gives `check` the query thread's very
+ * first answer to a ping.
+ */
+export async function withFirstPingAfterReady(
+  path: string,
+  check: (index: SearchIndexInfo | undefined, pool: EnginePool) => Promise<void> | void,
+): Promise<void> {
+  const log: string[] = [];
+  const pool = startPool(path, log, { searchIndexFile: '' });
+  try {
+    await readyLine(log);
+    await check((await pool.ping('query')).searchIndex, pool);
+  } finally {
+    await pool.close();
+  }
+}
