@@ -471,7 +471,7 @@ class PrefetchSource implements LeafSource {
     const { inSnapshot } = await send({ inSnapshot: asked.map(([, , statement]) => statement), end: false });
     const slow = performance.now() - started >= LEAF_CACHE_MIN_MS;
     asked.forEach(([key, leaf], i) => {
-      const ids = (inSnapshot[i] as Array<{ id: number }>).map((r) => r.id);
+      const ids = unpackIds((inSnapshot[i] as Array<{ ids: Buffer | null }>)[0]?.ids ?? null);
       this.#answers.set(key, ids);
       if (slow && leaf.kind !== 'attachment') {
         this.#cache.set(key, ids);
@@ -497,7 +497,7 @@ function leafSql(leaf: Leaf): Sql | null {
       const each = leaf.words.map((word) =>
         tsquery({ type: 'text', field: null, text: word, words: [word], prefix: false }),
       );
-      return reused(sql`SELECT d.email_id AS id FROM unnest(${each}::tsquery[]) w(q) JOIN ${DOCS} d ON d.doc @@ w.q`);
+      return reused(sql`SELECT ${PACKED_IDS} FROM unnest(${each}::tsquery[]) w(q) JOIN ${DOCS} d ON d.doc @@ w.q`);
     }
     case 'tag':
       // Account, folder and direction tags are all kept: one not kept has no message.
@@ -507,7 +507,23 @@ function leafSql(leaf: Leaf): Sql | null {
     case 'thread':
       throw new StaleSnapshot(); // never asked: searches with thread: terms answer by SQL
   }
-  return reused(sql`SELECT d.email_id AS id FROM ${DOCS} d WHERE d.doc @@ ${tsq}::tsquery`);
+  return reused(sql`SELECT ${PACKED_IDS} FROM ${DOCS} d WHERE d.doc @@ ${tsq}::tsquery`);
+}
+
+/**
+ * A leaf's ids as one value: each id's four bytes, big-endian, one after the other. A row per id
+ * was a DataRow message, a row object and a parsed number per message in the gateway's thread,
+ * and a rare word at 1,000,000 messages has thousands: one bytea is one message, decoded from hex
+ * by Buffer's native code (docs/performance.md, "Where a PostgreSQL search's time goes").
+ */
+const PACKED_IDS = raw(`string_agg(int4send(d.email_id), ''::bytea) AS ids`);
+
+/** PACKED_IDS back to ids; null (no row matched) is none. */
+export function unpackIds(packed: Buffer | null): number[] {
+  if (packed === null) return [];
+  const ids = new Array<number>(packed.length >>> 2);
+  for (let i = 0; i < ids.length; i++) ids[i] = packed.readInt32BE(i * 4);
+  return ids;
 }
 
 /**
