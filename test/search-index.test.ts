@@ -8,6 +8,8 @@ import { buildSnapshot } from '../engine/sqlite/index-build.js';
 import { extendSnapshot } from '../engine/sqlite/index-extend.js';
 import { adoptSnapshot, currentSnapshot } from '../engine/sqlite/index-share.js';
 import { Snapshot } from '../engine/search/bitsets/snapshot.js';
+import { newPostCount, postSnapshot, SnapshotFollower } from '../engine/search/bitsets/share.js';
+import { BroadcastChannel } from 'node:worker_threads';
 import { countMatches } from '../engine/search/bitsets/count.js';
 import type { Leaf, LeafSource } from '../engine/search/bitsets/source.js';
 import { FtsSource } from '../engine/sqlite/fts-source.js';
@@ -547,4 +549,34 @@ test('a store whose rare-word answers cost more gets tail sets for more prefixes
   const tails = build(SIDE_INDEX_TAIL_COST);
   t.is(tails.get('p:tast')?.docs, 2000);
   t.is(tails.get('p:t')?.docs, 2000);
+});
+
+test('a thread keeps its view of a snapshot posted again (the builder posts it to each new thread, and with each PostgreSQL token)', async (t) => {
+  const { dir, cleanup } = tempDir();
+  const db = openArchive(`${dir}/a.db`);
+  const channel = `mag-test-repost-${process.pid}`;
+  const builder = new BroadcastChannel(channel);
+  const posted = newPostCount();
+  const follower = new SnapshotFollower(channel, posted);
+  /** Posts and waits until the follower has taken it (its token is the mark). */
+  const post = async (buffer: SharedArrayBuffer, token: string) => {
+    postSnapshot(builder, posted, { buffer, token });
+    while (follower.latest()?.token !== token) await new Promise((r) => setTimeout(r, 5));
+    return follower.latest()!.snapshot;
+  };
+  try {
+    buildArchive(db, 50);
+    const buffer = buildSnapshot(db, { minDocs: 1 });
+    const first = await post(buffer, 't1');
+    // Reading a snapshot's dictionary costs 35 ms per thread at a million messages: a thread that
+    // read it again at each post paid that on the next user's search.
+    t.is(await post(buffer, 't2'), first, 'the same buffer posted again keeps the view');
+    const other = buildSnapshot(db, { minDocs: 1 });
+    t.not(await post(other, 't3'), first, 'another buffer is another view');
+  } finally {
+    follower.close();
+    builder.close();
+    db.close();
+    cleanup();
+  }
 });

@@ -417,8 +417,12 @@ export async function exportSnapshot(
 // ---------------------------------------------------------------------------------------------
 // Answering: the terms the snapshot does not keep, from the side index, in the same snapshot
 
-/** Side-index answers that took at least this long, per snapshot and thread (LRU). */
-const leafCaches = new WeakMap<Snapshot, Map<string, number[]>>();
+/**
+ * Side-index answers that took at least this long, per snapshot and thread (LRU), and per token:
+ * the builder posts an unchanged snapshot again with each refresh's token, and an answer is the
+ * side index as that token's transaction saw it.
+ */
+const leafCaches = new WeakMap<Snapshot, { token: string; answers: Map<string, number[]> }>();
 /**
  * A rare word asked of the side index: a GIN lookup, then a heap visit per message to read its id
  * (measured at 100,000 messages: the 120 rare words under `tast`, 6,230 messages, 13 ms in one
@@ -440,10 +444,10 @@ class PrefetchSource implements LeafSource {
   readonly #answers = new Map<string, number[]>();
   readonly #cache: Map<string, number[]>;
 
-  constructor(snap: Snapshot) {
+  constructor(snap: Snapshot, token: string) {
     let cache = leafCaches.get(snap);
-    if (!cache) leafCaches.set(snap, (cache = new Map()));
-    this.#cache = cache;
+    if (cache?.token !== token) leafCaches.set(snap, (cache = { token, answers: new Map() }));
+    this.#cache = cache.answers;
   }
 
   ids(leaf: Leaf): number[] {
@@ -618,7 +622,7 @@ async function answerFromIndex(
     return { rows: (out.inSnapshot[0] ?? []) as RawSummary[], present: out.present[0]![0] as Present };
   };
 
-  const source = new PrefetchSource(snap);
+  const source = new PrefetchSource(snap, token);
   let matched: ReturnType<typeof countMatches>;
   let sets: ReturnType<typeof rankedSets>;
   for (let round = 0; ; round++) {

@@ -15,7 +15,8 @@ import { Snapshot } from './snapshot.js';
  * A snapshot as posted: its buffer and, for a store whose snapshot is a database snapshot too
  * (PostgreSQL), the token that lets a search read the database in that same state.
  */
-export type SnapshotMessage = { hello: true } | { buffer: SharedArrayBuffer; token?: string; origin?: SnapshotOrigin };
+export type SnapshotMessage =
+  { hello: true } | { buffer: SharedArrayBuffer; token?: string; origin?: SnapshotOrigin; serial?: number };
 
 /**
  * How the builder came by a snapshot (what /readyz reports): a full build, a saved file loaded
@@ -34,14 +35,25 @@ export interface SnapshotOrigin {
  */
 export const newPostCount = (): Int32Array => new Int32Array(new SharedArrayBuffer(4));
 
+/**
+ * Which buffer a post carries, numbered by the builder that posts it. A SharedArrayBuffer arrives
+ * as a new object at every message, though its memory is the same, so a thread could not tell a
+ * snapshot posted again (to each thread that starts; on PostgreSQL with each new token) from a new
+ * one, and read its dictionary again: 35 ms at a million messages, paid by the next search.
+ */
+const serials = new WeakMap<SharedArrayBuffer, number>();
+let lastSerial = 0;
+
 /** A builder's post: counted before it is sent, so that a thread that sees the count can wait for it. */
 export function postSnapshot(
   bc: BroadcastChannel,
   posted: Int32Array | undefined,
-  message: Exclude<SnapshotMessage, { hello: true }>,
+  message: Omit<Exclude<SnapshotMessage, { hello: true }>, 'serial'>,
 ): void {
+  let serial = serials.get(message.buffer);
+  if (serial === undefined) serials.set(message.buffer, (serial = ++lastSerial));
   if (posted) Atomics.add(posted, 0, 1);
-  bc.postMessage(message);
+  bc.postMessage({ ...message, serial } satisfies SnapshotMessage);
 }
 
 /** How long a starting thread waits for a posted snapshot (a builder busy with a full build answers late). */
@@ -55,6 +67,7 @@ const SETTLE_MS = 2000;
 export class SnapshotFollower {
   readonly #bc: BroadcastChannel;
   #snapshot: Snapshot | undefined;
+  #serial: number | undefined;
   #token: string | undefined;
   #origin: SnapshotOrigin | undefined;
   readonly #posted: Int32Array | undefined;
@@ -73,7 +86,9 @@ export class SnapshotFollower {
   #take(message: SnapshotMessage): void {
     if (!('buffer' in message)) return;
     try {
-      if (this.#snapshot?.buffer !== message.buffer) this.#snapshot = new Snapshot(message.buffer);
+      if (!this.#snapshot || message.serial === undefined || message.serial !== this.#serial)
+        this.#snapshot = new Snapshot(message.buffer);
+      this.#serial = message.serial;
       this.#token = message.token;
       this.#origin = message.origin;
       this.#arrived?.();
