@@ -348,6 +348,15 @@ export interface JobMap {
     args: Record<string, never>;
     result: { schemaVersion: number; postgres?: PostgresHealth; searchIndex?: SearchIndexInfo };
   };
+  /**
+   * Once the first search index is posted, the pool sends one to each query thread: a search of
+   * the index's commonest word by date, as an administrator, whose answer goes nowhere
+   * (engine/search/warm-up.ts). `word` is null when the thread had no current index to answer it.
+   */
+  warmUp: {
+    args: Record<string, never>;
+    result: { word: string | null; totalItems?: number; ms?: number; thread?: number };
+  };
 }
 
 /** One PostgreSQL server as readiness sees it: answering (`ms`: round trip) or not. */

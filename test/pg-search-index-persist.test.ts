@@ -21,7 +21,9 @@ import {
   savedFile,
   searchers,
   startPool,
+  warmUps,
   withFirstPingAfterReady,
+  WORDS,
 } from './helpers/index-archive.js';
 import { copySqliteToPostgres } from './helpers/pg-copy.js';
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
@@ -197,4 +199,24 @@ test.serial("on PostgreSQL too, a query thread's first job counts with an index 
       t.is(index?.status, 'current', JSON.stringify(index));
     }),
   ),
+);
+
+test.serial(
+  'on PostgreSQL too, the query thread warms up with its commonest word, counted as plain SQL counts it',
+  (t) =>
+    withServed('pgwarmup', async (s) => {
+      const log: string[] = [];
+      const engine = pool(s, log);
+      try {
+        const [warm] = await warmUps(log);
+        const admin = searchers(s.ruth)[0]!.principal;
+        const count = async (q: string) =>
+          (await s.plain.run({ kind: 'search', principal: admin, query: parseSearchInput({ q }, limits) })).totalItems;
+        t.is(warm!.total, await count(warm!.word), warm!.word);
+        for (const word of WORDS)
+          t.true((await count(word)) <= warm!.total, `${word} is in more messages than ${warm!.word}`);
+      } finally {
+        await engine.close();
+      }
+    }),
 );

@@ -25,7 +25,9 @@ import {
   savedFile,
   searchers,
   startPool,
+  warmUps,
   withFirstPingAfterReady,
+  WORDS,
 } from './helpers/index-archive.js';
 
 const limits = { defaultPageSize: 20, maxPageSize: 100 };
@@ -291,5 +293,23 @@ test.serial(
         await countsMatchSql(t, pool, a.db, a.ruth);
       }),
     );
+  },
+);
+
+test.serial(
+  'once the index is posted, the query thread searches its commonest word to warm up, counted as plain SQL counts it',
+  async (t) => {
+    await withArchive(async (a) => {
+      const log: string[] = [];
+      const pool = startPool(a.path, log, { searchIndexFile: '' });
+      try {
+        const [warm] = await warmUps(log);
+        const count = (q: string) => exactCount(a.db, { isAdmin: true, userId: 1 }, parseSearchInput({ q }, limits));
+        t.is(warm!.total, count(warm!.word), warm!.word);
+        for (const word of WORDS) t.true(count(word) <= warm!.total, `${word} is in more messages than ${warm!.word}`);
+      } finally {
+        await pool.close();
+      }
+    });
   },
 );

@@ -137,6 +137,7 @@ export const JOB_KINDS: { readonly [K in JobKind]: JobKindPolicy<K> } = {
   login: { lane: 'query', keepIfAbandoned: true }, // scrypt: deliberately slow, so it stays off the interactive lane
   fault: { lane: 'query' }, // unless the job names a lane
   ping: { lane: 'interactive' }, // readiness sends it to every lane with ping(lane)
+  warmUp: { lane: 'query' }, // sent by the pool itself, once per query thread (#warmUp)
   oauthClient: { lane: 'interactive' },
   oauthRegister: { lane: 'interactive', keepIfAbandoned: true },
   oauthIssueCode: { lane: 'interactive', keepIfAbandoned: true },
@@ -288,13 +289,40 @@ export class EnginePool {
         maxBytes: searchMemory,
         ...saving,
       });
-    this.#builder?.on('message', (m: { error?: string; log?: string }) => {
+    let warming = false;
+    this.#builder?.on('message', (m: { error?: string; log?: string; built?: unknown }) => {
       if (m.error !== undefined) this.#searchIndexError = m.error;
       if (m.log !== undefined) options.log?.(m.log);
+      // The builder says so after posting its snapshot, which each thread's channel then holds.
+      if (m.built !== undefined && !warming) {
+        warming = true;
+        void this.#warmUp(options.log);
+      }
     });
     // The bound is ours, not Piscina's maxQueue, which would refuse the jobs that must never be.
     const bound = (l: Lane) => threads[l] + (options.maxQueue?.[l] ?? Number.POSITIVE_INFINITY);
     this.#capacity = { interactive: bound('interactive'), query: bound('query') };
+  }
+
+  /**
+   * Once, when the first search index is posted: a warm-up search for each query thread
+   * (engine/search/warm-up.ts), sent together so that each idle thread takes one (a thread that
+   * is not started yet may leave its share to another). Outside admission and the lanes' counts:
+   * the pool's own work, a few milliseconds per thread, once per process.
+   */
+  async #warmUp(log?: (line: string) => void): Promise<void> {
+    const once = async () => {
+      try {
+        const r = (await this.#lanes.query.run({ kind: 'warmUp' })) as JobResult<'warmUp'>;
+        if (r.word !== null)
+          log?.(
+            `search index: warm-up search of "${r.word}" (${r.totalItems} messages) in ${r.ms!.toFixed(1)} ms on thread ${r.thread}`,
+          );
+      } catch {
+        // A pool closing, or a thread that failed: the first user's search is only slower.
+      }
+    };
+    await Promise.all(Array.from({ length: this.#threads.query }, once));
   }
 
   /** Rejects with EngineOverloaded, without starting the job, when its lane is full. */

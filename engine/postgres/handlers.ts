@@ -37,9 +37,11 @@ import { toDetail, type RawDetail } from '../rules/summary.js';
 import { ATTACHMENT_CHUNK_BYTES } from '../rules/new-email.js';
 import { decoyHash, stampOf, verifyPasswordSync } from '../rules/password-hash.js';
 import { iso } from '../rules/time.js';
+import { threadId } from 'node:worker_threads';
+import { WARM_UP_PRINCIPAL, warmUpQuery } from '../search/warm-up.js';
 import { summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './columns.js';
 import { searchPage } from './search.js';
-import { searchIndexInfo } from './search-snapshot.js';
+import { indexedSearch, searchIndexInfo } from './search-snapshot.js';
 import { getThread } from './threads.js';
 import * as pgOAuth from './oauth.js';
 import { aggregateEmails } from './aggregate.js';
@@ -500,6 +502,18 @@ export const pgHandlers: PgHandlers = {
       .catch(() => []);
     const searchIndex = await searchIndexInfo(ctx);
     return { schemaVersion: rows[0]?.version ?? 0, postgres, ...(searchIndex ? { searchIndex } : {}) };
+  },
+  warmUp: async (ctx) => {
+    // Only on an index the thread holds: at a million messages SQL's count of the commonest word
+    // takes seconds, which a warm-up must not spend.
+    const latest = ctx.searchSnapshot();
+    const query = latest?.token !== undefined ? warmUpQuery(latest.snapshot) : undefined;
+    if (!query) return { word: null };
+    const started = performance.now();
+    const answer = await indexedSearch(ctx, WARM_UP_PRINCIPAL, query); // undefined: new mail, SQL's to find
+    return answer
+      ? { word: query.q!, totalItems: answer.totalItems, ms: performance.now() - started, thread: threadId }
+      : { word: null };
   },
   fault: () => {
     throw new Error('fault injection is disabled');

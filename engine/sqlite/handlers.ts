@@ -20,7 +20,9 @@ import { exchangeOAuthToken, getOAuthClient, issueOAuthCode, registerOAuthClient
 import { aggregateEmails } from './aggregate.js';
 import { encodeDetail } from '../pool/encoded-detail.js';
 import { movedToQueryLane } from '../pool/large-detail.js';
-import { snapshotInfo } from './index-share.js';
+import { currentSnapshot, snapshotInfo } from './index-share.js';
+import { threadId } from 'node:worker_threads';
+import { WARM_UP_PRINCIPAL, warmUpQuery } from '../search/warm-up.js';
 import { createKeyFor, endSessions, listKeysFor, login, revokeKeyAs, sessionUser } from './web.js';
 
 type Handlers = { [K in JobKind]: (db: Db, job: Job<K>) => JobResult<K> };
@@ -65,6 +67,14 @@ export const handlers: Handlers = {
       schemaVersion: db.pragma('user_version', { simple: true }) as number,
       ...(searchIndex ? { searchIndex } : {}),
     };
+  },
+  warmUp: (db) => {
+    const snap = currentSnapshot(db);
+    const query = snap && warmUpQuery(snap);
+    if (!query) return { word: null };
+    const started = performance.now();
+    const { totalItems } = searchPage(db, WARM_UP_PRINCIPAL, query);
+    return { word: query.q!, totalItems, ms: performance.now() - started, thread: threadId };
   },
   fault: () => {
     throw new Error('fault injection is disabled');

@@ -110,3 +110,23 @@ export async function withFirstPingAfterReady(
     await pool.close();
   }
 }
+
+/** What a pool's warm-up line (engine/pool/pool.ts) says: the word searched and its count. */
+export interface WarmUp {
+  word: string;
+  total: number;
+}
+
+/** Waits until the pool has logged `count` warm-up searches, and returns what they say. */
+export async function warmUps(log: string[], count = 1): Promise<WarmUp[]> {
+  const line = /^search index: warm-up search of "([^"]+)" \((\d+) messages\)/;
+  for (const deadline = Date.now() + 120_000; Date.now() < deadline;) {
+    const found = log.flatMap((l) => {
+      const m = line.exec(l);
+      return m ? [{ word: m[1]!, total: Number(m[2]) }] : [];
+    });
+    if (found.length >= count) return found;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`fewer than ${count} warm-up lines in: ${log.join('\n')}`);
+}

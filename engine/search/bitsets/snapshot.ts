@@ -219,6 +219,17 @@ export class Snapshot {
     return [...this.#index.keys()];
   }
 
+  /** The default columns' word in the most messages, or undefined when none is kept. */
+  commonestWord(): string | undefined {
+    let best: string | undefined;
+    let most = -1;
+    for (const [key, i] of this.#index) {
+      const docs = this.#entries[i * 3 + 2]!;
+      if (docs > most && key.startsWith('d:')) [best, most] = [key.slice(2), docs];
+    }
+    return best;
+  }
+
   /** The kept set of a term, or undefined when the term is not kept (it is rare, or unknown). */
   term(key: string): TermSet | undefined {
     const i = this.#index.get(key);

@@ -1,0 +1,24 @@
+// The search a query thread runs once the first search index is posted, before any user's. A
+// thread's first search paid for what no later one pays: its code's first, unoptimised run, its
+// store's statements prepared, and the newest messages' rows read from disk. At 1,000,000
+// messages that made the first search after a start take 24 ms (46 ms with the page cache
+// dropped) where the next took 6 to 12 (docs/performance.md, "Cold start"); each PM2 reload
+// handed that to a user. The pool sends this job to each query thread (engine/pool/pool.ts),
+// and each store answers it with its own search (engine/sqlite/handlers.ts,
+// engine/postgres/handlers.ts) from this one query: the commonest word sorted by date, the
+// request a first user most often makes and the one whose rows are the archive's newest.
+import type { Principal, SearchQuery } from '../../shared/jobs.js';
+import type { Snapshot } from './bitsets/snapshot.js';
+
+/**
+ * Who the warm-up searches as: an administrator, so that it reads what the widest viewer reads.
+ * No key has id 0 and the search job writes no access log (the gateway does), so it leaves no trace.
+ */
+export const WARM_UP_PRINCIPAL: Principal = { userId: 0, username: 'warm-up', isAdmin: true, keyId: 0, keyPrefix: '' };
+
+/** The warm-up's query on `snap`; undefined when the index keeps no word (an empty archive). */
+export function warmUpQuery(snap: Snapshot): SearchQuery | undefined {
+  const word = snap.commonestWord();
+  if (word === undefined) return undefined;
+  return { q: word, page: 1, pageSize: 20, sortBy: 'sentDate', sortOrder: 'desc' };
+}
