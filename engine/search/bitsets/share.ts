@@ -8,7 +8,7 @@
 // and the same rewrite counter (migration 3). Otherwise the planner counts with SQL, exactly as
 // before, until the builder has caught up. Permission changes need nothing here: who sees which
 // account is read on every query.
-import { BroadcastChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import { BroadcastChannel, receiveMessageOnPort, threadId, type MessagePort } from 'node:worker_threads';
 import { Snapshot } from './snapshot.js';
 
 /**
@@ -16,7 +16,7 @@ import { Snapshot } from './snapshot.js';
  * (PostgreSQL), the token that lets a search read the database in that same state.
  */
 export type SnapshotMessage =
-  { hello: true } | { buffer: SharedArrayBuffer; token?: string; origin?: SnapshotOrigin; serial?: number };
+  { hello: true } | { buffer: SharedArrayBuffer; token?: string; origin?: SnapshotOrigin; serial?: string };
 
 /**
  * How the builder came by a snapshot (what /readyz reports): a full build, a saved file loaded
@@ -41,7 +41,7 @@ export const newPostCount = (): Int32Array => new Int32Array(new SharedArrayBuff
  * snapshot posted again (to each thread that starts; on PostgreSQL with each new token) from a new
  * one, and read its dictionary again: 35 ms at a million messages, paid by the next search.
  */
-const serials = new WeakMap<SharedArrayBuffer, number>();
+const serials = new WeakMap<SharedArrayBuffer, string>();
 let lastSerial = 0;
 
 /** A builder's post: counted before it is sent, so that a thread that sees the count can wait for it. */
@@ -51,7 +51,8 @@ export function postSnapshot(
   message: Omit<Exclude<SnapshotMessage, { hello: true }>, 'serial'>,
 ): void {
   let serial = serials.get(message.buffer);
-  if (serial === undefined) serials.set(message.buffer, (serial = ++lastSerial));
+  // With the posting thread's id: numbers from another builder on the channel never collide.
+  if (serial === undefined) serials.set(message.buffer, (serial = `${threadId}.${++lastSerial}`));
   if (posted) Atomics.add(posted, 0, 1);
   bc.postMessage({ ...message, serial } satisfies SnapshotMessage);
 }
@@ -67,7 +68,7 @@ const SETTLE_MS = 2000;
 export class SnapshotFollower {
   readonly #bc: BroadcastChannel;
   #snapshot: Snapshot | undefined;
-  #serial: number | undefined;
+  #serial: string | undefined;
   #token: string | undefined;
   #origin: SnapshotOrigin | undefined;
   readonly #posted: Int32Array | undefined;
