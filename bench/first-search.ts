@@ -16,6 +16,7 @@
 // start's own work, such as the aggregates' columns, then done).
 import { openAdmin } from '../engine/archive.js';
 import { CACHE_DIR, corpusArgs, ensureCorpus } from './corpus.js';
+import { arg } from './lib/args.js';
 import { ms, percentile, ratio } from './lib/load.js';
 import { searchIndexOf, startServer } from './lib/server.js';
 import { ensurePgCorpus } from './pg-corpus.js';
@@ -23,16 +24,9 @@ import { ensurePgCorpus } from './pg-corpus.js';
 const TARGET_MS = 15;
 const WORDS = ['the', 'and', 'to', 'of', 'a'];
 
-function option(name: string, fallback: number): number {
-  const i = process.argv.indexOf(name);
-  const v = i === -1 ? fallback : Number(process.argv[i + 1]);
-  if (!Number.isFinite(v) || v < 0) throw new Error(`${name} must be a number of at least 0`);
-  return v;
-}
-
 const { messages, seed } = corpusArgs();
-const starts = option('--starts', 3);
-const waitS = option('--wait', 0);
+const starts = arg('--starts', 3);
+const waitS = arg('--wait', 0, { zero: true });
 const postgres = process.argv.includes('--postgres');
 const reusedKey = process.argv.includes('--reused-key');
 const location = postgres ? await ensurePgCorpus({ messages, seed }) : ensureCorpus({ messages, seed });
