@@ -6,7 +6,9 @@
 // handed that to a user. The pool sends this job to each query thread (engine/pool/pool.ts),
 // and each store answers it with its own search (engine/sqlite/handlers.ts,
 // engine/postgres/handlers.ts) from this one query: the commonest word sorted by date, the
-// request a first user most often makes and the one whose rows are the archive's newest.
+// request a first user most often makes and the one whose rows are the archive's newest. It warms
+// the search, not the request around it: the server's first request still costs about 10 ms more
+// than the next (docs/performance.md, "The first search after a start").
 import type { Principal, SearchQuery } from '../../shared/jobs.js';
 import type { Snapshot } from './bitsets/snapshot.js';
 
