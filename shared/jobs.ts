@@ -349,9 +349,10 @@ export interface JobMap {
     result: { schemaVersion: number; postgres?: PostgresHealth; searchIndex?: SearchIndexInfo };
   };
   /**
-   * Once the first search index is posted, the pool sends one to each query thread: a search of
-   * the index's commonest word by date, as an administrator, whose answer goes nowhere
-   * (engine/search/warm-up.ts). `word` is null when the thread had no current index to answer it.
+   * Once the first search index is posted, the pool sends one to each query thread (engine/pool/warm-up.ts):
+   * a search of the index's commonest word by date, as an administrator, whose answer goes nowhere
+   * (engine/search/warm-up.ts). `word` is null when the thread did not search: it had no current
+   * index (no `thread` then), or it had run its warm-up already.
    */
   warmUp: {
     args: Record<string, never>;

@@ -313,3 +313,31 @@ test.serial(
     });
   },
 );
+
+test.serial('a query thread busy when the index is posted runs its warm-up once the lane is idle', async (t) => {
+  // Large enough that the index is posted after the first thread has started the held job.
+  const { dir, cleanup } = tempDir();
+  const a = archive(dir, 'a.db', 8_000);
+  const log: string[] = [];
+  const pool = startPool(a.path, log, { searchIndexFile: '', threads: 2, faultInjection: true });
+  const release = new Int32Array(new SharedArrayBuffer(4));
+  try {
+    const held = pool.run({ kind: 'fault', mode: 'hold', release });
+    await current(pool); // its pings run on the other thread
+    Atomics.store(release, 0, 1);
+    Atomics.notify(release, 0);
+    await held;
+    const warm = await warmUps(log, 2);
+    t.deepEqual(
+      warm.map((w) => w.thread).sort(),
+      pool.threadIds('query').sort(),
+      `each thread warms once, the held one too:\n${log.join('\n')}`,
+    );
+  } finally {
+    Atomics.store(release, 0, 1);
+    Atomics.notify(release, 0);
+    await pool.close();
+    a.db.close();
+    cleanup();
+  }
+});

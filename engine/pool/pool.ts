@@ -24,6 +24,7 @@ import type { PgBuilderData } from '../postgres/search-snapshot-builder.js';
 import { releaseLockOfThread } from '../search/bitsets/build-lock.js';
 import { newPostCount } from '../search/bitsets/share.js';
 import type { WorkerData } from './worker.js';
+import { WarmUps } from './warm-up.js';
 
 export type { Lane } from '../../shared/jobs.js';
 
@@ -137,7 +138,7 @@ export const JOB_KINDS: { readonly [K in JobKind]: JobKindPolicy<K> } = {
   login: { lane: 'query', keepIfAbandoned: true }, // scrypt: deliberately slow, so it stays off the interactive lane
   fault: { lane: 'query' }, // unless the job names a lane
   ping: { lane: 'interactive' }, // readiness sends it to every lane with ping(lane)
-  warmUp: { lane: 'query' }, // sent by the pool itself, once per query thread (#warmUp)
+  warmUp: { lane: 'query' }, // sent by the pool itself until each query thread has run one (warm-up.ts)
   oauthClient: { lane: 'interactive' },
   oauthRegister: { lane: 'interactive', keepIfAbandoned: true },
   oauthIssueCode: { lane: 'interactive', keepIfAbandoned: true },
@@ -231,6 +232,8 @@ export class EnginePool {
   /** Builds the shared search index (engine/sqlite/index-builder.ts, engine/postgres/search-snapshot-builder.ts). */
   #builder: Worker | undefined;
   #searchIndexError: string | undefined;
+  /** Each query thread's warm-up search, once the first index is posted. */
+  readonly #warmUps: WarmUps;
   /** Where the builder saves the index (savedIndexFile), for the build lock it may leave behind. */
   readonly #indexFile: string | undefined;
 
@@ -289,40 +292,25 @@ export class EnginePool {
         maxBytes: searchMemory,
         ...saving,
       });
-    let warming = false;
+    const query = this.#lanes.query;
+    this.#warmUps = new WarmUps(
+      {
+        threads: () => query.threads.length,
+        idle: () => !this.#closed && query.queueSize === 0 && query.idleThreads === query.threads.length,
+        // Outside admission and the lanes' counts: the pool's own work, a few ms per thread, once.
+        send: () => query.run({ kind: 'warmUp' }) as Promise<JobResult<'warmUp'>>,
+      },
+      options.log,
+    );
     this.#builder?.on('message', (m: { error?: string; log?: string; built?: unknown }) => {
       if (m.error !== undefined) this.#searchIndexError = m.error;
       if (m.log !== undefined) options.log?.(m.log);
       // The builder says so after posting its snapshot, which each thread's channel then holds.
-      if (m.built !== undefined && !warming) {
-        warming = true;
-        void this.#warmUp(options.log);
-      }
+      if (m.built !== undefined) this.#warmUps.start();
     });
     // The bound is ours, not Piscina's maxQueue, which would refuse the jobs that must never be.
     const bound = (l: Lane) => threads[l] + (options.maxQueue?.[l] ?? Number.POSITIVE_INFINITY);
     this.#capacity = { interactive: bound('interactive'), query: bound('query') };
-  }
-
-  /**
-   * Once, when the first search index is posted: a warm-up search for each query thread
-   * (engine/search/warm-up.ts), sent together so that each idle thread takes one (a thread that
-   * is not started yet may leave its share to another). Outside admission and the lanes' counts:
-   * the pool's own work, a few milliseconds per thread, once per process.
-   */
-  async #warmUp(log?: (line: string) => void): Promise<void> {
-    const once = async () => {
-      try {
-        const r = (await this.#lanes.query.run({ kind: 'warmUp' })) as JobResult<'warmUp'>;
-        if (r.word !== null)
-          log?.(
-            `search index: warm-up search of "${r.word}" (${r.totalItems} messages) in ${r.ms!.toFixed(1)} ms on thread ${r.thread}`,
-          );
-      } catch {
-        // A pool closing, or a thread that failed: the first user's search is only slower.
-      }
-    };
-    await Promise.all(Array.from({ length: this.#threads.query }, once));
   }
 
   /** Rejects with EngineOverloaded, without starting the job, when its lane is full. */
@@ -415,6 +403,7 @@ export class EnginePool {
         clearTimeout(grace);
         client?.removeEventListener('abort', gone);
         inFlight.delete(id);
+        if (lane === 'query') this.#warmUps.poke();
       });
   }
 
@@ -496,7 +485,9 @@ export class EnginePool {
 
   /** Runs the readiness job on one lane's own threads. */
   ping(lane: Lane): Promise<JobResult<'ping'>> {
-    return (this.#lanes[lane].run({ kind: 'ping' }) as Promise<JobResult<'ping'>>).catch(restoreError);
+    return (this.#lanes[lane].run({ kind: 'ping' }) as Promise<JobResult<'ping'>>).catch(restoreError).finally(() => {
+      if (lane === 'query') this.#warmUps.poke();
+    });
   }
 
   /** True once close() was called (Piscina itself would start new threads for a later run). */

@@ -38,7 +38,7 @@ import { ATTACHMENT_CHUNK_BYTES } from '../rules/new-email.js';
 import { decoyHash, stampOf, verifyPasswordSync } from '../rules/password-hash.js';
 import { iso } from '../rules/time.js';
 import { threadId } from 'node:worker_threads';
-import { WARM_UP_PRINCIPAL, warmUpQuery } from '../search/warm-up.js';
+import { WARM_UP_PRINCIPAL, warmedAlready, warmedUp, warmUpQuery } from '../search/warm-up.js';
 import { summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './columns.js';
 import { searchPage } from './search.js';
 import { indexedSearch, searchIndexInfo } from './search-snapshot.js';
@@ -506,11 +506,14 @@ export const pgHandlers: PgHandlers = {
   warmUp: async (ctx) => {
     // Only on an index the thread holds: at a million messages SQL's count of the commonest word
     // takes seconds, which a warm-up must not spend.
+    const already = warmedAlready(threadId);
+    if (already) return already;
     const latest = ctx.searchSnapshot();
     const query = latest?.token !== undefined ? warmUpQuery(latest.snapshot) : undefined;
     if (!query) return { word: null };
     const started = performance.now();
     const answer = await indexedSearch(ctx, WARM_UP_PRINCIPAL, query); // undefined: new mail, SQL's to find
+    if (answer) warmedUp();
     return answer
       ? { word: query.q!, totalItems: answer.totalItems, ms: performance.now() - started, thread: threadId }
       : { word: null };

@@ -24,3 +24,16 @@ export function warmUpQuery(snap: Snapshot): SearchQuery | undefined {
   if (word === undefined) return undefined;
   return { q: word, page: 1, pageSize: 20, sortBy: 'sentDate', sortOrder: 'desc' };
 }
+
+/** Whether this thread has run its warm-up search (each thread has its own copy of this module). */
+let warm = false;
+
+/** This thread's answer to a warm-up when it has run one already: it warms a thread only once. */
+export function warmedAlready(thread: number): { word: null; thread: number } | undefined {
+  return warm ? { word: null, thread } : undefined;
+}
+
+/** Called once the thread's warm-up search has run. */
+export function warmedUp(): void {
+  warm = true;
+}

@@ -46,7 +46,11 @@ export function archive(dir: string, name: string, count: number, seed = 1) {
   return { path, db, accounts, ruth };
 }
 
-export function startPool(path: string, log: string[] = [], options: { searchIndexFile?: string } = {}): EnginePool {
+export function startPool(
+  path: string,
+  log: string[] = [],
+  options: { searchIndexFile?: string; threads?: number; faultInjection?: boolean } = {},
+): EnginePool {
   return new EnginePool({ dbPath: path, threads: 1, log: (line) => log.push(line), ...options });
 }
 
@@ -111,19 +115,20 @@ export async function withFirstPingAfterReady(
   }
 }
 
-/** What a pool's warm-up line (engine/pool/pool.ts) says: the word searched and its count. */
+/** What a pool's warm-up line (engine/pool/warm-up.ts) says: the word searched, its count, the thread. */
 export interface WarmUp {
   word: string;
   total: number;
+  thread: number;
 }
 
 /** Waits until the pool has logged `count` warm-up searches, and returns what they say. */
 export async function warmUps(log: string[], count = 1): Promise<WarmUp[]> {
-  const line = /^search index: warm-up search of "([^"]+)" \((\d+) messages\)/;
+  const line = /^search index: warm-up search of "([^"]+)" \((\d+) messages\) in [\d.]+ ms on thread (\d+)$/;
   for (const deadline = Date.now() + 120_000; Date.now() < deadline;) {
     const found = log.flatMap((l) => {
       const m = line.exec(l);
-      return m ? [{ word: m[1]!, total: Number(m[2]) }] : [];
+      return m ? [{ word: m[1]!, total: Number(m[2]), thread: Number(m[3]) }] : [];
     });
     if (found.length >= count) return found;
     await new Promise((r) => setTimeout(r, 50));
