@@ -4,6 +4,7 @@
 // (test/boundaries.test.ts holds it to that); the CLI, tests and benchmarks may reach further in.
 export { EnginePool, LANE_NAMES, type Lane } from './pool/pool.js';
 export { currentRequestSignal, withRequestSignal } from './pool/job-budget.js';
+export { WARM_UP_PRINCIPAL } from './search/warm-up.js';
 // The errors a job or the start-up can end in (the catalogue is shared/errors.ts; docs/errors.md).
 export {
   ArchiveOpenError,

@@ -45,12 +45,14 @@ import {
 } from './auth.js';
 import type { AuthFailureLog } from './auth-failure-log.js';
 import type { RateLimiter } from './rate-limit.js';
+import type { WarmUpTokens } from './warm-up.js';
 
 export function admission(
   policy: RateLimiter,
   authFailures: RateLimiter,
   engine: EnginePool,
   failureLog?: AuthFailureLog,
+  warmUps?: WarmUpTokens,
 ): Middleware<AuthState> {
   const front = policy.policy === 'Api' ? 'api' : 'mcp';
   return async (ctx, next) => {
@@ -58,6 +60,11 @@ export function admission(
     const ip = `ip:${ctx.ip}`;
     if (!token) {
       ctx.set(policy.headers(await policy.consume(ip)));
+      return next();
+    }
+    // The gateway's own warm-up request (warm-up.ts): its one-time token is not a key.
+    if (warmUps?.take(token)) {
+      ctx.state.key = KeyCheck.warmUp(engine);
       return next();
     }
     const keyHash = keyHashOf(token);

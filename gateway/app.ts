@@ -19,6 +19,7 @@ import { createLogger } from './logger.js';
 import { mcpEndpoint } from './mcp/endpoint.js';
 import { acceptable } from './http/accept.js';
 import { compressJson } from './http/compress.js';
+import { serverOptions } from './http/server-limits.js';
 import { etagPerCoding } from './http/conditional.js';
 import { apiCors } from './http/cors.js';
 import { cancelWhenClientLeaves } from './http/client-gone.js';
@@ -30,6 +31,7 @@ import { requestMetrics } from './ops/requests.js';
 import { opsRoutes } from './ops/routes.js';
 import { Problem, problems } from './problem.js';
 import { connectRedis, RateLimiter } from './rate-limit.js';
+import { warmUpGateway, WarmUpTokens } from './warm-up.js';
 import { webSurface } from './web/routes.js';
 import { LoginThrottle } from './web/throttle.js';
 
@@ -49,6 +51,11 @@ export interface Gateway {
   limiters: { api: RateLimiter; mcp: RateLimiter; mcpFree: RateLimiter; authFailures: RateLimiter };
   /** Present when Metrics:Enabled. */
   metrics?: GatewayMetrics;
+  /**
+   * The gateway's own first search, sent to the app once the engine has warmed its query threads
+   * (warm-up.ts); resolves when it is answered, or at once with the API off.
+   */
+  warmUp(): Promise<void>;
   /** Flushes the access log, then stops the pool and Redis. Idempotent. */
   close(): Promise<void>;
 }
@@ -124,6 +131,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
   });
 
   const router = settings.Api.Enabled ? apiRouter(settings, service) : undefined;
+  const warmUpTokens = new WarmUpTokens();
   // Admission answers 401 and 429 before the router runs; label those by the route they asked for.
   const routeOf = (path: string) => {
     const template = router?.match(path, 'GET').path.at(-1)?.path;
@@ -167,7 +175,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
         // Preflights and Accept are answered before the key check: they carry no work.
         apiCors(settings.Api.AllowedOrigins),
         acceptable,
-        admission(limiters.api, limiters.authFailures, engine, failureLog) as Koa.Middleware,
+        admission(limiters.api, limiters.authFailures, engine, failureLog, warmUpTokens) as Koa.Middleware,
         etagPerCoding,
         compressJson,
         router.routes() as unknown as Koa.Middleware,
@@ -223,5 +231,9 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
       redis?.disconnect();
     })());
 
-  return { app, engine, accessLog, limiters, close, ...(metrics ? { metrics } : {}) };
+  const warmUp = async () => {
+    if (router)
+      await warmUpGateway(app.callback(), serverOptions(settings.Server), engine.warmedUp, warmUpTokens, logger);
+  };
+  return { app, engine, accessLog, limiters, warmUp, close, ...(metrics ? { metrics } : {}) };
 }

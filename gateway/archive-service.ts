@@ -209,6 +209,7 @@ export class ArchiveService {
     // gone before the job ended (a running job may finish after that, engine/pool/pool.ts): nothing
     // was shown to anyone, as when the job is stopped.
     if (currentRequestSignal()?.aborted) return;
+    if (!caller.key.recorded) return; // the gateway's own warm-up request (warm-up.ts)
     const principal = caller.key.principal;
     if (!principal) throw new Error(`${type} logged before the caller's key was checked`);
     this.accessLog.record({

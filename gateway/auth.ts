@@ -4,7 +4,7 @@
 // key up with the first of them; admission (admission.ts) decides what the outcome costs.
 import type { Middleware } from 'koa';
 import { createHash } from 'node:crypto';
-import { EngineOverloaded, type EnginePool } from '../engine/index.js';
+import { EngineOverloaded, WARM_UP_PRINCIPAL, type EnginePool } from '../engine/index.js';
 import type { AuthFailure, AuthResult, Job, JobResult, OwnedKind, Principal, UnownedJob } from '../shared/jobs.js';
 import { Problem } from './problem.js';
 
@@ -101,12 +101,30 @@ export const refusedKey = (reason: AuthFailure): Unauthorized => unauthorized(re
 export class KeyCheck {
   #checked: Promise<Principal> | undefined;
   #principal: Principal | undefined;
+  #recorded = true;
 
   constructor(
     private readonly engine: EnginePool,
     private readonly keyHash: string,
     private readonly settle: (auth: AuthResult) => Promise<Principal>,
   ) {}
+
+  /**
+   * The gateway's own warm-up request (warm-up.ts): no key to look up, its jobs run as the
+   * engine's WARM_UP_PRINCIPAL, and nothing it reads is recorded in the access log.
+   */
+  static warmUp(engine: EnginePool): KeyCheck {
+    const key = new KeyCheck(engine, '', () => Promise.resolve(WARM_UP_PRINCIPAL));
+    key.#principal = WARM_UP_PRINCIPAL;
+    key.#checked = Promise.resolve(WARM_UP_PRINCIPAL);
+    key.#recorded = false;
+    return key;
+  }
+
+  /** False for the warm-up request's check: what its jobs read goes in no access log. */
+  get recorded(): boolean {
+    return this.#recorded;
+  }
 
   /** The key's principal, once a check found it genuine and admission charged it. */
   get principal(): Principal | undefined {

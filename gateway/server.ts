@@ -88,6 +88,7 @@ server.listen(settings.Server.Port, settings.Server.Host, () => {
     );
   }
   process.send?.('ready'); // PM2 wait_ready
+  void gateway.warmUp(); // the first search, so that no user's is the process's first (warm-up.ts)
 });
 
 let stopping = false;

@@ -510,8 +510,17 @@ export class EnginePool {
     };
   }
 
+  /**
+   * Settles once each query thread has run its warm-up search (engine/pool/warm-up.ts), with the
+   * word searched; undefined when none could be (no index, or the pool closed first).
+   */
+  get warmedUp(): Promise<string | undefined> {
+    return this.#warmUps.finished;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
+    this.#warmUps.stop();
     const builderThread = this.#builder?.threadId;
     await Promise.all([this.#lanes.interactive.close(), this.#lanes.query.close(), this.#builder?.terminate()]);
     if (this.#indexFile !== undefined && builderThread !== undefined)

@@ -30,10 +30,26 @@ export class WarmUps {
   #started = false;
   #sending = false;
   #done = false;
+  /** The word the warm-ups searched, once the last round ended (undefined: none searched). */
+  #word: string | undefined;
+  readonly #finished: Promise<string | undefined>;
+  #finish!: (word: string | undefined) => void;
 
   constructor(lane: WarmUpLane, log?: (line: string) => void) {
     this.#lane = lane;
     this.#log = log;
+    this.#finished = new Promise((resolve) => (this.#finish = resolve));
+  }
+
+  /** Settles when the warm-ups are over, with the word they searched (undefined if none did). */
+  get finished(): Promise<string | undefined> {
+    return this.#finished;
+  }
+
+  /** No more rounds: the pool is closing, or they are done. */
+  stop(): void {
+    this.#done = true;
+    this.#finish(this.#word);
   }
 
   /** Called when the first search index is posted. */
@@ -45,16 +61,13 @@ export class WarmUps {
   /** Called when a job of the lane ends: the lane may now be idle. */
   poke(): void {
     if (!this.#started || this.#done || this.#sending || !this.#lane.idle()) return;
-    if (this.#rounds++ >= WARM_UP_ROUNDS) {
-      this.#done = true;
-      return;
-    }
+    if (this.#rounds++ >= WARM_UP_ROUNDS) return this.stop();
     this.#sending = true;
     // All sent in this tick, while every thread is idle: Piscina gives each its own thread.
     const round = Array.from({ length: this.#lane.threads() }, () => this.#one());
     void Promise.all(round).then(() => {
       this.#sending = false;
-      if (this.#warmed.size >= this.#lane.threads()) this.#done = true;
+      if (this.#warmed.size >= this.#lane.threads()) this.stop();
       else this.poke();
     });
   }
@@ -64,6 +77,7 @@ export class WarmUps {
       const r = await this.#lane.send();
       if (r.thread === undefined) return; // no index on that thread: it is not warmed
       this.#warmed.add(r.thread);
+      if (r.word !== null) this.#word = r.word;
       if (r.word !== null && r.ms !== undefined)
         this.#log?.(
           `search index: warm-up search of "${r.word}" (${r.totalItems} messages) in ${r.ms.toFixed(1)} ms on thread ${r.thread}`,

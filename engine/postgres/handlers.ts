@@ -38,7 +38,7 @@ import { ATTACHMENT_CHUNK_BYTES } from '../rules/new-email.js';
 import { decoyHash, stampOf, verifyPasswordSync } from '../rules/password-hash.js';
 import { iso } from '../rules/time.js';
 import { threadId } from 'node:worker_threads';
-import { WARM_UP_PRINCIPAL, warmedAlready, warmedUp, warmUpQuery } from '../search/warm-up.js';
+import { NO_KEY_HASH, WARM_UP_PRINCIPAL, warmedAlready, warmedUp, warmUpQuery } from '../search/warm-up.js';
 import { summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './columns.js';
 import { searchPage } from './search.js';
 import { indexedSearch, searchIndexInfo } from './search-snapshot.js';
@@ -512,6 +512,7 @@ export const pgHandlers: PgHandlers = {
     const query = latest?.token !== undefined ? warmUpQuery(latest.snapshot) : undefined;
     if (!query) return { word: null };
     const started = performance.now();
+    await authenticate(ctx, NO_KEY_HASH, Date.now());
     const answer = await indexedSearch(ctx, WARM_UP_PRINCIPAL, query); // undefined: new mail, SQL's to find
     if (answer) warmedUp();
     return answer

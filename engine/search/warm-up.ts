@@ -18,6 +18,12 @@ import type { Snapshot } from './bitsets/snapshot.js';
  */
 export const WARM_UP_PRINCIPAL: Principal = { userId: 0, username: 'warm-up', isAdmin: true, keyId: 0, keyPrefix: '' };
 
+/**
+ * The key hash the warm-up looks up before it searches, as a user's first search looks up its key:
+ * all zeros, which no key's SHA-256 is, so the lookup finds nothing and writes nothing.
+ */
+export const NO_KEY_HASH = '0'.repeat(64);
+
 /** The warm-up's query on `snap`; undefined when the index keeps no word (an empty archive). */
 export function warmUpQuery(snap: Snapshot): SearchQuery | undefined {
   const word = snap.commonestWord();

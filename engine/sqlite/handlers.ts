@@ -22,7 +22,7 @@ import { encodeDetail } from '../pool/encoded-detail.js';
 import { movedToQueryLane } from '../pool/large-detail.js';
 import { currentSnapshot, snapshotInfo } from './index-share.js';
 import { threadId } from 'node:worker_threads';
-import { WARM_UP_PRINCIPAL, warmedAlready, warmedUp, warmUpQuery } from '../search/warm-up.js';
+import { NO_KEY_HASH, WARM_UP_PRINCIPAL, warmedAlready, warmedUp, warmUpQuery } from '../search/warm-up.js';
 import { createKeyFor, endSessions, listKeysFor, login, revokeKeyAs, sessionUser } from './web.js';
 
 type Handlers = { [K in JobKind]: (db: Db, job: Job<K>) => JobResult<K> };
@@ -75,6 +75,7 @@ export const handlers: Handlers = {
     const query = snap && warmUpQuery(snap);
     if (!query) return { word: null };
     const started = performance.now();
+    authenticate(db, NO_KEY_HASH, Date.now());
     const { totalItems } = searchPage(db, WARM_UP_PRINCIPAL, query);
     warmedUp();
     return { word: query.q!, totalItems, ms: performance.now() - started, thread: threadId };
