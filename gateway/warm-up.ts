@@ -40,6 +40,11 @@ export class WarmUpTokens {
     }
     return false;
   }
+
+  /** Closes every token still open: one whose request failed before admission took it. */
+  closeAll(): void {
+    this.#open.clear();
+  }
 }
 
 /** The encodings the warm-up asks for, one request each: clients use one or the other. */
@@ -81,6 +86,7 @@ export async function warmUpGateway(
   } catch (err) {
     logger.warn(`gateway warm-up: GET ${path} failed: ${(err as Error).message}`);
   } finally {
+    tokens.closeAll();
     own.closeAllConnections();
     own.close();
   }

@@ -56,6 +56,9 @@ test('a warm-up token is taken once; another made up the same way is not one', (
   t.false(tokens.take(token.slice(0, -1)));
   t.true(tokens.take(token));
   t.false(tokens.take(token), 'a second use is refused');
+  const unused = tokens.mint();
+  tokens.closeAll();
+  t.false(tokens.take(unused), 'closed when the warm-up ends, taken or not');
 });
 
 test('a request that presents a warm-up-shaped token of its own is refused as a malformed key', async (t) => {
