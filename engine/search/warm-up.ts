@@ -3,12 +3,12 @@
 // store's statements prepared, and the newest messages' rows read from disk. At 1,000,000
 // messages that made the first search after a start take 24 ms (46 ms with the page cache
 // dropped) where the next took 6 to 12 (docs/performance.md, "Cold start"); each PM2 reload
-// handed that to a user. The pool sends this job to each query thread (engine/pool/pool.ts),
-// and each store answers it with its own search (engine/sqlite/handlers.ts,
+// handed that to a user. The pool sends this job to each query thread (engine/pool/warm-up.ts),
+// and each store answers it with its own key lookup and search (engine/sqlite/handlers.ts,
 // engine/postgres/handlers.ts) from this one query: the commonest word sorted by date, the
 // request a first user most often makes and the one whose rows are the archive's newest. It warms
-// the search, not the request around it: the server's first request still costs about 10 ms more
-// than the next (docs/performance.md, "The first search after a start").
+// the search, not the request around it: that is the gateway's own first search, sent once these
+// are over (gateway/warm-up.ts).
 import type { Principal, SearchQuery } from '../../shared/jobs.js';
 import type { Snapshot } from './bitsets/snapshot.js';
 
