@@ -352,7 +352,8 @@ export interface JobMap {
    * Once the first search index is posted, the pool sends one to each query thread (engine/pool/warm-up.ts):
    * a search of the index's commonest word by date, as an administrator, whose answer goes nowhere
    * (engine/search/warm-up.ts). `word` is null when the thread did not search: it had no current
-   * index (no `thread` then), or it had run its warm-up already.
+   * index (no `thread` then: it is warmed later), its index keeps no word, or it had run its
+   * warm-up already.
    */
   warmUp: {
     args: Record<string, never>;

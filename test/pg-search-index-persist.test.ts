@@ -89,13 +89,13 @@ async function sameAsSql(t: ExecutionContext, engine: EnginePool, s: Served): Pr
 async function restart(
   t: ExecutionContext,
   s: Served,
-  check: (index: SearchIndexInfo, log: string[]) => void,
+  check: (index: SearchIndexInfo, log: string[]) => Promise<void> | void,
 ): Promise<SearchIndexInfo> {
   const log: string[] = [];
   const engine = pool(s, log);
   try {
     const index = await current(engine);
-    check(index, log);
+    await check(index, log);
     await sameAsSql(t, engine, s);
     return index;
   } finally {
@@ -169,7 +169,7 @@ test.serial('a damaged saved file is ignored on PostgreSQL too: the pool rebuild
     bytes[bytes.length - 100]! ^= 0xff;
     writeFileSync(s.file, bytes);
 
-    const index = await restart(t, s, (index, log) => {
+    await restart(t, s, async (index, log) => {
       t.true(index.origin === 'built' || index.origin === 'caught up');
       t.false(index.fromFile, 'a full build, not the file');
       t.not(index.builtAt, built.builtAt);
@@ -177,8 +177,9 @@ test.serial('a damaged saved file is ignored on PostgreSQL too: the pool rebuild
         log.some((l) => l.includes('ignored (checksum mismatch)')),
         log.join('\n'),
       );
+      // While the pool runs: closing it stops a save still being written.
+      await savedFile(s.file, index.maxId!);
     });
-    await savedFile(s.file, index.maxId!);
   }),
 );
 

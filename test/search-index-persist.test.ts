@@ -140,15 +140,16 @@ for (const [label, change] of [
       withArchive(async (a) => {
         await firstRun(a.path);
         change(a.db);
-        await restart(t, a, (index, log) => {
+        await restart(t, a, async (index, log) => {
           t.is(index.origin, 'built');
           t.false(index.fromFile);
           t.true(
             log.some((l) => l.includes('not used (mail was changed or deleted since it was saved)')),
             log.join('\n'),
           );
+          // While the pool runs: closing it stops a save still being written.
+          await savedFile(`${a.path}.index`, maxId(a.db));
         });
-        await savedFile(`${a.path}.index`, maxId(a.db));
       }),
   );
 }
@@ -196,7 +197,7 @@ for (const [label, damage, reason] of damages) {
     withArchive(async (a, dir) => {
       const built = await firstRun(a.path);
       await damage(`${a.path}.index`, dir);
-      await restart(t, a, (index, log) => {
+      await restart(t, a, async (index, log) => {
         t.is(index.origin, 'built');
         t.false(index.fromFile);
         t.not(index.builtAt, built.builtAt);
@@ -204,8 +205,9 @@ for (const [label, damage, reason] of damages) {
           log.some((l) => reason.test(l)),
           log.join('\n'),
         );
+        // While the pool runs: closing it stops a save still being written.
+        await savedFile(`${a.path}.index`, maxId(a.db));
       });
-      await savedFile(`${a.path}.index`, maxId(a.db));
     }),
   );
 }

@@ -509,8 +509,12 @@ export const pgHandlers: PgHandlers = {
     const already = warmedAlready(threadId);
     if (already) return already;
     const latest = ctx.searchSnapshot();
-    const query = latest?.token !== undefined ? warmUpQuery(latest.snapshot) : undefined;
-    if (!query) return { word: null };
+    if (latest?.token === undefined) return { word: null }; // no index yet: a later round warms this thread
+    const query = warmUpQuery(latest.snapshot);
+    if (!query) {
+      warmedUp(); // an index that keeps no word (a small archive): nothing to warm
+      return { word: null, thread: threadId };
+    }
     const started = performance.now();
     await authenticate(ctx, NO_KEY_HASH, Date.now());
     const answer = await indexedSearch(ctx, WARM_UP_PRINCIPAL, query); // undefined: new mail, SQL's to find

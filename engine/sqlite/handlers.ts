@@ -72,8 +72,12 @@ export const handlers: Handlers = {
     const already = warmedAlready(threadId);
     if (already) return already;
     const snap = currentSnapshot(db);
-    const query = snap && warmUpQuery(snap);
-    if (!query) return { word: null };
+    if (!snap) return { word: null }; // no index yet: a later round warms this thread
+    const query = warmUpQuery(snap);
+    if (!query) {
+      warmedUp(); // an index that keeps no word (a small archive): nothing to warm
+      return { word: null, thread: threadId };
+    }
     const started = performance.now();
     authenticate(db, NO_KEY_HASH, Date.now());
     const { totalItems } = searchPage(db, WARM_UP_PRINCIPAL, query);
