@@ -77,11 +77,11 @@ export class WarmUps {
       const r = await this.#lane.send();
       if (r.thread === undefined) return; // no index on that thread: it is not warmed
       this.#warmed.add(r.thread);
-      if (r.word !== null) this.#word = r.word;
-      if (r.word !== null && r.ms !== undefined)
-        this.#log?.(
-          `search index: warm-up search of "${r.word}" (${r.totalItems} messages) in ${r.ms.toFixed(1)} ms on thread ${r.thread}`,
-        );
+      if (r.word === null) return; // warmed already, or nothing to warm
+      this.#word = r.word;
+      this.#log?.(
+        `search index: warm-up search of "${r.word}" (${r.totalItems} messages) in ${r.ms!.toFixed(1)} ms on thread ${r.thread}`,
+      );
     } catch {
       // A pool closing, or a thread that failed: the first user's search is only slower.
     }

@@ -38,7 +38,7 @@ import { ATTACHMENT_CHUNK_BYTES } from '../rules/new-email.js';
 import { decoyHash, stampOf, verifyPasswordSync } from '../rules/password-hash.js';
 import { iso } from '../rules/time.js';
 import { threadId } from 'node:worker_threads';
-import { NO_KEY_HASH, WARM_UP_PRINCIPAL, warmedAlready, warmedUp, warmUpQuery } from '../search/warm-up.js';
+import { NO_KEY_HASH, WARM_UP_PRINCIPAL, warmedUp, warmUpStep } from '../search/warm-up.js';
 import { summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './columns.js';
 import { searchPage } from './search.js';
 import { indexedSearch, searchIndexInfo } from './search-snapshot.js';
@@ -506,22 +506,13 @@ export const pgHandlers: PgHandlers = {
   warmUp: async (ctx) => {
     // Only on an index the thread holds: at a million messages SQL's count of the commonest word
     // takes seconds, which a warm-up must not spend.
-    const already = warmedAlready(threadId);
-    if (already) return already;
     const latest = ctx.searchSnapshot();
-    if (latest?.token === undefined) return { word: null }; // no index yet: a later round warms this thread
-    const query = warmUpQuery(latest.snapshot);
-    if (!query) {
-      warmedUp(); // an index that keeps no word (a small archive): nothing to warm
-      return { word: null, thread: threadId };
-    }
+    const step = warmUpStep(threadId, latest?.token !== undefined ? latest.snapshot : undefined);
+    if ('answer' in step) return step.answer;
     const started = performance.now();
     await authenticate(ctx, NO_KEY_HASH, Date.now());
-    const answer = await indexedSearch(ctx, WARM_UP_PRINCIPAL, query); // undefined: new mail, SQL's to find
-    if (answer) warmedUp();
-    return answer
-      ? { word: query.q!, totalItems: answer.totalItems, ms: performance.now() - started, thread: threadId }
-      : { word: null };
+    const answer = await indexedSearch(ctx, WARM_UP_PRINCIPAL, step.query); // undefined: new mail, SQL's to find
+    return answer ? warmedUp(step.query, answer.totalItems, started, threadId) : { word: null };
   },
   fault: () => {
     throw new Error('fault injection is disabled');

@@ -9,7 +9,7 @@
 // request a first user most often makes and the one whose rows are the archive's newest. It warms
 // the search, not the request around it: that is the gateway's own first search, sent once these
 // are over (gateway/warm-up.ts).
-import type { Principal, SearchQuery } from '../../shared/jobs.js';
+import type { JobResult, Principal, SearchQuery } from '../../shared/jobs.js';
 import type { Snapshot } from './bitsets/snapshot.js';
 
 /**
@@ -25,7 +25,7 @@ export const WARM_UP_PRINCIPAL: Principal = { userId: 0, username: 'warm-up', is
 export const NO_KEY_HASH = '0'.repeat(64);
 
 /** The warm-up's query on `snap`; undefined when the index keeps no word (an empty archive). */
-export function warmUpQuery(snap: Snapshot): SearchQuery | undefined {
+function warmUpQuery(snap: Snapshot): SearchQuery | undefined {
   const word = snap.commonestWord();
   if (word === undefined) return undefined;
   return { q: word, page: 1, pageSize: 20, sortBy: 'sentDate', sortOrder: 'desc' };
@@ -34,12 +34,31 @@ export function warmUpQuery(snap: Snapshot): SearchQuery | undefined {
 /** Whether this thread has run its warm-up search (each thread has its own copy of this module). */
 let warm = false;
 
-/** This thread's answer to a warm-up when it has run one already: it warms a thread only once. */
-export function warmedAlready(thread: number): { word: null; thread: number } | undefined {
-  return warm ? { word: null, thread } : undefined;
+/**
+ * What a thread does with a warm-up job, the same on both stores: answer at once (it has warmed
+ * already; its index keeps no word, so there is nothing to warm; or it holds no index yet, and
+ * then, with no `thread` in the answer, a later round comes back), or run `query`, then
+ * warmedUp(). `snap` is the index the thread holds, undefined when none is current.
+ */
+export function warmUpStep(
+  thread: number,
+  snap: Snapshot | undefined,
+): { answer: JobResult<'warmUp'> } | { query: SearchQuery } {
+  if (warm) return { answer: { word: null, thread } };
+  if (!snap) return { answer: { word: null } };
+  const query = warmUpQuery(snap);
+  if (query) return { query };
+  warm = true;
+  return { answer: { word: null, thread } };
 }
 
-/** Called once the thread's warm-up search has run. */
-export function warmedUp(): void {
+/** Called once the thread's warm-up search has run; its answer to the pool. */
+export function warmedUp(
+  query: SearchQuery,
+  totalItems: number,
+  startedMs: number,
+  thread: number,
+): JobResult<'warmUp'> {
   warm = true;
+  return { word: query.q!, totalItems, ms: performance.now() - startedMs, thread };
 }

@@ -22,7 +22,7 @@ import { encodeDetail } from '../pool/encoded-detail.js';
 import { movedToQueryLane } from '../pool/large-detail.js';
 import { currentSnapshot, snapshotInfo } from './index-share.js';
 import { threadId } from 'node:worker_threads';
-import { NO_KEY_HASH, WARM_UP_PRINCIPAL, warmedAlready, warmedUp, warmUpQuery } from '../search/warm-up.js';
+import { NO_KEY_HASH, WARM_UP_PRINCIPAL, warmedUp, warmUpStep } from '../search/warm-up.js';
 import { createKeyFor, endSessions, listKeysFor, login, revokeKeyAs, sessionUser } from './web.js';
 
 type Handlers = { [K in JobKind]: (db: Db, job: Job<K>) => JobResult<K> };
@@ -69,20 +69,11 @@ export const handlers: Handlers = {
     };
   },
   warmUp: (db) => {
-    const already = warmedAlready(threadId);
-    if (already) return already;
-    const snap = currentSnapshot(db);
-    if (!snap) return { word: null }; // no index yet: a later round warms this thread
-    const query = warmUpQuery(snap);
-    if (!query) {
-      warmedUp(); // an index that keeps no word (a small archive): nothing to warm
-      return { word: null, thread: threadId };
-    }
+    const step = warmUpStep(threadId, currentSnapshot(db));
+    if ('answer' in step) return step.answer;
     const started = performance.now();
     authenticate(db, NO_KEY_HASH, Date.now());
-    const { totalItems } = searchPage(db, WARM_UP_PRINCIPAL, query);
-    warmedUp();
-    return { word: query.q!, totalItems, ms: performance.now() - started, thread: threadId };
+    return warmedUp(step.query, searchPage(db, WARM_UP_PRINCIPAL, step.query).totalItems, started, threadId);
   },
   fault: () => {
     throw new Error('fault injection is disabled');
