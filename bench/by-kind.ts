@@ -10,12 +10,12 @@
 // The corpora are bench/corpus.ts's and bench/pg-corpus.ts's, written when missing; the
 // PostgreSQL index is saved beside its corpus, as bench:postgres saves it.
 import { openAdmin } from '../engine/archive.js';
-import { CACHE_DIR, corpusArgs, ensureCorpus } from './corpus.js';
+import { corpusArgs, ensureCorpus } from './corpus.js';
 import { arg } from './lib/args.js';
 import { percentile } from './lib/load.js';
 import { queryStream, QUERY_KINDS, type QueryKind } from './lib/query-stream.js';
-import { searchIndexOf, startServer } from './lib/server.js';
-import { ensurePgCorpus } from './pg-corpus.js';
+import { searchIndexOf, startArchiveServer } from './lib/server.js';
+import { ensurePgCorpus, pgIndexFile } from './pg-corpus.js';
 
 const { messages, seed } = corpusArgs();
 const queries = arg('--queries', 600);
@@ -29,12 +29,8 @@ async function timesByKind(postgres: boolean): Promise<Map<QueryKind, number[]>>
   const location = postgres ? await ensurePgCorpus({ messages, seed }) : ensureCorpus({ messages, seed });
   const admin = await openAdmin(location);
   const key = await admin.createKey({ username: 'admin', name: 'bench:by-kind' }).finally(() => admin.close());
-  const server = await startServer({
-    Api__Enabled: 'true',
-    Database__Path: location,
-    Engine__Threads: '2',
-    Api__RateLimitPerMinute: '1000000000',
-    ...(postgres ? { Engine__SearchIndexFile: `${CACHE_DIR}/${new URL(location).pathname.slice(1)}.index` } : {}),
+  const server = await startArchiveServer(location, {
+    ...(postgres ? { env: { Engine__SearchIndexFile: pgIndexFile(location) } } : {}),
   });
   try {
     const index = await searchIndexOf(server, (i) => i?.status === 'current', 3_600_000);
@@ -48,7 +44,9 @@ async function timesByKind(postgres: boolean): Promise<Map<QueryKind, number[]>>
       });
       await res.arrayBuffer();
       if (res.status !== 200) throw new Error(`${JSON.stringify(params)}: status ${res.status}`);
-      times.set(kind, [...(times.get(kind) ?? []), performance.now() - started]);
+      const ofKind = times.get(kind) ?? [];
+      ofKind.push(performance.now() - started);
+      times.set(kind, ofKind);
     }
     return times;
   } finally {

@@ -15,11 +15,11 @@
 // bench:postgres does; `--wait S` waits S seconds after /readyz before the first search (the
 // start's own work, such as the aggregates' columns, then done).
 import { openAdmin } from '../engine/archive.js';
-import { CACHE_DIR, corpusArgs, ensureCorpus } from './corpus.js';
+import { corpusArgs, ensureCorpus } from './corpus.js';
 import { arg } from './lib/args.js';
 import { ms, percentile, ratio } from './lib/load.js';
 import { searchIndexOf, startServer } from './lib/server.js';
-import { ensurePgCorpus } from './pg-corpus.js';
+import { ensurePgCorpus, pgIndexFile } from './pg-corpus.js';
 
 const TARGET_MS = 15;
 const WORDS = ['the', 'and', 'to', 'of', 'a'];
@@ -30,9 +30,7 @@ const waitS = arg('--wait', 0, { zero: true });
 const postgres = process.argv.includes('--postgres');
 const reusedKey = process.argv.includes('--reused-key');
 const location = postgres ? await ensurePgCorpus({ messages, seed }) : ensureCorpus({ messages, seed });
-const env: Record<string, string> = postgres
-  ? { Engine__SearchIndexFile: `${CACHE_DIR}/${new URL(location).pathname.slice(1)}.index` }
-  : {};
+const env: Record<string, string> = postgres ? { Engine__SearchIndexFile: pgIndexFile(location) } : {};
 
 let shared: string | undefined;
 async function newKey(): Promise<string> {

@@ -10,7 +10,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { openAdmin } from '../engine/archive.js';
-import { CORPUS_BATCH, CORPUS_VERSION, corpusArgs, planCorpus, type CorpusOptions } from './corpus.js';
+import { CACHE_DIR, CORPUS_BATCH, CORPUS_VERSION, corpusArgs, planCorpus, type CorpusOptions } from './corpus.js';
 
 function server() {
   return {
@@ -23,6 +23,14 @@ function server() {
 export function pgCorpusUrl(name: string): string {
   const { host, port, user } = server();
   return `postgres://${encodeURIComponent(user)}@${host}:${port}/${name}`;
+}
+
+/**
+ * Where a benchmark's PostgreSQL server saves its index (Engine:SearchIndexFile, ADR 23): beside
+ * the cached corpus, so that the next run loads it as a SQLite server loads its own file.
+ */
+export function pgIndexFile(url: string): string {
+  return `${CACHE_DIR}/${new URL(url).pathname.slice(1)}.index`;
 }
 
 async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {

@@ -21,13 +21,13 @@ import { openArchive } from '../engine/sqlite/open.js';
 import { exactCount } from '../engine/sqlite/search.js';
 import { parseSearchInput } from '../shared/search-input.js';
 import type { SearchIndexInfo } from '../shared/jobs.js';
-import { CACHE_DIR, ensureCorpus, sampleAddresses } from './corpus.js';
+import { ensureCorpus, sampleAddresses } from './corpus.js';
 import { postgresCpuMs, processCpuMs } from './lib/cpu.js';
 import { loadStream, ms, percentile, ratio, type StreamLoadResult } from './lib/load.js';
 import { corpusWords, queryStream } from './lib/query-stream.js';
 import { searchIndexOf, startArchiveServer, type RunningServer } from './lib/server.js';
 import { mailArchiverSearch } from './mail-archiver-search.js';
-import { ensurePgCorpus } from './pg-corpus.js';
+import { ensurePgCorpus, pgIndexFile } from './pg-corpus.js';
 
 /** The targets (docs/performance.md, "PostgreSQL with the in-memory index"): PostgreSQL against SQLite on the stream, and against Mail Archiver's own SQL. */
 const TARGETS = { p50: 1.5, p99: 2, rps: 0.6, firstCallMs: 15, mailArchiver: 20 };
@@ -122,12 +122,9 @@ async function main(): Promise<void> {
       ['PostgreSQL', pgUrl],
     ] as const) {
       const started = performance.now();
-      // PostgreSQL saves its index only where told (ADR 23): beside the cached corpus, so that
-      // a second run loads it as a SQLite server loads its own.
+      // PostgreSQL saves its index only where told (ADR 23).
       const server = await startArchiveServer(location, {
-        ...(name === 'PostgreSQL'
-          ? { env: { Engine__SearchIndexFile: `${CACHE_DIR}/${new URL(location).pathname.slice(1)}.index` } }
-          : {}),
+        ...(name === 'PostgreSQL' ? { env: { Engine__SearchIndexFile: pgIndexFile(location) } } : {}),
       });
       // A full build at 1,000,000 messages takes minutes: waited for up to an hour.
       const index = await searchIndexOf(server, (i) => i?.status === 'current', 3_600_000);
