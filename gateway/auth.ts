@@ -101,7 +101,6 @@ export const refusedKey = (reason: AuthFailure): Unauthorized => unauthorized(re
 export class KeyCheck {
   #checked: Promise<Principal> | undefined;
   #principal: Principal | undefined;
-  #recorded = true;
 
   constructor(
     private readonly engine: EnginePool,
@@ -117,13 +116,12 @@ export class KeyCheck {
     const key = new KeyCheck(engine, '', () => Promise.resolve(WARM_UP_PRINCIPAL));
     key.#principal = WARM_UP_PRINCIPAL;
     key.#checked = Promise.resolve(WARM_UP_PRINCIPAL);
-    key.#recorded = false;
     return key;
   }
 
   /** False for the warm-up request's check: what its jobs read goes in no access log. */
   get recorded(): boolean {
-    return this.#recorded;
+    return this.#principal !== WARM_UP_PRINCIPAL;
   }
 
   /** The key's principal, once a check found it genuine and admission charged it. */
