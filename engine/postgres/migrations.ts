@@ -232,4 +232,54 @@ export const ourMigrations: OwnMigration[] = [
       CREATE INDEX oauth_refresh_tokens_grant ON mail_archive_gateway.oauth_refresh_tokens (grant_id);
     `,
   },
+  {
+    version: 10,
+    name: 'word pairs in the search side-index',
+    sql: /* sql */ `
+      -- Each side-index document also holds its adjacent word pairs, one lexeme per pair and field
+      -- ('B:that time': the body has 'b:that' at some position p and 'b:time' at p + 1), derived
+      -- from the document's own stored positions, so a pair lexeme is exactly what the phrase
+      -- 'b:that' <-> 'b:time' matches. GIN then answers a two-word phrase from one posting list,
+      -- without reading each candidate's document (docs/decisions.md, ADR 24). A document whose
+      -- pairs do not fit tsvector's limits gets '_:unpaired' instead and is checked by position.
+      CREATE FUNCTION mail_archive_gateway.with_pairs(doc tsvector) RETURNS tsvector
+      LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$
+        WITH base AS (
+          SELECT ts_delete(doc, ARRAY(SELECT u.lexeme FROM unnest(doc) u WHERE u.lexeme !~ '^[a-z]:')) AS doc
+        ), at AS (
+          SELECT left(u.lexeme, 1) AS f, substr(u.lexeme, 3) AS w, p
+            FROM base, unnest(base.doc) u, unnest(u.positions) p
+        ), pairs AS (
+          SELECT DISTINCT upper(a.f) || ':' || a.w || ' ' || b.w AS lex
+            FROM at a JOIN at b ON b.f = a.f AND b.p = a.p + 1
+        )
+        SELECT CASE
+          WHEN (SELECT coalesce(max(octet_length(lex)), 0) FROM pairs) <= 2046
+           AND (SELECT coalesce(sum(octet_length(lex)), 0) FROM pairs)
+             + (SELECT coalesce(sum(octet_length(l)), 0) FROM unnest(tsvector_to_array(base.doc)) l) <= 1000000
+          THEN base.doc || array_to_tsvector(ARRAY(SELECT lex FROM pairs))
+          ELSE base.doc || array_to_tsvector(ARRAY['_:unpaired'])
+        END FROM base
+      $f$;
+      CREATE FUNCTION mail_archive_gateway.search_docs_pairs() RETURNS trigger
+      LANGUAGE plpgsql AS $f$
+        BEGIN
+          NEW.doc := mail_archive_gateway.with_pairs(NEW.doc);
+          RETURN NEW;
+        END
+      $f$;
+      -- Every writer gets pairs, whichever release it runs: the trigger, not the JavaScript that
+      -- builds the document, adds them.
+      CREATE TRIGGER search_docs_pairs BEFORE INSERT OR UPDATE OF doc ON mail_archive_gateway.search_docs
+        FOR EACH ROW EXECUTE FUNCTION mail_archive_gateway.search_docs_pairs();
+      -- Documents written before this migration are given their pairs in batches, in id order, by
+      -- the index builder (search-index.ts addWordPairs): pairs_through is how far it got,
+      -- pairs_goal the highest document then (the trigger's lock waited for writers before it).
+      -- Searches use the pairs once pairs_through reaches pairs_goal.
+      ALTER TABLE mail_archive_gateway.search_state ADD COLUMN pairs_through integer NOT NULL DEFAULT 0,
+        ADD COLUMN pairs_goal integer NOT NULL DEFAULT 0;
+      UPDATE mail_archive_gateway.search_state
+         SET pairs_goal = (SELECT coalesce(max(email_id), 0) FROM mail_archive_gateway.search_docs);
+    `,
+  },
 ];

@@ -133,6 +133,46 @@ function phrase(field: Field, tokens: string[], prefix: boolean): string {
   return lexemes.length === 1 ? lexemes[0]! : `(${lexemes.join(' <-> ')})`;
 }
 
+/**
+ * Marks a document whose word pairs did not fit tsvector's limits (migration 10's with_pairs):
+ * it has no pair lexemes, and a phrase is checked in it by position.
+ */
+const UNPAIRED = quote('_:unpaired');
+
+/**
+ * A phrase of a text node as two tsqueries over the word pairs of migration 10: `paired` for
+ * documents holding pairs, `unpaired` for the few that could not. For a phrase of two words
+ * `paired` is one pair lexeme per field, which GIN answers from its posting list without
+ * reading a document; a longer one ANDs its pairs with the positions (GIN reads only the
+ * documents holding all the pairs). Null when the node is not such a phrase, or a pair would
+ * exceed a lexeme's size: then tsquery(node) is the only form.
+ */
+export function pairedTsQuery(node: Node): { paired: string; unpaired: string } | null {
+  if (node.type !== 'text') return null;
+  const { field } = node;
+  if (
+    (field === 'from' || field === 'to' || field === 'cc' || field === 'bcc') &&
+    !node.prefix &&
+    ADDRESS.test(node.text)
+  )
+    return null; // an exact address tag
+  const tokens = tokenize(node.words.join(' '));
+  if (tokens.length < 2) return null;
+  const paired: string[] = [];
+  for (const f of field ? [field] : DEFAULT_FIELDS) {
+    const words = tokens.map((t) => lexeme(f, t).slice(2));
+    const pairs: string[] = [];
+    for (let i = 1; i < words.length; i++) {
+      const pair = `${FIELD[f].toUpperCase()}:${words[i - 1]} ${words[i]}`;
+      if (Buffer.byteLength(pair) > MAX_LEXEME_BYTES) return null;
+      pairs.push(quote(pair) + (node.prefix && i === words.length - 1 ? ':*' : ''));
+    }
+    paired.push(pairs.length === 1 ? pairs[0]! : `(${pairs.join(' & ')} & ${phrase(f, tokens, node.prefix)})`);
+  }
+  const join = (list: string[]) => (list.length === 1 ? list[0]! : `(${list.join(' | ')})`);
+  return { paired: join(paired), unpaired: `(${UNPAIRED} & ${tsquery(node)})` };
+}
+
 /** A query node (no `thread:` in it) as tsquery input over the side index's lexemes. */
 export function tsquery(node: Node): string {
   switch (node.type) {
@@ -336,6 +376,38 @@ export async function ensureSearchIndex(ctx: PgContext): Promise<void> {
     sql`SELECT coalesce((SELECT max("Id") FROM ${T.emails}), 0) > (SELECT indexed_through FROM ${STATE}) AS behind`,
   );
   if (state!.behind) await catchUpSearchIndex(ctx);
+}
+
+/** Documents given their word pairs per transaction by addWordPairs. */
+const PAIRS_BATCH = 1000;
+
+/**
+ * Gives the documents written before migration 10 their word pairs (its trigger recomputes a
+ * document on update), in id order, a batch per transaction, until `deadline` (performance.now()
+ * milliseconds) or the end; returns whether every document has them. Safe to run from several
+ * processes at once: each batch takes the catch-up's lock and starts where the last one ended.
+ */
+export async function addWordPairs(ctx: PgContext, deadline = Infinity): Promise<boolean> {
+  for (;;) {
+    const done = await ctx.transaction(async (query) => {
+      await query(sql`SELECT pg_advisory_xact_lock(hashtext(${LOCK}))`);
+      const [state] = await query<{ through: number; goal: number }>(
+        sql`SELECT pairs_through AS through, pairs_goal AS goal FROM ${STATE}`,
+      );
+      if (state!.through >= state!.goal) return true;
+      const [batch] = await query<{ last: number | null }>(
+        sql`WITH batch AS (SELECT email_id FROM ${DOCS} WHERE email_id > ${state!.through} AND email_id <= ${state!.goal}
+                             ORDER BY email_id LIMIT ${PAIRS_BATCH}),
+                 done AS (UPDATE ${DOCS} d SET doc = d.doc FROM batch b WHERE d.email_id = b.email_id RETURNING d.email_id)
+            SELECT max(email_id) AS last FROM done`,
+      );
+      const last = batch!.last ?? state!.goal; // nothing left up to the goal
+      await query(sql`UPDATE ${STATE} SET pairs_through = ${last} WHERE id = 1`);
+      return last >= state!.goal;
+    });
+    if (done) return true;
+    if (performance.now() >= deadline) return false;
+  }
 }
 
 /** Removes index rows of messages deleted from ArchivedEmails (they are never shown anyway). */

@@ -18,7 +18,7 @@ import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import { once, readyLine, SavedIndex } from '../search/bitsets/saved-index.js';
 import { postSnapshot, type SnapshotMessage, type SnapshotOrigin } from '../search/bitsets/share.js';
 import { KEY_POSITIONS, Snapshot } from '../search/bitsets/snapshot.js';
-import { catchUpSearchIndex } from './search-index.js';
+import { addWordPairs, catchUpSearchIndex } from './search-index.js';
 import { exportSnapshot, type ExportedSnapshot, type PgSnapshotState } from './search-snapshot.js';
 import { T } from './columns.js';
 import { sql } from './sql.js';
@@ -175,7 +175,16 @@ async function refresh(): Promise<boolean> {
   return true;
 }
 
+/** How long one tick gives documents their word pairs (search-index.ts addWordPairs) at most. */
+const PAIRS_SLICE_MS = 5_000;
+let pairsDone = false;
+
 async function tick(): Promise<void> {
+  // Once searches are served: the pairs make phrases faster, they are not needed to answer.
+  if (current && !pairsDone) {
+    pairsDone = await addWordPairs(store, performance.now() + PAIRS_SLICE_MS);
+    if (pairsDone) last.at = 0; // the next snapshot tells the threads to use them
+  }
   const [state] = await store.primary<{ max: number }>(
     sql`SELECT coalesce(max("Id"), 0)::float8 AS max FROM ${T.emails}`,
   );

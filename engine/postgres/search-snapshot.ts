@@ -42,7 +42,7 @@ import { accountTag, directionTag, folderTag } from '../search/tags.js';
 import { tokenize } from '../search/unicode61.js';
 import { pageOf, toSummary, type RawSummary } from '../rules/summary.js';
 import { SORT_COLUMNS, summaryColumns, T } from './columns.js';
-import { DOCS, tagTsQuery, tsquery } from './search-index.js';
+import { DOCS, pairedTsQuery, tagTsQuery, tsquery } from './search-index.js';
 import { guessPresent, learnPresent, presentSql, sameAnswerBasis, type Present } from './search-present.js';
 import { raw, reused, sql, type Sql } from './sql.js';
 import { snapshotRows } from './snapshot-rows.js';
@@ -140,6 +140,14 @@ async function readOrders(
   }
   return orders;
 }
+
+/**
+ * Present (an empty set) when every side-index document in the snapshot has its word pairs
+ * (migration 10): a phrase is then asked of the side index by its pairs (leafSql).
+ */
+const PAIRS_KEY = 'x:pairs';
+/** Keys a refresh sets anew each time, never grown from the old snapshot. */
+const setAnew = (key: string) => ATTRIBUTE_TAG.test(key) || key === DOCS_KEY || key === PAIRS_KEY;
 
 /** The field letters of the default columns' lexemes (search-index.ts FIELD): subject, body, from, to, cc, bcc. */
 const DEFAULT_FIELDS = new Set(['s', 'b', 'f', 't', 'c', 'k']);
@@ -259,9 +267,15 @@ async function refreshPgSnapshot(
   ).rows
     .map((r) => r[0])
     .filter((id) => id <= maxId && (universe[id >>> 5]! & (1 << (id & 31))) !== 0);
+  const [{ paired }] = (
+    await client.query<{ paired: boolean }>(
+      'SELECT pairs_through >= pairs_goal AS paired FROM mail_archive_gateway.search_state',
+    )
+  ).rows as [{ paired: boolean }];
   const full = !old || rows.ids.length > old.fullBuildRows * 1.25 || old.snapshot.words > words * 2;
   const fresh = full ? withDocs : withDocs.filter((id) => !old.indexed.has(id));
-  if (old && !full && fresh.length === 0 && sameRows(rows, old.rows)) return old;
+  const samePairs = old !== undefined && (old.snapshot.term(PAIRS_KEY) !== undefined) === paired;
+  if (old && !full && fresh.length === 0 && samePairs && sameRows(rows, old.rows)) return old;
 
   const postings = new Postings();
   const vocab = full ? new Set<string>() : new Set(old.snapshot.vocab);
@@ -305,7 +319,7 @@ async function refreshPgSnapshot(
         key,
         [...postings.ids(key)].sort((a, b) => a - b),
       );
-    terms = grownTerms(old.snapshot, additions, words, (key) => ATTRIBUTE_TAG.test(key) || key === DOCS_KEY);
+    terms = grownTerms(old.snapshot, additions, words, setAnew);
   }
   // Common word pairs: all of them or none (a pair not kept occurs nowhere), as on SQLite.
   const pairWords = full
@@ -337,9 +351,10 @@ async function refreshPgSnapshot(
       else terms[at] = { key, set: grownSet(terms[at]!.set, ids, words) };
     }
   }
-  terms = terms.filter((t) => !ATTRIBUTE_TAG.test(t.key) && t.key !== DOCS_KEY);
+  terms = terms.filter((t) => !setAnew(t.key));
   terms.push(...attributeTerms(rows, words));
   terms.push({ key: DOCS_KEY, set: toTermSet(withDocs, words) });
+  if (paired) terms.push({ key: PAIRS_KEY, set: toTermSet([], words) });
 
   const sent = new Float64Array(maxId + 1).fill(Number.NaN);
   rows.ids.forEach((id, i) => (sent[id] = rows.sent[i]!));
@@ -443,8 +458,10 @@ class PrefetchSource implements LeafSource {
   readonly #wanted = new Map<string, Leaf>();
   readonly #answers = new Map<string, number[]>();
   readonly #cache: Map<string, number[]>;
+  readonly #pairs: boolean;
 
   constructor(snap: Snapshot, token: string) {
+    this.#pairs = snap.term(PAIRS_KEY) !== undefined;
     let cache = leafCaches.get(snap);
     if (cache?.token !== token) leafCaches.set(snap, (cache = { token, answers: new Map() }));
     this.#cache = cache.answers;
@@ -465,7 +482,7 @@ class PrefetchSource implements LeafSource {
   async fetch(send: SnapshotSend): Promise<void> {
     const asked: Array<[string, Leaf, Sql]> = [];
     for (const [key, leaf] of this.#wanted) {
-      const statement = leafSql(leaf);
+      const statement = leafSql(leaf, this.#pairs);
       if (statement) asked.push([key, leaf, statement]);
       else this.#answers.set(key, []);
     }
@@ -485,11 +502,26 @@ class PrefetchSource implements LeafSource {
   }
 }
 
-/** The side-index statement that lists a leaf's messages; null when none can have it. */
-function leafSql(leaf: Leaf): Sql | null {
+/**
+ * The side-index statement that lists a leaf's messages; null when none can have it. `pairs`:
+ * every document in the snapshot has its word pairs (PAIRS_KEY).
+ */
+function leafSql(leaf: Leaf, pairs: boolean): Sql | null {
   let tsq: string;
   switch (leaf.kind) {
-    case 'text':
+    case 'text': {
+      const paired = pairs ? pairedTsQuery(leaf.node) : null;
+      // Two scans, not one OR: a phrase operator anywhere in a tsquery makes GIN recheck every
+      // match in its document, which the pairs are there to avoid. A document is either paired
+      // or unpaired, so the two lists never share an id.
+      if (paired)
+        return reused(
+          sql`SELECT ${PACKED_IDS} FROM (SELECT email_id FROM ${DOCS} WHERE doc @@ ${paired.paired}::tsquery
+                UNION ALL SELECT email_id FROM ${DOCS} WHERE doc @@ ${paired.unpaired}::tsquery) d`,
+        );
+      tsq = tsquery(leaf.node);
+      break;
+    }
     case 'attachment':
       tsq = tsquery(leaf.node);
       break;
