@@ -133,6 +133,16 @@ function phrase(field: Field, tokens: string[], prefix: boolean): string {
   return lexemes.length === 1 ? lexemes[0]! : `(${lexemes.join(' <-> ')})`;
 }
 
+/** The address field of a term that is one whole address there (an exact-address tag), else null. */
+function exactAddressField(node: Extract<Node, { type: 'text' }>): 'from' | 'to' | 'cc' | 'bcc' | null {
+  const { field } = node;
+  return (field === 'from' || field === 'to' || field === 'cc' || field === 'bcc') &&
+    !node.prefix &&
+    ADDRESS.test(node.text)
+    ? field
+    : null;
+}
+
 /**
  * Marks a document whose word pairs did not fit tsvector's limits (migration 10's with_pairs):
  * it has no pair lexemes, and a phrase is checked in it by position.
@@ -149,13 +159,8 @@ const UNPAIRED = quote('_:unpaired');
  */
 export function pairedTsQuery(node: Node): { paired: string; unpaired: string } | null {
   if (node.type !== 'text') return null;
+  if (exactAddressField(node)) return null; // an exact address tag
   const { field } = node;
-  if (
-    (field === 'from' || field === 'to' || field === 'cc' || field === 'bcc') &&
-    !node.prefix &&
-    ADDRESS.test(node.text)
-  )
-    return null; // an exact address tag
   const tokens = tokenize(node.words.join(' '));
   if (tokens.length < 2) return null;
   const paired: string[] = [];
@@ -195,12 +200,9 @@ export function tsquery(node: Node): string {
       return `(${node.children.map(tsquery).join(node.type === 'and' ? ' & ' : ' | ')})`;
     case 'text': {
       const { field } = node;
-      if (
-        (field === 'from' || field === 'to' || field === 'cc' || field === 'bcc') &&
-        !node.prefix &&
-        ADDRESS.test(node.text)
-      ) {
-        return quote(lexeme('tag', addressTag(field, node.text))); // as compile.ts: exact address
+      const address = exactAddressField(node);
+      if (address) {
+        return quote(lexeme('tag', addressTag(address, node.text))); // as compile.ts: exact address
       }
       // FTS5 tokenises the phrase it is given (the parser's words) once more: the same here.
       const tokens = tokenize(node.words.join(' '));
