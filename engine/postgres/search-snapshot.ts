@@ -513,21 +513,18 @@ class PrefetchSource implements LeafSource {
  * every document in the snapshot has its word pairs (PAIRS_KEY).
  */
 function leafSql(leaf: Leaf, pairs: boolean): Sql | null {
+  const paired = pairs && leaf.kind === 'text' ? pairedTsQuery(leaf.node) : null;
+  // Two scans, not one OR: a phrase operator anywhere in a tsquery makes GIN recheck every match
+  // in its document, which the pairs are there to avoid. A document is either paired or
+  // unpaired, so the two lists never share an id.
+  if (paired)
+    return reused(
+      sql`SELECT ${PACKED_IDS} FROM (SELECT email_id FROM ${DOCS} WHERE doc @@ ${paired.paired}::tsquery
+            UNION ALL SELECT email_id FROM ${DOCS} WHERE doc @@ ${paired.unpaired}::tsquery) d`,
+    );
   let tsq: string;
   switch (leaf.kind) {
-    case 'text': {
-      const paired = pairs ? pairedTsQuery(leaf.node) : null;
-      // Two scans, not one OR: a phrase operator anywhere in a tsquery makes GIN recheck every
-      // match in its document, which the pairs are there to avoid. A document is either paired
-      // or unpaired, so the two lists never share an id.
-      if (paired)
-        return reused(
-          sql`SELECT ${PACKED_IDS} FROM (SELECT email_id FROM ${DOCS} WHERE doc @@ ${paired.paired}::tsquery
-                UNION ALL SELECT email_id FROM ${DOCS} WHERE doc @@ ${paired.unpaired}::tsquery) d`,
-        );
-      tsq = tsquery(leaf.node);
-      break;
-    }
+    case 'text':
     case 'attachment':
       tsq = tsquery(leaf.node);
       break;
