@@ -19,8 +19,8 @@ import type { SearchIndexInfo, SearchQuery, Viewer } from '../../shared/jobs.js'
 import { parseQuery, type Node } from '../../shared/query-language.js';
 import { RELEVANCE_WINDOW } from '../../shared/search-input.js';
 import { compileSearch } from '../search/compile.js';
-import { countMatches, leafKey } from '../search/bitsets/count.js';
-import { pageIds, relevancePageIds } from '../search/bitsets/page.js';
+import { countMatches, leafKey, matchSet } from '../search/bitsets/count.js';
+import { pageIds, rankedPageIds, relevanceWindow } from '../search/bitsets/page.js';
 import { needsSubjects, rankedSets, termsFromSets } from '../search/bitsets/ranked.js';
 import { grownSet, grownTerms, keptTerms, Postings, toTermSet } from '../search/bitsets/rows.js';
 import {
@@ -639,11 +639,14 @@ async function answerFromIndex(
 ): Promise<{ result: PagedResult<EmailSummaryDto> | undefined; present: Present }> {
   // An OAuth grant narrowed to some accounts sees those the user still may (ADR 19).
   const visible = narrowedToGrant(present.visible, viewer.oauth?.accountIds);
-  const local: SearchQuery = { ...query };
-  delete local.from;
-  delete local.to;
-  if (present.from !== null) local.from = present.from;
-  if (present.to !== null) local.to = present.to;
+  // The date bounds in the index's units. Built without `delete`, which turns an object into a
+  // dictionary: the bitset walks that read it then left their optimized code on most searches.
+  const { from: _from, to: _to, ...rest } = query;
+  const local: SearchQuery = {
+    ...rest,
+    ...(present.from !== null ? { from: present.from } : {}),
+    ...(present.to !== null ? { to: present.to } : {}),
+  };
   const compiled = compileSearch(query.q);
   const ranked = query.sortBy === 'relevance' && compiled.kind === 'query' && compiled.match !== null;
   const leaves = ranked ? rankedLeaves(root) : [];
@@ -658,13 +661,17 @@ async function answerFromIndex(
   };
 
   const source = new PrefetchSource(snap, token);
+  // A dry run first: the leaves the side index must answer, asked in one round trip, and then
+  // one evaluation over the whole archive, not one before the answers and one after.
+  matchSet(source, snap, visible, local, root, true);
+  if (ranked) rankedSets(source, snap, leaves, true);
   let matched: ReturnType<typeof countMatches>;
   let sets: ReturnType<typeof rankedSets>;
   for (let round = 0; ; round++) {
+    if (!source.complete) await source.fetch(send);
     matched = countMatches(source, snap, visible, local, root);
     sets = ranked ? rankedSets(source, snap, leaves) : undefined;
-    if (source.complete || round === 3) break;
-    await source.fetch(send);
+    if (source.complete || round === 2) break;
   }
   if (!matched || !source.complete || (ranked && !sets)) return { result: undefined, present }; // SQL answers
   const page = (items: EmailSummaryDto[]) => pageOf(query, items, matched!.total);
@@ -672,8 +679,8 @@ async function answerFromIndex(
   let ids = pageIds(snap, matched.bits, local, root !== null);
   if (!ids) {
     // Relevance: the window first (keys are positions), its subjects if a term needs them, then the ranking.
-    let window: number[] = [];
-    relevancePageIds(snap, matched.bits, local, matched.total, RELEVANCE_WINDOW, (keys) => (window = keys));
+    const found = relevanceWindow(snap, matched.bits, local, RELEVANCE_WINDOW);
+    const window = found.newest.map((p) => snap.keys[p]!);
     const subjects = sets && needsSubjects(sets) ? await windowSubjects(send, snap, window) : new Map();
     const terms = sets
       ? termsFromSets(
@@ -682,7 +689,7 @@ async function answerFromIndex(
           () => subjects,
         )
       : [];
-    ids = relevancePageIds(snap, matched.bits, local, matched.total, RELEVANCE_WINDOW, (keys) =>
+    ids = rankedPageIds(snap, matched.bits, local, matched.total, found, (keys) =>
       rankWindow(keys, terms, snap.rows, query.sortOrder === 'desc'),
     );
   }

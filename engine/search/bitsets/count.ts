@@ -53,19 +53,25 @@ export function countMatches(
   return { bits, total };
 }
 
-/** The set of visible messages matching the query and its filters (dates aside), or undefined if stale. */
+/**
+ * The set of visible messages matching the query and its filters (dates aside), or undefined if
+ * stale. `dry`: only ask the source every leaf the evaluation needs, with no set arithmetic (every
+ * set is empty): a store whose source answers later (PostgreSQL's, one round trip for all leaves)
+ * learns what to fetch without evaluating the query twice over the whole archive.
+ */
 export function matchSet(
   source: LeafSource,
   snap: Snapshot,
   visible: VisibleAccounts,
   query: SearchQuery,
   root: Node | null,
+  dry = false,
 ): Bits | undefined {
   try {
-    const ev = new Evaluator(source, snap);
+    const ev = new Evaluator(source, snap, dry);
     const parts: Bits[] = [];
     if (visible !== null) {
-      const set = new Uint32Array(snap.words);
+      const set = ev.empty();
       for (const a of visible) ev.orInto(set, ev.tag(accountTag(a)));
       parts.push(set);
     }
@@ -79,8 +85,8 @@ export function matchSet(
       const docs = ev.kept(DOCS_KEY);
       if (docs) parts.push(docs);
     }
-    if (parts.length === 0) return snap.universe;
-    const out = parts[0]!.slice();
+    if (parts.length === 0) return dry ? ev.empty() : snap.universe;
+    const out = ev.copy(parts[0]!);
     for (const p of parts.slice(1)) andInto(out, p);
     return out;
   } catch (err) {
@@ -104,9 +110,10 @@ export function leafSets(
   snap: Snapshot,
   leaf: Extract<Node, { type: 'text' }>,
   subject: Extract<Node, { type: 'text' }> | null,
+  dry = false,
 ): { text: Bits; docs: number; subject: Bits | null | 'unkept' } | undefined {
   try {
-    const ev = new Evaluator(source, snap);
+    const ev = new Evaluator(source, snap, dry);
     const text = ev.node(leaf);
     const docs = popcount(text);
     if (subject === null || subject === leaf) return { text, docs, subject: subject && text };
@@ -116,7 +123,7 @@ export function leafSets(
       if (kept) return { text, docs, subject: kept };
       // FTS5 reads the word's whole doclist, whatever the column (about 0.05 µs a message at
       // 1,000,000: 0.2 ms for a word in 4,783 messages, 13 ms in 255,712); reading and
-      // tokenizing the window's 1,000 subjects costs 2 to 5 ms.
+      // tokenizing the window's 1,000 subjects costs 2 to 5 ms. (A dry run cannot tell: it asks.)
       if (docs <= SUBJECT_FTS_MAX_DOCS) return { text, docs, subject: ev.leaf({ kind: 'text', node: subject }) };
     }
     return { text, docs, subject: 'unkept' };
@@ -126,11 +133,26 @@ export function leafSets(
   }
 }
 
+/** A dry run's every set: nothing to compute, nothing in shared memory to write to by mistake. */
+const NONE = new Uint32Array(0);
+
 class Evaluator {
   constructor(
     readonly source: LeafSource,
     readonly snap: Snapshot,
+    /** matchSet's `dry`: every set is empty (NONE), the source is still asked for every leaf. */
+    readonly dry = false,
   ) {}
+
+  /** A new empty set. */
+  empty(): Bits {
+    return this.dry ? NONE : new Uint32Array(this.snap.words);
+  }
+
+  /** A copy of a set, to compute into. */
+  copy(set: Bits): Bits {
+    return this.dry ? NONE : set.slice();
+  }
 
   node(node: Node): Bits {
     switch (node.type) {
@@ -140,22 +162,22 @@ class Evaluator {
         return this.text(node);
       case 'thread':
         // Not cached with the snapshot: thread ids are not in it (a merge would force a rebuild).
-        return this.ftsInto(new Uint32Array(this.snap.words), { kind: 'thread', id: node.id });
+        return this.ftsInto(this.empty(), { kind: 'thread', id: node.id });
       case 'read':
         throw new StaleSnapshot(); // never asked: searches with is: terms answer by SQL
       case 'attachment':
         // Not cached with the snapshot: attachment text arrives without the snapshot changing.
-        return this.ftsInto(new Uint32Array(this.snap.words), { kind: 'attachment', node });
+        return this.ftsInto(this.empty(), { kind: 'attachment', node });
       case 'or': {
-        const out = new Uint32Array(this.snap.words);
+        const out = this.empty();
         for (const c of node.children) this.orInto(out, this.node(c));
         return out;
       }
       case 'not':
-        return andNot(this.snap.universe.slice(), this.node(node.child));
+        return andNot(this.copy(this.snap.universe), this.node(node.child));
       case 'and': {
         const positive = node.children.filter((c) => c.type !== 'not');
-        const out = positive.length ? this.node(positive[0]!).slice() : this.snap.universe.slice();
+        const out = this.copy(positive.length ? this.node(positive[0]!) : this.snap.universe);
         for (const c of positive.slice(1)) andInto(out, this.node(c));
         for (const c of node.children) if (c.type === 'not') andNot(out, this.node(c.child));
         return out;
@@ -189,8 +211,7 @@ class Evaluator {
         if (kept) return kept;
         // Not a word of the default columns at all: nothing can match. (A giant word may be
         // stored cut to a store's limit, PostgreSQL's 2,047 bytes: the store is asked instead.)
-        if (group === 'd' && token.length <= MAX_VOCAB_CHECK && !hasWord(this.snap.vocab, token))
-          return new Uint32Array(this.snap.words);
+        if (group === 'd' && token.length <= MAX_VOCAB_CHECK && !hasWord(this.snap.vocab, token)) return this.empty();
       } else if (group === 'd') {
         return this.prefix(token);
       }
@@ -199,7 +220,7 @@ class Evaluator {
       // Two pair words: their pair set, or nothing if the pair occurs nowhere (pairs.ts).
       const [first, second] = tokens as [string, string];
       if (this.snap.term(pairWordKey(first)) && this.snap.term(pairWordKey(second)))
-        return this.kept(pairKey(first, second)) ?? new Uint32Array(this.snap.words);
+        return this.kept(pairKey(first, second)) ?? this.empty();
     }
     return this.leaf({ kind: 'text', node });
   }
@@ -211,7 +232,7 @@ class Evaluator {
    */
   prefix(token: string): Bits {
     const vocab = this.snap.vocab;
-    const out = new Uint32Array(this.snap.words);
+    const out = this.empty();
     const rare: string[] = [];
     for (let i = lowerBound(vocab, token); i < vocab.length && vocab[i]!.startsWith(token); i++) {
       if (!this.keptInto(out, termKey('d', vocab[i]!))) rare.push(vocab[i]!);
@@ -231,6 +252,7 @@ class Evaluator {
   keptInto(out: Bits, key: string): boolean {
     const set = this.snap.term(key);
     if (!set) return false;
+    if (this.dry) return true;
     if (set.kind === 'bits') this.orInto(out, set.bits);
     else addIds(out, set.ids);
     return true;
@@ -239,6 +261,7 @@ class Evaluator {
   kept(key: string): Bits | undefined {
     const set = this.snap.term(key);
     if (!set) return undefined;
+    if (this.dry) return NONE;
     return set.kind === 'bits' ? set.bits : addIds(new Uint32Array(this.snap.words), set.ids);
   }
 
@@ -248,6 +271,7 @@ class Evaluator {
    * same search, or the same phrase with another filter, does not ask the store again.
    */
   leaf(leaf: Exclude<Leaf, { kind: 'thread' | 'attachment' }>): Bits {
+    if (this.dry) return this.ftsInto(NONE, leaf);
     const key = leafKey(leaf);
     let cache = leafCaches.get(this.snap);
     if (!cache) leafCaches.set(this.snap, (cache = new Map()));
@@ -268,7 +292,9 @@ class Evaluator {
 
   /** Adds the store's matches for a leaf to `out`. */
   ftsInto(out: Bits, leaf: Leaf): Bits {
-    for (const id of this.source.ids(leaf, this.snap)) out[id >>> 5]! |= 1 << (id & 31);
+    const ids = this.source.ids(leaf, this.snap);
+    if (this.dry) return out;
+    for (const id of ids) out[id >>> 5]! |= 1 << (id & 31);
     return out;
   }
 }

@@ -83,6 +83,34 @@ export function positionsInRange(snap: Snapshot, query: Pick<SearchQuery, 'from'
   ];
 }
 
+/** The newest matches of a relevance search, found once: the ranking may need a round trip between. */
+export interface RelevanceWindow {
+  /** Positions in date order, newest first; at most the window's size. */
+  newest: number[];
+  /** The position below the last one the walk looked at (where the older matches continue). */
+  next: number;
+  start: number;
+  end: number;
+}
+
+/** The newest `window` matches in the query's date range, by walking the match set down from the newest message. */
+export function relevanceWindow(
+  snap: Snapshot,
+  bits: Uint32Array,
+  query: SearchQuery,
+  window: number,
+): RelevanceWindow {
+  const { ids } = snap;
+  const [start, end] = positionsInRange(snap, query);
+  const newest: number[] = [];
+  let p = end - 1;
+  for (; p >= start && newest.length < window; p--) {
+    const id = ids[p]!;
+    if ((bits[id >>> 5]! & (1 << (id & 31))) !== 0) newest.push(p);
+  }
+  return { newest, next: p, start, end };
+}
+
 /**
  * A page of `sortBy=relevance` from a snapshot (relevance.ts): the newest `window` matches, as
  * `rank` orders them, then the older ones newest first; ascending is the exact reverse. The same
@@ -99,12 +127,22 @@ export function relevancePageIds(
   window: number,
   rank: (keys: number[]) => number[],
 ): number[] {
+  return rankedPageIds(snap, bits, query, total, relevanceWindow(snap, bits, query, window), rank);
+}
+
+/** relevancePageIds with its window already found (relevanceWindow). */
+export function rankedPageIds(
+  snap: Snapshot,
+  bits: Uint32Array,
+  query: SearchQuery,
+  total: number,
+  found: RelevanceWindow,
+  rank: (keys: number[]) => number[],
+): number[] {
   const { ids, keys } = snap;
   const has = (id: number) => (bits[id >>> 5]! & (1 << (id & 31))) !== 0;
-  const [start, end] = positionsInRange(snap, query);
-  const newest: number[] = []; // positions, newest first
-  let p = end - 1;
-  for (; p >= start && newest.length < window; p--) if (has(ids[p]!)) newest.push(p);
+  const { newest, start, end } = found;
+  let p = found.next;
   const idOf = new Map(newest.map((q) => [keys[q]!, ids[q]!]));
   const ranked = rank(newest.map((q) => keys[q]!)).map((key) => idOf.get(key)!);
   const older = total - newest.length;

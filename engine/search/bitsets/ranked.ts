@@ -11,11 +11,16 @@ import type { LeafSource, TextLeaf } from './source.js';
 
 export type RankedSets = Array<{ leaf: TextLeaf; sets: NonNullable<ReturnType<typeof leafSets>> }>;
 
-/** Each leaf's sets, or undefined when the store has moved past the snapshot. */
-export function rankedSets(source: LeafSource, snap: Snapshot, leaves: TextLeaf[]): RankedSets | undefined {
+/** Each leaf's sets, or undefined when the store has moved past the snapshot. `dry`: as matchSet's. */
+export function rankedSets(
+  source: LeafSource,
+  snap: Snapshot,
+  leaves: TextLeaf[],
+  dry = false,
+): RankedSets | undefined {
   const out: RankedSets = [];
   for (const leaf of leaves) {
-    const sets = leafSets(source, snap, leaf, subjectLeaf(leaf));
+    const sets = leafSets(source, snap, leaf, subjectLeaf(leaf), dry);
     if (!sets) return undefined;
     out.push({ leaf, sets });
   }
