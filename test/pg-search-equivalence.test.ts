@@ -18,6 +18,9 @@ import { exportSnapshot, indexedSearch, type ExportedSnapshot } from '../engine/
 import { PgStore } from '../engine/postgres/store.js';
 import { learnPresent } from '../engine/postgres/search-present.js';
 import pg from 'pg';
+import { BroadcastChannel, Worker } from 'node:worker_threads';
+import { Snapshot, termKey } from '../engine/search/bitsets/snapshot.js';
+import { folderTag } from '../engine/search/tags.js';
 import { raw, sql, type Sql } from '../engine/postgres/sql.js';
 import { compileSearch } from '../engine/search/compile.js';
 import { addAccount } from '../engine/sqlite/accounts.js';
@@ -794,6 +797,81 @@ test.serial(
       await indexed.close();
       await exported.release();
       await runSql(pgdb.url, 'UPDATE mail_archive_gateway.search_docs SET doc = doc');
+    }
+  },
+);
+
+test.serial(
+  'the builder refreshes when the server counts writes to what it reads, and not while nothing is written',
+  async (t) => {
+    await catchUpSearchIndex(store);
+    const channel = `test-refresh-${process.pid}`;
+    const bc = new BroadcastChannel(channel);
+    const posts: Snapshot[] = [];
+    bc.onmessage = (event) => {
+      const message = (event as { data: { buffer?: SharedArrayBuffer } }).data;
+      if (message.buffer) posts.push(new Snapshot(message.buffer));
+    };
+    // Looking often, and a backstop far past the test: only the counters can bring a refresh.
+    const builder = new Worker(new URL('../engine/postgres/search-snapshot-builder.js', import.meta.url), {
+      workerData: {
+        url: pgdb.url,
+        timeZone: ZONE,
+        channel,
+        maxBytes: 64 << 20,
+        pollMs: 50,
+        refreshMs: 50,
+        backstopMs: 600_000,
+      },
+    });
+    builder.on('error', (err) => t.fail(String(err)));
+    const until = async (what: string, done: () => boolean | Promise<boolean>) => {
+      for (const deadline = Date.now() + 120_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50)))
+        if (await done()) return;
+      throw new Error(`gave up waiting for ${what}`);
+    };
+    // Each look reads the highest id: one index scan of ArchivedEmails, as the server counts them.
+    const looks = async () =>
+      Number(
+        (
+          await store.primary<{ n: string }>(
+            sql`SELECT idx_scan AS n FROM pg_stat_user_tables WHERE relid = 'mail_archiver."ArchivedEmails"'::regclass`,
+          )
+        )[0]!.n,
+      );
+    const moved = 'Moved/By Mail Archiver';
+    const [victim] = await store.primary<{ id: number; folder: string }>(
+      sql`SELECT "Id" AS id, "FolderName" AS folder FROM mail_archiver."ArchivedEmails" ORDER BY "Id" LIMIT 1`,
+    );
+    const inFolder = (snap: Snapshot, folder: string) => snap.term(termKey('t', folderTag(folder)))?.docs ?? 0;
+    try {
+      await until('a first snapshot', () => posts.length > 0);
+      // The writes of the tests before this one reach the counters within a second or so; then
+      // forty looks in a row find nothing to refresh (the refresh interval alone is 50 ms).
+      let quiet = false;
+      for (let attempt = 0; attempt < 6 && !quiet; attempt++) {
+        const [posted, looked] = [posts.length, await looks()];
+        await until('forty looks', async () => (await looks()) >= looked + 40);
+        quiet = posts.length === posted;
+      }
+      t.true(quiet, 'no refresh while nothing is written');
+
+      // A folder move by plain SQL, as Mail Archiver makes it: the counters bring the refresh.
+      await store.primary(
+        sql`UPDATE mail_archiver."ArchivedEmails" SET "FolderName" = ${moved} WHERE "Id" = ${victim!.id}`,
+      );
+      await until('the move in a snapshot', () => inFolder(posts.at(-1)!, moved) === 1);
+      await store.primary(
+        sql`UPDATE mail_archiver."ArchivedEmails" SET "FolderName" = ${victim!.folder} WHERE "Id" = ${victim!.id}`,
+      );
+      await until('the move back in a snapshot', () => inFolder(posts.at(-1)!, moved) === 0);
+      t.pass();
+    } finally {
+      await store.primary(
+        sql`UPDATE mail_archiver."ArchivedEmails" SET "FolderName" = ${victim!.folder} WHERE "Id" = ${victim!.id}`,
+      );
+      await builder.terminate();
+      bc.close();
     }
   },
 );

@@ -1,7 +1,11 @@
 // The builder thread of a PostgreSQL archive's in-memory search index (ADR 22): one per pool,
 // as for SQLite (engine/sqlite/index-builder.ts). Once a second it looks at the archive; it
-// refreshes the snapshot when Mail Archiver has archived mail (a higher id) or when the refresh
-// interval has passed (a delete, a folder move or a reassignment shows in the next refresh).
+// refreshes the snapshot when Mail Archiver has archived mail (a higher id), when the server's
+// write counters of the tables the index reads have moved (a delete, a folder move or a
+// reassignment shows in the next refresh), and at the latest after a backstop interval (the
+// counters are a hint, not proof: they are flushed lazily and can be reset). A refresh reads
+// every message's attributes again, seconds of work at a million messages: it is not repeated
+// while nothing has written.
 //
 // Each refresh exports a database snapshot from a transaction of its own that reads nothing
 // (so it holds no lock on Mail Archiver's tables, only the snapshot), builds in a second
@@ -21,7 +25,7 @@ import { KEY_POSITIONS, Snapshot } from '../search/bitsets/snapshot.js';
 import { addWordPairs, catchUpSearchIndex } from './search-index.js';
 import { exportSnapshot, type ExportedSnapshot, type PgSnapshotState } from './search-snapshot.js';
 import { T } from './columns.js';
-import { sql } from './sql.js';
+import { raw, sql } from './sql.js';
 import { PgStore } from './store.js';
 
 export interface PgBuilderData {
@@ -35,8 +39,14 @@ export interface PgBuilderData {
   maxBytes: number;
   /** Milliseconds between looks at the archive (default 1,000). */
   pollMs?: number;
-  /** Longest time between refreshes (default 5,000 ms; at least ten times the last refresh). */
+  /** Shortest time between refreshes (default 5,000 ms; at least ten times the last refresh). */
   refreshMs?: number;
+  /**
+   * Longest time between refreshes while the write counters say nothing was written (default
+   * 60,000 ms; `refreshMs` when the counters cannot be read or snapshots come from a replica,
+   * whose counters do not see the primary's writes).
+   */
+  backstopMs?: number;
   /** Where the index is saved and loaded from (Engine:SearchIndexFile); unset: not saved. */
   indexFile?: string;
 }
@@ -53,7 +63,7 @@ const RETIRE_MS = 10_000;
 const store = new PgStore({ url: data.url, timeZone: data.timeZone, connections: 1 });
 const bc = new BroadcastChannel(data.channel);
 let current: ExportedSnapshot | undefined;
-let last = { at: 0, maxId: -1, ms: 0 };
+let last: { at: number; maxId: number; ms: number; writes: number | null } = { at: 0, maxId: -1, ms: 0, writes: null };
 let origin: SnapshotOrigin = { kind: 'built', fromFile: false };
 const log = (line: string) => parentPort?.postMessage({ log: line });
 let saved: SavedIndex | undefined;
@@ -185,16 +195,33 @@ async function tick(): Promise<void> {
     pairsDone = await addWordPairs(store, performance.now() + PAIRS_SLICE_MS);
     if (pairsDone) last.at = 0; // the next snapshot tells the threads to use them
   }
-  const [state] = await store.primary<{ max: number }>(
-    sql`SELECT coalesce(max("Id"), 0)::float8 AS max FROM ${T.emails}`,
+  const [state] = await store.primary<{ max: number; writes: number | null }>(
+    sql`SELECT coalesce(max("Id"), 0)::float8 AS max, ${WRITES} AS writes FROM ${T.emails}`,
   );
   const now = Date.now();
-  const interval = Math.max(data.refreshMs ?? 5_000, last.ms * 10);
+  const spacing = Math.max(data.refreshMs ?? 5_000, last.ms * 10);
+  const counted = state!.writes !== null && last.writes !== null && data.snapshotUrl === undefined;
+  const written = !counted || state!.writes !== last.writes;
+  const interval = written ? spacing : Math.max(data.backstopMs ?? 60_000, spacing);
   if (current && state!.max === last.maxId && now - last.at < interval) return;
   const started = performance.now();
   if (!(await refresh())) return;
-  last = { at: Date.now(), maxId: state!.max, ms: performance.now() - started };
+  // The counters as read before this refresh: a write they did not include yet moves them later.
+  last = { at: Date.now(), maxId: state!.max, ms: performance.now() - started, writes: state!.writes };
 }
+
+/**
+ * Rows inserted, updated and deleted in the tables a refresh reads (Mail Archiver's messages and
+ * the side index), as the server's statistics count them; null when it does not count
+ * (`track_counts` off). Counted by the writing backend and flushed when it goes idle (within
+ * about a second of a commit), rolled-back writes included: a hint that a refresh may find
+ * something, never a reason to skip one past the backstop.
+ */
+const WRITES = raw(`(SELECT CASE WHEN current_setting('track_counts')::bool
+                               THEN coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::float8 END
+                      FROM pg_stat_user_tables
+                     WHERE relid IN ('mail_archiver."ArchivedEmails"'::regclass,
+                                     'mail_archive_gateway.search_docs'::regclass))`);
 
 async function loop(): Promise<void> {
   try {
