@@ -117,9 +117,13 @@ export interface ArchiveAdmin {
   /**
    * Brings the search index up to date with every message, and drops entries of deleted ones.
    * SQLite's full-text index is kept by triggers in the same transaction, so there it is a no-op;
-   * PostgreSQL's side index (engine/postgres/search-index.ts) may lag mail Mail Archiver wrote itself.
+   * PostgreSQL's side index (engine/postgres/search-index.ts) may lag mail Mail Archiver wrote itself,
+   * and documents written before its word pairs (ADR 24) get them (`onPairs`: how far, of what).
    */
-  refreshSearchIndex(onProgress?: (indexed: number) => void): Promise<{ indexed: number; pruned: number }>;
+  refreshSearchIndex(
+    onProgress?: (indexed: number) => void,
+    onPairs?: (through: number, goal: number) => void,
+  ): Promise<{ indexed: number; pruned: number }>;
   openWriter(): MailWriter;
   /** Attachment text: what is still to read, and where outcomes are stored (engine/attachments). */
   attachmentTexts(): AttachmentTextStore;

@@ -40,7 +40,7 @@ import {
 import { sql, type Sql } from './sql.js';
 import type { PgContext, Query } from './context.js';
 import { PgStore } from './store.js';
-import { catchUpSearchIndex, pruneSearchIndex } from './search-index.js';
+import { addWordPairs, catchUpSearchIndex, pruneSearchIndex } from './search-index.js';
 import { PgArchiveWriter } from './writer.js';
 import { catchUpThreads } from './threads.js';
 
@@ -389,9 +389,15 @@ export class PgAdmin implements ArchiveAdmin {
     return rows[0]!;
   }
 
-  async refreshSearchIndex(onProgress?: (indexed: number) => void): Promise<{ indexed: number; pruned: number }> {
+  async refreshSearchIndex(
+    onProgress?: (indexed: number) => void,
+    onPairs?: (through: number, goal: number) => void,
+  ): Promise<{ indexed: number; pruned: number }> {
     const indexed = await catchUpSearchIndex(this.ctx, (p) => onProgress?.(p.indexed));
     await catchUpThreads(this.ctx);
+    // Documents written before migration 10 get their word pairs here rather than from a serving
+    // process's builder, five seconds per look (ADR 24).
+    await addWordPairs(this.ctx, Infinity, onPairs);
     return { indexed, pruned: await pruneSearchIndex(this.ctx) };
   }
 

@@ -389,7 +389,11 @@ const PAIRS_BATCH = 1000;
  * milliseconds) or the end; returns whether every document has them. Safe to run from several
  * processes at once: each batch takes the catch-up's lock and starts where the last one ended.
  */
-export async function addWordPairs(ctx: PgContext, deadline = Infinity): Promise<boolean> {
+export async function addWordPairs(
+  ctx: PgContext,
+  deadline = Infinity,
+  onBatch?: (through: number, goal: number) => void,
+): Promise<boolean> {
   for (;;) {
     const done = await ctx.transaction(async (query) => {
       await query(sql`SELECT pg_advisory_xact_lock(hashtext(${LOCK}))`);
@@ -405,6 +409,7 @@ export async function addWordPairs(ctx: PgContext, deadline = Infinity): Promise
       );
       const last = batch!.last ?? state!.goal; // nothing left up to the goal
       await query(sql`UPDATE ${STATE} SET pairs_through = ${last} WHERE id = 1`);
+      onBatch?.(last, state!.goal);
       return last >= state!.goal;
     });
     if (done) return true;
