@@ -123,8 +123,10 @@ export function leafSets(
       if (kept) return { text, docs, subject: kept };
       // FTS5 reads the word's whole doclist, whatever the column (about 0.05 µs a message at
       // 1,000,000: 0.2 ms for a word in 4,783 messages, 13 ms in 255,712); reading and
-      // tokenizing the window's 1,000 subjects costs 2 to 5 ms. (A dry run cannot tell: it asks.)
-      if (docs <= SUBJECT_FTS_MAX_DOCS) return { text, docs, subject: ev.leaf({ kind: 'text', node: subject }) };
+      // tokenizing the window's 1,000 subjects costs 2 to 5 ms. A dry run has no sets to count:
+      // a kept word's count is the snapshot's, and a word it does not keep is a rare one.
+      const count = dry ? (snap.term(termKey('d', tokens[0]!))?.docs ?? 0) : docs;
+      if (count <= SUBJECT_FTS_MAX_DOCS) return { text, docs, subject: ev.leaf({ kind: 'text', node: subject }) };
     }
     return { text, docs, subject: 'unkept' };
   } catch (err) {
