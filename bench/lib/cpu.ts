@@ -17,7 +17,10 @@ export function processCpuMs(pid: number | undefined): number | undefined {
 
 /**
  * CPU of the PostgreSQL server processes serving `database` (their command line names it, as
- * the server sets it for each connection), in ms: the queries' own work on the server.
+ * the server sets it for each connection), in ms: the queries' own work on the server. A
+ * connection that ends between two readings takes its time with it, so the postmaster's count of
+ * its ended children is added (utime and stime of reaped children): a builder's refresh reads on a
+ * connection of its own and closes it. That count is the whole server's, any database's.
  */
 export function postgresCpuMs(database: string): number | undefined {
   let total = 0;
@@ -31,7 +34,12 @@ export function postgresCpuMs(database: string): number | undefined {
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (!readFileSync(`/proc/${entry}/stat`, 'utf8').includes('(postgres)')) continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (!stat.includes('(postgres)')) continue;
+      const fields = stat.split(') ')[1]!.split(' ');
+      const parent = Number(fields[1]);
+      if (parent === 1 || !readFileSync(`/proc/${parent}/stat`, 'utf8').includes('(postgres)'))
+        total += ((Number(fields[13]) + Number(fields[14])) * 1000) / TICKS_PER_SECOND; // the postmaster
       if (!readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(` ${database} `)) continue;
       total += processCpuMs(Number(entry)) ?? 0;
       seen = true;
