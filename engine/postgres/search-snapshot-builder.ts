@@ -23,7 +23,7 @@ import { once, readyLine, SavedIndex } from '../search/bitsets/saved-index.js';
 import { postSnapshot, type SnapshotMessage, type SnapshotOrigin } from '../search/bitsets/share.js';
 import { KEY_POSITIONS, Snapshot } from '../search/bitsets/snapshot.js';
 import { addWordPairs, catchUpSearchIndex } from './search-index.js';
-import { exportSnapshot, type ExportedSnapshot, type PgSnapshotState } from './search-snapshot.js';
+import { exportSnapshot, PAIRS_KEY, type ExportedSnapshot, type PgSnapshotState } from './search-snapshot.js';
 import { T } from './columns.js';
 import { raw, sql } from './sql.js';
 import { PgStore } from './store.js';
@@ -193,7 +193,9 @@ async function tick(): Promise<void> {
   // Once searches are served: the pairs make phrases faster, they are not needed to answer.
   if (current && !pairsDone) {
     pairsDone = await addWordPairs(store, performance.now() + PAIRS_SLICE_MS);
-    if (pairsDone) last.at = 0; // the next snapshot tells the threads to use them
+    // The next snapshot tells the threads to use them, unless this one does already: a start
+    // with every document paired (as usual) is not worth a refresh.
+    if (pairsDone && current.state.snapshot.term(PAIRS_KEY) === undefined) last.at = 0;
   }
   const [state] = await store.primary<{ max: number; writes: number | null }>(
     sql`SELECT coalesce(max("Id"), 0)::float8 AS max, ${WRITES} AS writes FROM ${T.emails}`,

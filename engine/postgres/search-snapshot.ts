@@ -145,7 +145,7 @@ async function readOrders(
  * Present (an empty set) when every side-index document in the snapshot has its word pairs
  * (migration 10): a phrase is then asked of the side index by its pairs (leafSql).
  */
-const PAIRS_KEY = 'x:pairs';
+export const PAIRS_KEY = 'x:pairs';
 /** Keys a refresh sets anew each time, never grown from the old snapshot. */
 const setAnew = (key: string) => ATTRIBUTE_TAG.test(key) || key === DOCS_KEY || key === PAIRS_KEY;
 
