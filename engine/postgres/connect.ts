@@ -24,6 +24,8 @@ export interface PgPoolOptions {
    * connection; PostgreSQL would otherwise run the query to its end (engine/pool/job-budget.ts).
    */
   statementTimeoutMs?: number;
+  /** How long a connection beyond the one kept open may idle before it closes (default 30,000 ms). */
+  idleTimeoutMs?: number;
 }
 
 export function createPgPool(url: string, options: PgPoolOptions): pg.Pool {
@@ -37,7 +39,12 @@ export function createPgPool(url: string, options: PgPoolOptions): pg.Pool {
     options: '-c jit=off -c work_mem=32MB',
     ...(options.statementTimeoutMs !== undefined ? { statement_timeout: options.statementTimeoutMs } : {}),
     connectionTimeoutMillis: 5_000,
-    idleTimeoutMillis: 30_000,
+    // One connection stays open however long the thread is idle: a new one costs the next search
+    // its start-up and a server process with cold caches whose statements are not prepared yet
+    // (measured at 1,000,000 messages: 46 ms for the first search after 35 s idle, 3 ms warm).
+    // The others close after 30 s idle.
+    min: 1,
+    idleTimeoutMillis: options.idleTimeoutMs ?? 30_000,
     types,
   });
   // An idle client whose server went away emits 'error' on the pool; without a listener that
