@@ -860,12 +860,15 @@ test.serial(
       await store.primary(
         sql`UPDATE mail_archiver."ArchivedEmails" SET "FolderName" = ${moved} WHERE "Id" = ${victim!.id}`,
       );
+      const posted = posts.length;
       await until('the move in a snapshot', () => inFolder(posts.at(-1)!, moved) === 1);
+      t.true(posts.length > posted);
+      t.is(inFolder(posts.at(-1)!, moved), 1, 'the moved message in its new folder');
       await store.primary(
         sql`UPDATE mail_archiver."ArchivedEmails" SET "FolderName" = ${victim!.folder} WHERE "Id" = ${victim!.id}`,
       );
       await until('the move back in a snapshot', () => inFolder(posts.at(-1)!, moved) === 0);
-      t.pass();
+      t.is(inFolder(posts.at(-1)!, moved), 0, 'and back');
     } finally {
       await store.primary(
         sql`UPDATE mail_archiver."ArchivedEmails" SET "FolderName" = ${victim!.folder} WHERE "Id" = ${victim!.id}`,
