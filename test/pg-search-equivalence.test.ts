@@ -6,7 +6,7 @@
 // (docs/search.md, "On PostgreSQL"): `relevance` ranks by engine/search/relevance.ts on SQLite and by ts_rank on
 // PostgreSQL, so for relevance the ids are compared as a set when one page holds every match,
 // and only the count otherwise.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import fc from 'fast-check';
 import { join } from 'node:path';
 import { prepareArchive } from '../engine/archive.js';
@@ -801,44 +801,67 @@ test.serial(
   },
 );
 
+/** The PostgreSQL index builder thread on this archive, looking every 50 ms; its posts as snapshots. */
+function startBuilder(t: ExecutionContext, timing: { refreshMs: number; backstopMs: number }) {
+  const channel = `test-refresh-${process.pid}-${++builders}`;
+  const bc = new BroadcastChannel(channel);
+  const posts: Snapshot[] = [];
+  bc.onmessage = (event) => {
+    const message = (event as { data: { buffer?: SharedArrayBuffer } }).data;
+    if (message.buffer) posts.push(new Snapshot(message.buffer));
+  };
+  const builder = new Worker(new URL('../engine/postgres/search-snapshot-builder.js', import.meta.url), {
+    workerData: { url: pgdb.url, timeZone: ZONE, channel, maxBytes: 64 << 20, pollMs: 50, ...timing },
+  });
+  builder.on('error', (err) => t.fail(String(err)));
+  return {
+    posts,
+    stop: async () => {
+      await builder.terminate();
+      bc.close();
+    },
+  };
+}
+let builders = 0;
+
+async function until(what: string, done: () => boolean | Promise<boolean>): Promise<void> {
+  for (const deadline = Date.now() + 120_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50)))
+    if (await done()) return;
+  throw new Error(`gave up waiting for ${what}`);
+}
+
+/** The builder's looks so far: each reads the highest id, one index scan of ArchivedEmails as the server counts them. */
+const looks = async () =>
+  Number(
+    (
+      await store.primary<{ n: string }>(
+        sql`SELECT idx_scan AS n FROM pg_stat_user_tables WHERE relid = 'mail_archiver."ArchivedEmails"'::regclass`,
+      )
+    )[0]!.n,
+  );
+
+test.serial('a builder that starts with every document paired does not refresh at once to say so', async (t) => {
+  await catchUpSearchIndex(store);
+  await addWordPairs(store);
+  // Refreshes far apart: only a forced one could come during the test.
+  const { posts, stop } = startBuilder(t, { refreshMs: 600_000, backstopMs: 600_000 });
+  try {
+    await until('a first snapshot', () => posts.length > 0);
+    t.not(posts[0]!.term('x:pairs'), undefined, 'the first snapshot uses the pairs');
+    const looked = await looks();
+    await until('forty looks', async () => (await looks()) >= looked + 40);
+    t.is(posts.length, 1);
+  } finally {
+    await stop();
+  }
+});
+
 test.serial(
   'the builder refreshes when the server counts writes to what it reads, and not while nothing is written',
   async (t) => {
     await catchUpSearchIndex(store);
-    const channel = `test-refresh-${process.pid}`;
-    const bc = new BroadcastChannel(channel);
-    const posts: Snapshot[] = [];
-    bc.onmessage = (event) => {
-      const message = (event as { data: { buffer?: SharedArrayBuffer } }).data;
-      if (message.buffer) posts.push(new Snapshot(message.buffer));
-    };
     // Looking often, and a backstop far past the test: only the counters can bring a refresh.
-    const builder = new Worker(new URL('../engine/postgres/search-snapshot-builder.js', import.meta.url), {
-      workerData: {
-        url: pgdb.url,
-        timeZone: ZONE,
-        channel,
-        maxBytes: 64 << 20,
-        pollMs: 50,
-        refreshMs: 50,
-        backstopMs: 600_000,
-      },
-    });
-    builder.on('error', (err) => t.fail(String(err)));
-    const until = async (what: string, done: () => boolean | Promise<boolean>) => {
-      for (const deadline = Date.now() + 120_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50)))
-        if (await done()) return;
-      throw new Error(`gave up waiting for ${what}`);
-    };
-    // Each look reads the highest id: one index scan of ArchivedEmails, as the server counts them.
-    const looks = async () =>
-      Number(
-        (
-          await store.primary<{ n: string }>(
-            sql`SELECT idx_scan AS n FROM pg_stat_user_tables WHERE relid = 'mail_archiver."ArchivedEmails"'::regclass`,
-          )
-        )[0]!.n,
-      );
+    const { posts, stop } = startBuilder(t, { refreshMs: 50, backstopMs: 600_000 });
     const moved = 'Moved/By Mail Archiver';
     const [victim] = await store.primary<{ id: number; folder: string }>(
       sql`SELECT "Id" AS id, "FolderName" AS folder FROM mail_archiver."ArchivedEmails" ORDER BY "Id" LIMIT 1`,
@@ -873,8 +896,7 @@ test.serial(
       await store.primary(
         sql`UPDATE mail_archiver."ArchivedEmails" SET "FolderName" = ${victim!.folder} WHERE "Id" = ${victim!.id}`,
       );
-      await builder.terminate();
-      bc.close();
+      await stop();
     }
   },
 );
