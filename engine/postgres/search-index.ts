@@ -17,7 +17,7 @@
 import { NOT_A_FILE } from '../attachments/counts.js';
 import type { Node } from '../../shared/query-language.js';
 import { parseQuery } from '../../shared/query-language.js';
-import { ADDRESS, addressTag, addressTags, ATTACHMENT_TAG } from '../search/tags.js';
+import { addressTags, ATTACHMENT_TAG, exactAddressTag } from '../search/tags.js';
 import { tokenize } from '../search/unicode61.js';
 import { nextBatch } from './catch-up.js';
 import { T } from './columns.js';
@@ -133,16 +133,6 @@ function phrase(field: Field, tokens: string[], prefix: boolean): string {
   return lexemes.length === 1 ? lexemes[0]! : `(${lexemes.join(' <-> ')})`;
 }
 
-/** The address field of a term that is one whole address there (an exact-address tag), else null. */
-function exactAddressField(node: Extract<Node, { type: 'text' }>): 'from' | 'to' | 'cc' | 'bcc' | null {
-  const { field } = node;
-  return (field === 'from' || field === 'to' || field === 'cc' || field === 'bcc') &&
-    !node.prefix &&
-    ADDRESS.test(node.text)
-    ? field
-    : null;
-}
-
 /**
  * Marks a document whose word pairs did not fit tsvector's limits (migration 10's with_pairs):
  * it has no pair lexemes, and a phrase is checked in it by position.
@@ -159,7 +149,7 @@ const UNPAIRED = quote('_:unpaired');
  */
 export function pairedTsQuery(node: Node): { paired: string; unpaired: string } | null {
   if (node.type !== 'text') return null;
-  if (exactAddressField(node)) return null; // an exact address tag
+  if (exactAddressTag(node)) return null; // an exact address is its tag
   const { field } = node;
   const tokens = tokenize(node.words.join(' '));
   if (tokens.length < 2) return null;
@@ -200,10 +190,8 @@ export function tsquery(node: Node): string {
       return `(${node.children.map(tsquery).join(node.type === 'and' ? ' & ' : ' | ')})`;
     case 'text': {
       const { field } = node;
-      const address = exactAddressField(node);
-      if (address) {
-        return quote(lexeme('tag', addressTag(address, node.text))); // as compile.ts: exact address
-      }
+      const address = exactAddressTag(node);
+      if (address) return quote(lexeme('tag', address)); // as on SQLite: exact address
       // FTS5 tokenises the phrase it is given (the parser's words) once more: the same here.
       const tokens = tokenize(node.words.join(' '));
       if (tokens.length === 0) return NOTHING;

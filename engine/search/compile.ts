@@ -5,7 +5,7 @@
 // Every word reaching FTS5 is a quoted string of letters and digits, so no input can inject
 // FTS5 syntax: operators, column names and quotes in `q` are structure or plain text.
 import { parseQuery, type Node, type TextField } from '../../shared/query-language.js';
-import { ADDRESS, addressTag, ATTACHMENT_TAG } from './tags.js';
+import { ATTACHMENT_TAG, exactAddressTag } from './tags.js';
 
 const COLUMNS: Record<TextField, string> = {
   subject: 'subject',
@@ -36,17 +36,9 @@ export type CompiledSearch =
 function phrase(node: Extract<Node, { type: 'text' }>): string {
   const columns = node.field ? `{${COLUMNS[node.field]}}` : DEFAULT_COLUMNS;
   const text = `${columns} : "${node.words.join(' ')}"${node.prefix ? ' *' : ''}`;
-  const { field } = node;
-  if (
-    (field === 'from' || field === 'to' || field === 'cc' || field === 'bcc') &&
-    !node.prefix &&
-    ADDRESS.test(node.text)
-  ) {
-    // An exact address is its tag: one short list to read, and `alice@x.com` never matches
-    // `malice@x.com`. (Tags are 64-bit hashes; a collision would add a hit, never lose one.)
-    return `{tags} : "${addressTag(field, node.text)}"`;
-  }
-  return text;
+  // An exact address is its tag. (Tags are 64-bit hashes; a collision would add a hit, never lose one.)
+  const tag = exactAddressTag(node);
+  return tag ? `{tags} : "${tag}"` : text;
 }
 
 /** A term as its FTS5 expression. */

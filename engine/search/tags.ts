@@ -16,7 +16,21 @@ export const addressTag = (field: AddressField, address: string) =>
   `${FIELD_PREFIX[field]}${hash(address.toLowerCase())}`;
 
 /** A value that is an e-mail address and nothing else: `from:` such a value is matched exactly. */
-export const ADDRESS = /^[^\s@<>"',;()]+@[^\s@<>"',;()]+\.[^\s@<>"',;()]+$/;
+const ADDRESS = /^[^\s@<>"',;()]+@[^\s@<>"',;()]+\.[^\s@<>"',;()]+$/;
+
+/**
+ * The tag of a term that is one whole address in an address field (`from:alice@x.com`, not a
+ * prefix), which every store matches exactly by that tag; null for any other term. An exact
+ * address is one short list to read, and `alice@x.com` never matches `malice@x.com`.
+ */
+export function exactAddressTag(term: { field: string | null; prefix: boolean; text: string }): string | null {
+  const { field } = term;
+  return (field === 'from' || field === 'to' || field === 'cc' || field === 'bcc') &&
+    !term.prefix &&
+    ADDRESS.test(term.text)
+    ? addressTag(field, term.text)
+    : null;
+}
 const ADDRESS_IN_TEXT = /[^\s@<>"',;()]+@[^\s@<>"',;()]+\.[^\s@<>"',;()]+/g;
 
 /** FNV-1a, 64 bits, in base 36: short, stable, and collisions only ever add a false hit. */

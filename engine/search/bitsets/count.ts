@@ -10,7 +10,7 @@ import type { Node } from '../../../shared/query-language.js';
 import type { SearchQuery } from '../../../shared/jobs.js';
 import { tokenize } from '../unicode61.js';
 import { attachmentExpression, DEFAULT_COLUMNS, ftsExpression } from '../compile.js';
-import { accountTag, ADDRESS, addressTag, ATTACHMENT_TAG, directionTag, folderTag } from '../tags.js';
+import { accountTag, ATTACHMENT_TAG, directionTag, exactAddressTag, folderTag } from '../tags.js';
 import { lowerBound } from './lower-bound.js';
 import { positionsInRange } from './page.js';
 import { pairKey, pairWordKey } from './pairs.js';
@@ -197,13 +197,9 @@ class Evaluator {
   }
 
   text(node: Extract<Node, { type: 'text' }>): Bits {
+    const address = exactAddressTag(node);
+    if (address) return this.tag(address);
     const { field } = node;
-    if (
-      (field === 'from' || field === 'to' || field === 'cc' || field === 'bcc') &&
-      !node.prefix &&
-      ADDRESS.test(node.text)
-    )
-      return this.tag(addressTag(field, node.text));
     const group = field === null ? 'd' : field === 'subject' ? 's' : null;
     const tokens = node.words.flatMap((w) => tokenize(w));
     if (group && tokens.length === 1) {
