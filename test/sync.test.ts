@@ -374,7 +374,7 @@ test.serial(
     // The watcher finishes its pass, prints one line for it, then waits for the next interval.
     await until(() => watcher.output().includes('\n'));
     const [pass] = JSON.parse(watcher.output().split('\n')[0]!) as Summary[];
-    t.like(pass, { status: 'synced', imported: total });
+    t.like(pass, { status: 'synced', imported: total }, JSON.stringify(pass)); // a failure shows its reason
     t.is(await watcher.stop(), 0, 'a watcher stops cleanly between passes');
     t.is(count(s.db), total);
   },
