@@ -7,6 +7,9 @@ import test, { type ExecutionContext } from 'ava';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { prepareArchive } from '../engine/archive.js';
+import { loadIndex, saveIndex } from '../engine/search/bitsets/persist.js';
+import { Snapshot, termKey } from '../engine/search/bitsets/snapshot.js';
+import { SIDE_INDEX_MIN_DOCS } from '../engine/postgres/search-snapshot.js';
 import type { EnginePool } from '../engine/pool/pool.js';
 import { searchEmails as plainSearch } from '../engine/postgres/search.js';
 import { sql } from '../engine/postgres/sql.js';
@@ -219,5 +222,59 @@ test.serial(
       } finally {
         await engine.close();
       }
+    }),
+);
+
+test.serial('on PostgreSQL a word in a few messages is kept in memory, and the saved file says by which rule', (t) =>
+  withServed('index_keep_rule', async (s) => {
+    await firstRun(s);
+    const loaded = loadIndex(s.file);
+    if (!loaded.ok) return t.fail(loaded.reason);
+    t.is(loaded.saved.meta.extra?.keptFrom, SIDE_INDEX_MIN_DOCS);
+    const snap = new Snapshot(loaded.saved.snapshot);
+    // 'alpha' is in about a quarter of the 600 subjects: under SQLite's floor of 256, above this one.
+    const [row] = await s.plain.primary<{ n: number }>(
+      sql`SELECT count(*)::int AS n FROM mail_archiver."ArchivedEmails" WHERE ' ' || "Subject" || ' ' LIKE '% alpha %'`,
+    );
+    t.true(row!.n >= SIDE_INDEX_MIN_DOCS && row!.n < 256, `alpha in ${row!.n} subjects`);
+    t.is(snap.term(termKey('s', 'alpha'))?.docs, row!.n);
+  }),
+);
+
+test.serial(
+  'a file saved by a release that kept fewer words serves at once, and is rebuilt whole in the background',
+  (t) =>
+    withServed('index_keep_old', async (s) => {
+      const built = await firstRun(s);
+      // The file as an earlier release wrote it: no rule recorded.
+      const loaded = loadIndex(s.file);
+      if (!loaded.ok) return t.fail(loaded.reason);
+      const { extra: _extra, ...meta } = loaded.saved.meta;
+      saveIndex(s.file, meta, loaded.saved.snapshot, loaded.saved.sections);
+
+      const log: string[] = [];
+      const engine = pool(s, log);
+      try {
+        const first = await current(engine);
+        t.true(first.fromFile, log.join('\n'));
+        t.is(first.builtAt, built.builtAt, 'the saved snapshot serves first');
+        let index = first;
+        for (const deadline = Date.now() + 90_000; index.origin !== 'built';) {
+          if (Date.now() > deadline) return t.fail(`no rebuild: ${JSON.stringify(index)}\n${log.join('\n')}`);
+          await new Promise((r) => setTimeout(r, 50));
+          index = (await engine.ping('query')).searchIndex!;
+        }
+        t.false(index.fromFile);
+        t.true(
+          log.some((l) => l.includes('keeps fewer words than this release')),
+          log.join('\n'),
+        );
+        await sameAsSql(t, engine, s);
+        await savedFile(s.file, index.maxId!);
+      } finally {
+        await engine.close();
+      }
+      const resaved = loadIndex(s.file);
+      t.true(resaved.ok && resaved.saved.meta.extra?.keptFrom === SIDE_INDEX_MIN_DOCS);
     }),
 );

@@ -23,7 +23,13 @@ import { once, readyLine, SavedIndex } from '../search/bitsets/saved-index.js';
 import { postSnapshot, type SnapshotMessage, type SnapshotOrigin } from '../search/bitsets/share.js';
 import { KEY_POSITIONS, Snapshot } from '../search/bitsets/snapshot.js';
 import { addWordPairs, catchUpSearchIndex } from './search-index.js';
-import { exportSnapshot, PAIRS_KEY, type ExportedSnapshot, type PgSnapshotState } from './search-snapshot.js';
+import {
+  exportSnapshot,
+  PAIRS_KEY,
+  SIDE_INDEX_MIN_DOCS,
+  type ExportedSnapshot,
+  type PgSnapshotState,
+} from './search-snapshot.js';
 import { T } from './columns.js';
 import { raw, sql } from './sql.js';
 import { PgStore } from './store.js';
@@ -49,6 +55,8 @@ export interface PgBuilderData {
   backstopMs?: number;
   /** Where the index is saved and loaded from (Engine:SearchIndexFile); unset: not saved. */
   indexFile?: string;
+  /** Overrides SIDE_INDEX_MIN_DOCS (tests: a small archive keeps few words). */
+  minDocs?: number;
 }
 
 const data = workerData as PgBuilderData;
@@ -123,14 +131,23 @@ function loadSaved(): PgSnapshotState | undefined {
   const snapshot = new Snapshot(loaded.snapshot);
   const parts = fromSections(loaded.sections);
   if (snapshot.keyKind !== KEY_POSITIONS || !parts) return undefined;
+  const keptFrom = loaded.meta.extra?.keptFrom;
   // The refresh that follows reads every message's attributes again and compares them with these.
   return {
     snapshot,
     rows: parts.rows,
     indexed: new Set(parts.indexed),
     fullBuildRows: loaded.meta.fullBuildRows,
+    ...(typeof keptFrom === 'number' ? { keptFrom } : {}),
   };
 }
+
+/**
+ * Set when the snapshot serving was built by an older rule of which words to keep (a file saved
+ * by an earlier release): the next look rebuilds it whole in the background while it serves. It
+ * answers exactly all the same (a word it does not keep is asked of the side index), only slower.
+ */
+let rekeep = false;
 
 bc.onmessage = (event) => {
   const message = (event as { data: SnapshotMessage }).data;
@@ -157,7 +174,10 @@ async function refresh(): Promise<boolean> {
   let next: ExportedSnapshot;
   try {
     if (!old) background();
-    next = await exportSnapshot(data.snapshotUrl ?? data.url, old, { maxBytes: data.maxBytes });
+    next = await exportSnapshot(data.snapshotUrl ?? data.url, old, {
+      maxBytes: data.maxBytes,
+      ...(data.minDocs ? { minDocs: data.minDocs } : {}),
+    });
   } catch (err) {
     saved?.releaseLock();
     throw err;
@@ -180,7 +200,15 @@ async function refresh(): Promise<boolean> {
       fullBuild: full,
       fullBuildRows: next.state.fullBuildRows,
       sections: sections(next.state),
+      ...(next.state.keptFrom !== undefined ? { extra: { keptFrom: next.state.keptFrom } } : {}),
     });
+  }
+  if (next.state.keptFrom !== SIDE_INDEX_MIN_DOCS && !data.minDocs) {
+    log(
+      `search index: the saved file keeps fewer words than this release would; rebuilding it in the background while it serves`,
+    );
+    next.state.fullBuildRows = 0; // the next refresh builds whole
+    rekeep = true;
   }
   return true;
 }
@@ -205,7 +233,8 @@ async function tick(): Promise<void> {
   const counted = state!.writes !== null && last.writes !== null && data.snapshotUrl === undefined;
   const written = !counted || state!.writes !== last.writes;
   const interval = written ? spacing : Math.max(data.backstopMs ?? 60_000, spacing);
-  if (current && state!.max === last.maxId && now - last.at < interval) return;
+  if (current && !rekeep && state!.max === last.maxId && now - last.at < interval) return;
+  rekeep = false;
   const started = performance.now();
   if (!(await refresh())) return;
   // The counters as read before this refresh: a write they did not include yet moves them later.
