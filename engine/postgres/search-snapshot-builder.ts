@@ -55,8 +55,6 @@ export interface PgBuilderData {
   backstopMs?: number;
   /** Where the index is saved and loaded from (Engine:SearchIndexFile); unset: not saved. */
   indexFile?: string;
-  /** Overrides SIDE_INDEX_MIN_DOCS (tests: a small archive keeps few words). */
-  minDocs?: number;
 }
 
 const data = workerData as PgBuilderData;
@@ -143,11 +141,11 @@ function loadSaved(): PgSnapshotState | undefined {
 }
 
 /**
- * Set when the snapshot serving was built by an older rule of which words to keep (a file saved
- * by an earlier release): the next look rebuilds it whole in the background while it serves. It
- * answers exactly all the same (a word it does not keep is asked of the side index), only slower.
+ * The snapshot serving was built by an older rule of which words to keep (a file saved by an
+ * earlier release): a refresh rebuilds it whole in the background while it serves. It answers
+ * exactly all the same (a word it does not keep is asked of the side index), only slower.
  */
-let rekeep = false;
+const oldRule = (state: PgSnapshotState | undefined) => state !== undefined && state.keptFrom !== SIDE_INDEX_MIN_DOCS;
 
 bc.onmessage = (event) => {
   const message = (event as { data: SnapshotMessage }).data;
@@ -174,9 +172,10 @@ async function refresh(): Promise<boolean> {
   let next: ExportedSnapshot;
   try {
     if (!old) background();
+    // Whole only once the file's snapshot serves: a start is never slowed by the rebuild.
     next = await exportSnapshot(data.snapshotUrl ?? data.url, old, {
       maxBytes: data.maxBytes,
-      ...(data.minDocs ? { minDocs: data.minDocs } : {}),
+      whole: current !== undefined && oldRule(old),
     });
   } catch (err) {
     saved?.releaseLock();
@@ -203,13 +202,10 @@ async function refresh(): Promise<boolean> {
       ...(next.state.keptFrom !== undefined ? { extra: { keptFrom: next.state.keptFrom } } : {}),
     });
   }
-  if (next.state.keptFrom !== SIDE_INDEX_MIN_DOCS && !data.minDocs) {
+  if (oldRule(next.state))
     log(
       `search index: the saved file keeps fewer words than this release would; rebuilding it in the background while it serves`,
     );
-    next.state.fullBuildRows = 0; // the next refresh builds whole
-    rekeep = true;
-  }
   return true;
 }
 
@@ -231,10 +227,9 @@ async function tick(): Promise<void> {
   const now = Date.now();
   const spacing = Math.max(data.refreshMs ?? 5_000, last.ms * 10);
   const counted = state!.writes !== null && last.writes !== null && data.snapshotUrl === undefined;
-  const written = !counted || state!.writes !== last.writes;
+  const written = !counted || state!.writes !== last.writes || oldRule(current?.state);
   const interval = written ? spacing : Math.max(data.backstopMs ?? 60_000, spacing);
-  if (current && !rekeep && state!.max === last.maxId && now - last.at < interval) return;
-  rekeep = false;
+  if (current && state!.max === last.maxId && now - last.at < interval) return;
   const started = performance.now();
   if (!(await refresh())) return;
   // The counters as read before this refresh: a write they did not include yet moves them later.

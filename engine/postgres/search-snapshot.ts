@@ -59,6 +59,8 @@ export interface PgBuildOptions {
   maxBytes?: number;
   /** Keep a prefix tail when asking for its words one by one would cost more than this (µs). */
   tailMinCostUs?: number;
+  /** Build whole even where `old` could be grown (it was built by an older rule of what to keep). */
+  whole?: boolean;
 }
 
 /** What a refresh needs of the previous one, beside its snapshot. */
@@ -95,7 +97,8 @@ interface MessageRows {
  * index needs a round trip of its own within the search and a heap visit per message to read its
  * id (a word in 474 messages at 1,000,000: 4.2 ms of server time, 0.2 ms of it in GIN). Keeping
  * it costs 4 bytes per message: at 1,000,000 messages of the benchmark corpus, the words in 16 to
- * 1,000 messages hold 15.5 million postings, 59 MiB (docs/performance.md). The memory budget
+ * 1,000 messages hold at most 15.5 million postings (59 MiB); as built, 12 MiB more than SQLite's
+ * 395 MiB (docs/performance.md). The memory budget
  * (maxBytes) still bounds the whole: sets are chosen commonest first, so when it binds the rarest
  * words go back to the side index, where they cost least. The floor keeps the many words of one
  * or a few messages (message ids, numbers, codes) out of the directory of kept terms.
@@ -297,7 +300,8 @@ async function refreshPgSnapshot(
       'SELECT pairs_through >= pairs_goal AS paired FROM mail_archive_gateway.search_state',
     )
   ).rows as [{ paired: boolean }];
-  const full = !old || rows.ids.length > old.fullBuildRows * 1.25 || old.snapshot.words > words * 2;
+  const full =
+    !old || options.whole === true || rows.ids.length > old.fullBuildRows * 1.25 || old.snapshot.words > words * 2;
   const fresh = full ? withDocs : withDocs.filter((id) => !old.indexed.has(id));
   const samePairs = old !== undefined && (old.snapshot.term(PAIRS_KEY) !== undefined) === paired;
   if (old && !full && fresh.length === 0 && samePairs && sameRows(rows, old.rows)) return old;
