@@ -468,6 +468,31 @@ test.serial(
           },
         ],
         [
+          // The folders' counts stay what they were: only the rows can tell (and a sum of row
+          // hashes that adds each column's hash apart cannot: PostgreSQL's record hash does).
+          'two messages swapping folders',
+          async () => {
+            const budget = sql`("Subject" ILIKE '%budget%' OR "Body" ILIKE '%budget%')`;
+            const [inbox] = await ids(sql`"FolderName" = 'INBOX' AND ${budget}`, 1);
+            const [sent] = await ids(sql`"FolderName" = 'Sent' AND NOT ${budget}`, 1);
+            t.true(inbox !== undefined && sent !== undefined, 'a pair to swap');
+            await store.primary(
+              sql`UPDATE mail_archiver."ArchivedEmails"
+                     SET "FolderName" = CASE WHEN "Id" = ${inbox!}::int THEN 'Sent' ELSE 'INBOX' END
+                   WHERE "Id" IN (${inbox!}::int, ${sent!}::int)`,
+            );
+          },
+        ],
+        [
+          'a date corrected',
+          async () => {
+            const [first] = await ids(sql`"Subject" LIKE '%budget%'`, 1);
+            await store.primary(
+              sql`UPDATE mail_archiver."ArchivedEmails" SET "SentDate" = '2019-01-02 03:04:05' WHERE "Id" = ${first!}::int`,
+            );
+          },
+        ],
+        [
           'account reassignment',
           async () => {
             const moved = await ids(sql`"MailAccountId" = ${accounts[1]!}`, 40);
@@ -513,6 +538,47 @@ test.serial(
     } finally {
       await indexed.close();
       await exported.release();
+    }
+  },
+);
+
+test.serial(
+  'a refresh that finds nothing changed reads no message rows: the server sums them, and a change is still seen',
+  async (t) => {
+    await catchUpSearchIndex(store);
+    const first = await exportSnapshot(pgdb.url, undefined, { minDocs: 50 });
+    const sent: string[] = [];
+    const original = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const q = args[0];
+      sent.push(typeof q === 'string' ? q : String((q as { text?: unknown })?.text));
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof original;
+    const rowReads = () => sent.filter((q) => /ORDER BY e\."SentDate", e\."Id"/.test(q)).length;
+    const exported: ExportedSnapshot[] = [first];
+    try {
+      const again = await exportSnapshot(pgdb.url, first.state, { minDocs: 50 });
+      exported.push(again);
+      t.is(again.state, first.state, 'nothing changed: the same state');
+      t.is(rowReads(), 0, 'and no message was read to tell');
+      t.not(again.token, first.token, 'a snapshot of its own all the same (the old one is let go)');
+
+      const [id] = await store.primary<{ id: number }>(
+        sql`SELECT "Id" AS id FROM mail_archiver."ArchivedEmails" WHERE "FolderName" = 'INBOX' ORDER BY "Id" LIMIT 1`,
+      );
+      await store.primary(
+        sql`UPDATE mail_archiver."ArchivedEmails" SET "FolderName" = 'Sent' WHERE "Id" = ${id!.id}::int`,
+      );
+      const moved = await exportSnapshot(pgdb.url, again.state, { minDocs: 50 });
+      exported.push(moved);
+      t.not(moved.state, first.state, 'a folder move is a new state');
+      t.is(rowReads(), 1, 'read once to find it');
+      await store.primary(
+        sql`UPDATE mail_archiver."ArchivedEmails" SET "FolderName" = 'INBOX' WHERE "Id" = ${id!.id}::int`,
+      );
+    } finally {
+      pg.Client.prototype.query = original;
+      for (const e of exported) await e.release();
     }
   },
 );

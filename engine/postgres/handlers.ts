@@ -45,7 +45,7 @@ import { indexedSearch, searchIndexInfo } from './search-snapshot.js';
 import { getThread } from './threads.js';
 import * as pgOAuth from './oauth.js';
 import { aggregateEmails } from './aggregate.js';
-import { sql } from './sql.js';
+import { reused, sql } from './sql.js';
 import type { PgContext } from './context.js';
 import { SEARCH_PARAMS } from '../../shared/search-input.js';
 import { encodeDetail } from '../pool/encoded-detail.js';
@@ -88,10 +88,11 @@ export const KEY_FROM = sql`${T.keys} k JOIN ${T.users} u ON u."Id" = k."UserId"
   LEFT JOIN mail_archive_gateway.oauth_grants g ON g.key_id = k."Id"`;
 
 async function authenticate(ctx: PgContext, keyHash: string, now: number): Promise<AuthResult> {
-  // The primary, never a replica: a key revoked a moment ago must be refused now.
+  // The primary, never a replica: a key revoked a moment ago must be refused now. Every request
+  // asks this: prepared once per connection, the server no longer parses and plans it each time.
   const rows = await ctx.primary<RawKey & { is_admin: number; grant_id: number | null }>(
-    sql`SELECT ${KEY_COLUMNS}, u."IsAdmin"::int AS is_admin
-          FROM ${KEY_FROM} WHERE k."KeyHash" = ${keyHash}`,
+    reused(sql`SELECT ${KEY_COLUMNS}, u."IsAdmin"::int AS is_admin
+                 FROM ${KEY_FROM} WHERE k."KeyHash" = ${keyHash}`),
   );
   const row = rows[0];
   const refused = refusal(row, now);

@@ -14,39 +14,28 @@
 // messages, one connection: 0.13 ms of server CPU for the present as text, 0.025 ms prepared;
 // 0.23 ms and 0.12 ms for a page of 20). A PREPARE cannot come before the snapshot's BEGIN in
 // the same message (PostgreSQL then refuses SET TRANSACTION ISOLATION LEVEL), hence at the end.
-import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { ArchiveUnavailable } from '../../shared/errors.js';
 import { checkout, isUnavailable } from './connect.js';
 import type { Row, SnapshotSend } from './context.js';
 import type { Sql } from './sql.js';
 import { inline, literal } from './sql-inline.js';
+import { missingPrepared, preparedName, preparing, stopPreparing } from './prepared.js';
 
 /** Statements prepared on one connection: text with $n → name. Bounded: texts come from code. */
 const MAX_PREPARED = 64;
 const preparedOn = new WeakMap<pg.PoolClient, Map<string, string>>();
 
-/**
- * Set once a prepared name was not found on the connection that prepared it: a pooler between
- * this service and the server (PgBouncer in transaction mode) hands each transaction another
- * server connection. From then on this process sends every statement as text.
- */
-let prepareOff = false;
-/** 26000, invalid_sql_statement_name: "prepared statement ... does not exist". */
-const missingPrepared = (err: unknown) => (err as { code?: unknown } | null)?.code === '26000';
-
-const nameOf = (text: string) => `mag_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
-
 /** What one statement is sent as on `client`, and the PREPARE that would let it be executed next time. */
 function render(client: pg.PoolClient, q: Sql): { text: string; prepare?: { text: string; name: string } } {
-  if (!q.reuse || prepareOff) return { text: inline(q) };
+  if (!q.reuse || !preparing()) return { text: inline(q) };
   const { text } = q.toQuery();
   const prepared = preparedOn.get(client);
   const name = prepared?.get(text);
   if (name !== undefined)
     return { text: q.values.length ? `EXECUTE ${name}(${q.values.map(literal).join(', ')})` : `EXECUTE ${name}` };
   if ((prepared?.size ?? 0) >= MAX_PREPARED) return { text: inline(q) };
-  return { text: inline(q), prepare: { text, name: nameOf(text) } };
+  return { text: inline(q), prepare: { text, name: preparedName(text) } };
 }
 
 /** An exported snapshot's identifier, as pg_export_snapshot() writes it. */
@@ -94,14 +83,14 @@ export async function snapshotSession<T>(
     const closing = (open || opening) && end;
     const rendered = [...inSnapshot, ...present].map((q) => render(client, q));
     // PREPAREs go last, and only when no transaction stays open after this message.
-    const preparing = (open || opening) && !closing ? [] : rendered.filter((r) => r.prepare !== undefined);
+    const toPrepare = (open || opening) && !closing ? [] : rendered.filter((r) => r.prepare !== undefined);
     const texts = rendered.map((r) => r.text);
     const statements = [
       ...head,
       ...texts.slice(0, inSnapshot.length),
       ...(closing ? ['COMMIT'] : []),
       ...texts.slice(inSnapshot.length),
-      ...new Set(preparing.map(({ prepare }) => `PREPARE ${prepare!.name} AS ${prepare!.text}`)),
+      ...new Set(toPrepare.map(({ prepare }) => `PREPARE ${prepare!.name} AS ${prepare!.text}`)),
     ];
     if (statements.length === 0) return { inSnapshot: [], present: [] };
     let results: pg.QueryResult[];
@@ -115,10 +104,10 @@ export async function snapshotSession<T>(
       throw err;
     }
     if (closing) open = false;
-    if (preparing.length > 0) {
+    if (toPrepare.length > 0) {
       let prepared = preparedOn.get(client);
       if (!prepared) preparedOn.set(client, (prepared = new Map()));
-      for (const { prepare } of preparing) prepared.set(prepare!.text, prepare!.name);
+      for (const { prepare } of toPrepare) prepared.set(prepare!.text, prepare!.name);
     }
     const rows = results.map((r) => r.rows as Row[]);
     const from = head.length;
@@ -135,7 +124,7 @@ export async function snapshotSession<T>(
       if (!missingPrepared(err)) throw err;
       // Sent again as text, in a transaction of its own that imports the same snapshot: what
       // earlier round trips of this search read is still what this one reads.
-      prepareOff = true;
+      stopPreparing();
       preparedOn.delete(client);
       if (open) await client.query('ROLLBACK');
       open = false;

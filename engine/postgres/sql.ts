@@ -47,10 +47,11 @@ export function sql(strings: TemplateStringsArray, ...args: unknown[]): Sql {
 export const planned = (q: Sql, settings: Record<string, string>): Sql => new Sql(q.parts, q.values, settings);
 
 /**
- * A statement a search sends on nearly every round trip (its page, the present, the side index's
- * leaves): a snapshot session prepares it once on each connection and then only executes it,
- * so the server stops parsing and planning it per search (engine/postgres/snapshot-session.ts).
- * Every value must carry a cast or meet a typed column, so that PREPARE can infer its type.
+ * A statement sent on nearly every request (a search's page, the present, the side index's
+ * leaves; the key lookup): prepared once on each connection and then only executed, so the
+ * server stops parsing and planning it each time (engine/postgres/prepared.ts; a snapshot
+ * session by PREPARE, one statement on a pool by the driver). Every value must carry a cast or
+ * meet a typed column, so that PREPARE can infer its type.
  */
 export const reused = (q: Sql): Sql => new Sql(q.parts, q.values, q.settings, true);
 

@@ -11,6 +11,7 @@ import { checkout, createPgPool, isUnavailable, serverOf } from './connect.js';
 import { pgHandlers } from './handlers.js';
 import { OPTIONAL_COLUMNS } from './shape.js';
 import { sql, type Sql } from './sql.js';
+import { missingPrepared, preparedName, preparing, stopPreparing } from './prepared.js';
 import { snapshotSession } from './snapshot-session.js';
 import type { PgContext, Query, Row, SnapshotSend } from './context.js';
 import { SnapshotFollower } from '../search/bitsets/share.js';
@@ -65,7 +66,17 @@ const lsnBytes = (lsn: string): number => {
  * next user: three round trips instead of one, only for the statements that need them.
  */
 async function execute(pool: pg.Pool, q: Sql): Promise<unknown[]> {
-  if (!q.settings) return (await pool.query(q.toQuery())).rows;
+  if (!q.settings) {
+    const query = q.toQuery();
+    if (!q.reuse || !preparing()) return (await pool.query(query)).rows;
+    try {
+      return (await pool.query({ ...query, name: preparedName(query.text, 'magq') })).rows;
+    } catch (err) {
+      if (!missingPrepared(err)) throw err;
+      stopPreparing();
+      return (await pool.query(query)).rows;
+    }
+  }
   const client = await pool.connect();
   let broken = false;
   try {
