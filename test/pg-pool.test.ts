@@ -2,7 +2,8 @@
 // long the thread idles, so the first search after a quiet spell does not pay for a new server
 // process whose caches are cold and whose statements are not prepared yet.
 import test from 'ava';
-import { createPgPool } from '../engine/postgres/connect.js';
+import pg from 'pg';
+import { checkout, createPgPool, isUnavailable } from '../engine/postgres/connect.js';
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
 
 let db: TestDatabase;
@@ -37,6 +38,29 @@ test('a pool keeps one connection open past the idle timeout and closes the othe
     const [{ pid }] = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
     t.true(pids.includes(pid), 'the next query runs on the connection kept');
   } finally {
+    await pool.end();
+  }
+});
+
+test('a checked-out connection the server ends between two queries fails the next one as unavailable, and nothing crashes', async (t) => {
+  const pool = createPgPool(db.url, { setting: 'Database:Path', max: 1 });
+  const admin = new pg.Client({ connectionString: db.url });
+  await admin.connect();
+  try {
+    const client = await checkout(pool);
+    const [{ pid }] = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+    // Ended while no query of its own runs: the server's FATAL message arrives on an idle socket,
+    // as when a replica shuts down while a search computes between its round trips.
+    // Not events.once(): it listens for 'error' itself, which would hide what this test is about.
+    const ended = new Promise((resolve) => client.once('end', resolve));
+    await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    await ended;
+    const err = await t.throwsAsync(client.query('SELECT 1'));
+    t.true(isUnavailable(err), String(err?.message));
+    client.release(true);
+    t.is((await pool.query<{ n: number }>('SELECT 1 AS n')).rows[0]!.n, 1, 'the pool serves on a new connection');
+  } finally {
+    await admin.end();
     await pool.end();
   }
 });

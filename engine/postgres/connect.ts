@@ -50,6 +50,11 @@ export function createPgPool(url: string, options: PgPoolOptions): pg.Pool {
   // An idle client whose server went away emits 'error' on the pool; without a listener that
   // would crash the thread. The pool has already discarded the client.
   pool.on('error', () => {});
+  // A checked-out client has no listener of the pool's: a server that ends it between two of its
+  // queries (a replica shut down while a search computes in memory between its round trips)
+  // made it emit an 'error' nobody heard, which failed the thread's job with a 500. Heard here,
+  // it is what the client's next query rejects with ("not queryable"): unavailable, as any other.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 
