@@ -3,10 +3,9 @@
 // every request makes is one of them. A pooler that loses prepared names (PgBouncer in
 // transaction mode) turns it back to text for good (engine/postgres/prepared.ts).
 import test from 'ava';
-import pg from 'pg';
 import { PgStore } from '../engine/postgres/store.js';
 import { reused, sql } from '../engine/postgres/sql.js';
-import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
+import { createTestDatabase, interceptQueries, type TestDatabase } from './helpers/postgres.js';
 
 let db: TestDatabase;
 
@@ -21,23 +20,19 @@ test.after.always(async () => {
 /** Records the name (or none) of every statement the driver is asked to run, while `work` runs. */
 async function recording<T>(work: () => Promise<T>, refuseNamed = false): Promise<{ result: T; names: unknown[] }> {
   const names: unknown[] = [];
-  const original = pg.Client.prototype.query;
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const config = args[0] as { name?: unknown } | string;
-    const name = typeof config === 'object' ? config.name : undefined;
+  const stop = interceptQueries((first, send, args) => {
+    const name = typeof first === 'object' ? (first as { name?: unknown } | null)?.name : undefined;
     names.push(name);
-    if (refuseNamed && name !== undefined) {
-      const err = Object.assign(new Error(`prepared statement "${String(name)}" does not exist`), { code: '26000' });
-      const callback = args.find((a) => typeof a === 'function') as ((e: Error) => void) | undefined;
-      if (callback) return void process.nextTick(() => callback(err));
-      return Promise.reject(err);
-    }
-    return (original as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof original;
+    if (!refuseNamed || name === undefined) return send();
+    const err = Object.assign(new Error(`prepared statement "${String(name)}" does not exist`), { code: '26000' });
+    const callback = args.find((a) => typeof a === 'function') as ((e: Error) => void) | undefined;
+    if (callback) return void process.nextTick(() => callback(err));
+    return Promise.reject(err);
+  });
   try {
     return { result: await work(), names };
   } finally {
-    pg.Client.prototype.query = original;
+    stop();
   }
 }
 

@@ -17,7 +17,6 @@ import { searchEmails as pgSearch } from '../engine/postgres/search.js';
 import { exportSnapshot, indexedSearch, type ExportedSnapshot } from '../engine/postgres/search-snapshot.js';
 import { PgStore } from '../engine/postgres/store.js';
 import { learnPresent } from '../engine/postgres/search-present.js';
-import pg from 'pg';
 import { BroadcastChannel, Worker } from 'node:worker_threads';
 import { Snapshot, termKey } from '../engine/search/bitsets/snapshot.js';
 import { folderTag } from '../engine/search/tags.js';
@@ -34,7 +33,7 @@ import { InvalidInput, parseSearchInput } from '../shared/search-input.js';
 import { parseQuery } from '../shared/query-language.js';
 import { tempDir } from './helpers/fixture.js';
 import { copySqliteToPostgres } from './helpers/pg-copy.js';
-import { createTestDatabase, runSql, type TestDatabase } from './helpers/postgres.js';
+import { createTestDatabase, interceptQueries, queryText, runSql, type TestDatabase } from './helpers/postgres.js';
 import { anyText, long, spaced, structured } from './helpers/query-arbitraries.js';
 
 const MESSAGES = 2500;
@@ -548,12 +547,7 @@ test.serial(
     await catchUpSearchIndex(store);
     const first = await exportSnapshot(pgdb.url, undefined, { minDocs: 50 });
     const sent: string[] = [];
-    const original = pg.Client.prototype.query;
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const q = args[0];
-      sent.push(typeof q === 'string' ? q : String((q as { text?: unknown })?.text));
-      return (original as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof original;
+    const stop = interceptQueries((q, send) => (sent.push(queryText(q)), send()));
     const rowReads = () => sent.filter((q) => /ORDER BY e\."SentDate", e\."Id"/.test(q)).length;
     const exported: ExportedSnapshot[] = [first];
     try {
@@ -577,7 +571,7 @@ test.serial(
         sql`UPDATE mail_archiver."ArchivedEmails" SET "FolderName" = 'INBOX' WHERE "Id" = ${id!.id}::int`,
       );
     } finally {
-      pg.Client.prototype.query = original;
+      stop();
       for (const e of exported) await e.release();
     }
   },
@@ -591,22 +585,16 @@ test.serial(
     const alice = { isAdmin: false, userId: users.alice };
     // Every message a client sends: the simple protocol's one query, or one extended query.
     const sent: string[] = [];
-    const original = pg.Client.prototype.query;
-    const counting = function (this: pg.Client, ...args: unknown[]) {
-      const first = args[0];
-      sent.push(typeof first === 'string' ? first : String((first as { text?: unknown })?.text));
-      return (original as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof original;
     // Relevance ranks by ts_rank on the SQL path (docs/search.md): only its count is compared.
     const messagesFor = async (viewer: typeof alice, params: Record<string, string>) => {
       const query = parseSearchInput(params, limits);
       sent.length = 0;
-      pg.Client.prototype.query = counting;
+      const stop = interceptQueries((q, send) => (sent.push(queryText(q)), send()));
       let answer;
       try {
         answer = await indexedSearch(indexed, viewer, query);
       } finally {
-        pg.Client.prototype.query = original;
+        stop();
       }
       t.truthy(answer, `the index answers ${JSON.stringify(params)}`);
       const bySql = await pgSearch(store, viewer, query);
@@ -643,7 +631,6 @@ test.serial(
       t.is(await messagesFor(alice, { q: 'budget', from: '2024-01-01', to: '2024-12-31' }), 2);
       t.is(await messagesFor(alice, { q: 'budget', from: '2024-01-01', to: '2024-12-31' }), 1, 'learnt');
     } finally {
-      pg.Client.prototype.query = original;
       await indexed.close();
       await exported.release();
     }

@@ -84,7 +84,7 @@ export interface PgSnapshotState {
    * What the tables the index reads summed to at the last refresh that read them (fingerprint());
    * undefined for a state loaded from a file, whose first refresh compares row by row.
    */
-  fingerprint?: Fingerprint;
+  fingerprint?: string;
 }
 
 /**
@@ -97,29 +97,22 @@ export interface PgSnapshotState {
  * change goes unseen only when the hashes of what changed sum to the same as before, which
  * nobody can aim at without the seed: about one chance in 2^64 by accident.
  */
-interface Fingerprint {
-  seed: string;
-  messages: string;
-  docs: string;
-}
+const FINGERPRINT_SEED = randomBytes(8).readBigInt64BE().toString();
 
-async function fingerprint(client: pg.Client, seed: string): Promise<Fingerprint> {
-  const { rows } = await client.query<{ messages: string; docs: string }>({
+async function fingerprint(client: pg.Client): Promise<string> {
+  const { rows } = await client.query<{ sums: string }>({
     // A record's hash is a fixed linear mix of its columns' hashes, so their sum over rows would
     // be the sum of each column's apart (two messages swapping folders would not change it):
     // each row's hash is hashed once more.
     text: `SELECT (SELECT count(*) || ':' || coalesce(sum(hashint8extended(hash_record_extended(
                            ROW(e."Id", e."SentDate", e."MailAccountId", e."FolderName", e."IsOutgoing"), $1::int8), $1::int8)), 0)
-                     FROM mail_archiver."ArchivedEmails" e) AS messages,
+                     FROM mail_archiver."ArchivedEmails" e) || ' / ' ||
                   (SELECT count(*) || ':' || coalesce(sum(hashint4extended(d.email_id, $1::int8)), 0)
-                     FROM mail_archive_gateway.search_docs d) AS docs`,
-    values: [seed],
+                     FROM mail_archive_gateway.search_docs d) AS sums`,
+    values: [FINGERPRINT_SEED],
   });
-  return { seed, ...rows[0]! };
+  return rows[0]!.sums;
 }
-
-const sameFingerprint = (a: Fingerprint | undefined, b: Fingerprint) =>
-  a !== undefined && a.messages === b.messages && a.docs === b.docs;
 
 interface MessageRows {
   ids: Int32Array;
@@ -331,8 +324,8 @@ async function refreshPgSnapshot(
     )
   ).rows as [{ paired: boolean }];
   const samePairs = old !== undefined && (old.snapshot.term(PAIRS_KEY) !== undefined) === paired;
-  const print = await fingerprint(client, old?.fingerprint?.seed ?? randomSeed());
-  if (old && !options.whole && samePairs && sameFingerprint(old.fingerprint, print)) return old;
+  const print = await fingerprint(client);
+  if (old && !options.whole && samePairs && old.fingerprint === print) return old;
   const rows = await readRows(client);
   const maxId = rows.ids.reduce((m, id) => Math.max(m, id), 0);
   const words = wordsFor(maxId);
@@ -457,9 +450,6 @@ async function refreshPgSnapshot(
     fingerprint: print,
   };
 }
-
-/** A fingerprint's seed: a signed 64-bit integer, as text. */
-const randomSeed = () => randomBytes(8).readBigInt64BE().toString();
 
 /** A snapshot posted with its token; release() ends the exporting transaction. */
 export interface ExportedSnapshot {

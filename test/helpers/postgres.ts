@@ -80,3 +80,23 @@ export async function runSql(url: string, sql: string): Promise<void> {
     await client.end();
   }
 }
+
+/**
+ * Puts `hook` in front of every query any pg client sends, until the returned function is called.
+ * The hook gets the query's first argument (its text, or a config with `text` and maybe `name`),
+ * the call's arguments, and `send`, which sends it as the driver would; it returns what query()
+ * returns (send()'s value, or an answer of its own).
+ */
+export function interceptQueries(hook: (first: unknown, send: () => unknown, args: unknown[]) => unknown): () => void {
+  const original = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    return hook(args[0], () => (original as (...a: unknown[]) => unknown).apply(this, args), args);
+  } as typeof original;
+  return () => {
+    pg.Client.prototype.query = original;
+  };
+}
+
+/** A query's SQL text, whether it was sent as a string or as a config. */
+export const queryText = (first: unknown): string =>
+  typeof first === 'string' ? first : String((first as { text?: unknown } | null)?.text);
