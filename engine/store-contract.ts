@@ -57,6 +57,11 @@ export interface MailWriter {
    * same Message-ID, different content (engine/import/fingerprint.ts).
    */
   readonly sameIdDifferentContent: number;
+  /**
+   * Messages found already stored without their original that were given it (a store that keeps
+   * originals; docs/evidence.md, "Archives made before originals were kept"). 0 where none are kept.
+   */
+  readonly originalsAttached: number;
 }
 
 export interface ArchiveAdmin {

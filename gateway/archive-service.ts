@@ -8,6 +8,7 @@ import {
   type AttachmentHandle,
   type AggregateQuery,
   type AttachmentTextPage,
+  type MessageCopy,
   type SearchQuery,
 } from '../shared/jobs.js';
 import type { AccessLogWriter } from './access-log.js';
@@ -185,6 +186,22 @@ export class ArchiveService {
       }
       yield bytes;
     }
+  }
+
+  /**
+   * One message's bytes (docs/evidence.md): the original where it is kept; on a store that keeps
+   * none (Mail Archiver's), a reconstruction; otherwise copy 'none' with the reason. null: missing
+   * or hidden. Not logged here: the route logs a Download once bytes go out.
+   */
+  async messageCopy(caller: Caller, id: number): Promise<MessageCopy | null> {
+    this.#recordable();
+    const { copies } = await caller.key.run({ kind: 'messageCopies', ids: [id], reconstruct: false, first: true });
+    return copies[0] ?? null;
+  }
+
+  /** Logs a download of a message's bytes (its original or its reconstruction). */
+  recordMessageDownload(caller: Caller, copy: MessageCopy): void {
+    this.#log(caller, 'Download', { emailId: copy.id, accountId: copy.accountId });
   }
 
   stats(caller: Caller) {

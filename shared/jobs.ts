@@ -114,6 +114,40 @@ export interface AttachmentTextPage {
 export const TEXT_PAGE_DEFAULT = 20_000;
 export const TEXT_PAGE_MAX = 100_000;
 
+/**
+ * How a message's bytes were come by (docs/evidence.md): the bytes as they arrived, kept at import
+ * or sync; a message rebuilt from the stored fields, as Mail Archiver's own "Export as EML" does,
+ * which claims nothing about the original; or nothing, for mail archived before originals were
+ * kept when no reconstruction was asked for.
+ */
+export type MessageCopyKind = 'original' | 'reconstructed' | 'none';
+
+/** One message's bytes as the archive can give them, with what an export's manifest lists. */
+export interface MessageCopy {
+  id: number;
+  accountId: number;
+  folder: string;
+  /** UTC ISO 8601. */
+  sentDate: string;
+  from: string;
+  subject: string;
+  copy: MessageCopyKind;
+  /** The bytes; null when `copy` is 'none'. */
+  bytes: Uint8Array | null;
+  /** SHA-256 of `bytes`, lowercase hex; null when `copy` is 'none'. */
+  sha256: string | null;
+  /**
+   * Why the copy is not the original, in one sentence (no original kept; or a stored original
+   * failed its integrity check, so a reconstruction is served instead).
+   */
+  note?: string;
+  /** Set when an original is kept but failed its integrity check (its bytes are not served as it). */
+  damaged?: true;
+}
+
+/** A batch of message copies stops after this many bytes (at least one message): the caller asks again. */
+export const MESSAGE_COPY_BATCH_BYTES = 16 * 1024 * 1024;
+
 export interface AccessLogEntry {
   userId: number;
   type: AccessType;
@@ -290,6 +324,28 @@ export interface JobMap {
     result: Uint8Array | null;
   };
   stats: { args: { principal: Principal }; result: StatsDto };
+  /**
+   * Messages' bytes (MessageCopy), in the order of `ids`: the original where the archive keeps one;
+   * for mail archived before originals were kept, with `reconstruct` a message rebuilt from its
+   * stored fields, else copy 'none'. A store that never keeps originals (Mail Archiver's) always
+   * rebuilds. Ids that do
+   * not exist or are not visible are left out. The batch stops once MESSAGE_COPY_BATCH_BYTES are
+   * read; `next` is the index in `ids` to ask from again (ids.length when done).
+   */
+  messageCopies: {
+    /** `first`: the first batch of a download or an export, which a busy pool may refuse; later ones never are. */
+    args: { principal: Principal; ids: number[]; reconstruct: boolean; first?: boolean };
+    result: { copies: MessageCopy[]; next: number };
+  };
+  /**
+   * Every id a search matches (its q and filters; paging and sort ignored), oldest first by sent
+   * date, then id; `ids` is null when more than `max` match (only `total` is counted then).
+   */
+  exportIds: {
+    args: { principal: Principal; query: SearchQuery; max: number };
+    result: { total: number; ids: number[] | null };
+  };
+
   accessLog: { args: { entries: AccessLogEntry[] }; result: { written: number } };
   /** Web sign-in: the user when the password matches and the user is active, else null. */
   login: { args: { username: string; password: string }; result: WebUser | null };

@@ -39,6 +39,8 @@ export interface ImportSummary {
   ignored: IgnoredFile[];
   /** Imported messages whose Message-ID another message in their folder has: different content. */
   sameIdDifferentContent: number;
+  /** Duplicates that were stored without their original and were given it (docs/evidence.md). */
+  originalsAttached: number;
   /** Imported messages stored with a repair, by reason: how many, and where the first ones came from. */
   repaired: Partial<Record<Repair, { count: number; messages: string[] }>>;
   seconds: number;
@@ -219,6 +221,8 @@ export async function importMessages(
         maxTnefFiles: limits.maxTnefFiles,
       });
       if (m.crLineEnds && !email.repairs.includes('crLineEnds')) email.repairs.unshift('crLineEnds');
+      // The bytes as the reader gave them: a file's or a fetch's as read, an mbox entry unescaped.
+      email.original = m.raw;
       pending.push(email);
       origins.push(m.origin);
       pendingSizes.push(m.raw.length);
@@ -249,7 +253,7 @@ export async function importMessages(
   if (options.touchLastSync !== false) await admin.touchLastSync(account.id, Date.now());
   options.onProgress?.(progress);
   const { imported, duplicates, failed, tooLarge } = progress;
-  const { sameIdDifferentContent } = writer;
+  const { sameIdDifferentContent, originalsAttached } = writer;
   return {
     imported,
     duplicates,
@@ -258,6 +262,7 @@ export async function importMessages(
     textDeferred,
     ignored: [],
     sameIdDifferentContent,
+    originalsAttached,
     repaired,
     seconds: (performance.now() - started) / 1000,
   };

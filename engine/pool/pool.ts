@@ -135,6 +135,9 @@ export const JOB_KINDS: { readonly [K in JobKind]: JobKindPolicy<K> } = {
   folders: { lane: 'query' },
   stats: { lane: 'query' },
   attachmentChunk: { lane: 'query', shed: 'first chunk only' },
+  // up to MESSAGE_COPY_BATCH_BYTES read and decompressed, or rebuilt: a scan's cost, not a point read's
+  messageCopies: { lane: 'query', shed: 'first chunk only' },
+  exportIds: { lane: 'query' }, // a search's count and every id it matches
   login: { lane: 'query', keepIfAbandoned: true }, // scrypt: deliberately slow, so it stays off the interactive lane
   fault: { lane: 'query' }, // unless the job names a lane
   ping: { lane: 'interactive' }, // readiness sends it to every lane with ping(lane)
@@ -165,6 +168,7 @@ function mayShed(job: Job): boolean {
   const shed = JOB_KINDS[job.kind].shed;
   if (shed === 'never') return false;
   if (job.kind === 'attachmentChunk' && shed === 'first chunk only') return job.first === true || job.seq === 0;
+  if (job.kind === 'messageCopies' && shed === 'first chunk only') return job.first === true;
   // A test's hold stands for work already admitted, so it fills a lane exactly whatever else runs.
   if (job.kind === 'fault') return job.mode !== 'hold';
   return true;

@@ -412,6 +412,7 @@ export class PgAdmin implements ArchiveAdmin {
       get sameIdDifferentContent() {
         return writer.sameIdDifferentContent;
       },
+      originalsAttached: 0, // Mail Archiver's schema keeps no original (docs/evidence.md)
     };
   }
 

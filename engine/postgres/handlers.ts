@@ -41,6 +41,8 @@ import { threadId } from 'node:worker_threads';
 import { NO_KEY_HASH, WARM_UP_PRINCIPAL, warmedUp, warmUpStep } from '../search/warm-up.js';
 import { summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './columns.js';
 import { searchPage } from './search.js';
+import { messageCopies } from './originals.js';
+import { exportPageQuery } from '../rules/export-ids.js';
 import { indexedSearch, searchIndexInfo } from './search-snapshot.js';
 import { getThread } from './threads.js';
 import * as pgOAuth from './oauth.js';
@@ -446,6 +448,17 @@ export const pgHandlers: PgHandlers = {
     attachmentText(ctx, job.principal, job.emailId, job.attachmentId, job.offset, job.maxChars),
   attachmentChunk: (ctx, job) => attachmentChunk(ctx, job.contentId, job.seq),
   stats: (ctx, job) => stats(ctx, job.principal),
+  messageCopies: (ctx, job) => messageCopies(ctx, job.principal, job.ids),
+  exportIds: async (ctx, job) => {
+    const first = await searchPage(ctx, job.principal, exportPageQuery(job.query, 1));
+    if (first.totalItems > job.max) return { total: first.totalItems, ids: null };
+    const ids = first.items.map((i) => i.id);
+    for (let page = 2; page <= first.totalPages; page++) {
+      for (const item of (await searchPage(ctx, job.principal, exportPageQuery(job.query, page))).items)
+        ids.push(item.id);
+    }
+    return { total: first.totalItems, ids };
+  },
   accessLog: (ctx, job) => writeAccessLog(ctx, job.entries),
   login: (ctx, job) => login(ctx, job.username, job.password),
   sessionUser: (ctx, job) => sessionUser(ctx, job.userId, job.stamp, job.issuedAt),

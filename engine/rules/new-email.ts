@@ -37,6 +37,12 @@ export interface NewEmail {
   refs?: string[];
   /** The raw header block as received, for stores that keep it (PostgreSQL's RawHeaders). */
   rawHeaders?: string;
+  /**
+   * The message's bytes as they arrived (docs/evidence.md, "Originals"): a file's or an IMAP
+   * fetch's bytes as read, an mbox entry without its From_ line and with its escapes undone.
+   * Stores that keep originals store it; absent for mail made up on the spot.
+   */
+  original?: Buffer;
 }
 
 /**

@@ -88,6 +88,9 @@ export class SqliteAdmin implements ArchiveAdmin {
       get sameIdDifferentContent() {
         return writer.sameIdDifferentContent;
       },
+      get originalsAttached() {
+        return writer.originalsAttached;
+      },
     };
   }
 

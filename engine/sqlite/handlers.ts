@@ -14,6 +14,8 @@ import {
   searchPage,
 } from './emails.js';
 import { getAttachmentText } from './attachment-text.js';
+import { messageCopies } from './originals.js';
+import { exportPageQuery } from '../rules/export-ids.js';
 import { authenticate } from './keys.js';
 import { getThread } from './threads.js';
 import { exchangeOAuthToken, getOAuthClient, issueOAuthCode, registerOAuthClient, revokeOAuthToken } from './oauth.js';
@@ -25,7 +27,11 @@ import { threadId } from 'node:worker_threads';
 import { NO_KEY_HASH, WARM_UP_PRINCIPAL, warmedUp, warmUpStep } from '../search/warm-up.js';
 import { createKeyFor, endSessions, listKeysFor, login, revokeKeyAs, sessionUser } from './web.js';
 
-type Handlers = { [K in JobKind]: (db: Db, job: Job<K>) => JobResult<K> };
+/** Kinds whose work awaits something besides the database (a reconstruction's MIME build). */
+type AsyncKind = 'messageCopies';
+type Handlers = {
+  [K in JobKind]: (db: Db, job: Job<K>) => K extends AsyncKind ? Promise<JobResult<K>> : JobResult<K>;
+};
 
 export const handlers: Handlers = {
   authenticate: (db, job) => authenticate(db, job.keyHash, job.now),
@@ -48,6 +54,18 @@ export const handlers: Handlers = {
     getAttachmentText(db, job.principal, job.emailId, job.attachmentId, job.offset, job.maxChars),
   attachmentChunk: (db, job) => readAttachmentChunk(db, job.contentId, job.seq),
   stats: (db, job) => getStats(db, job.principal),
+  messageCopies: (db, job) => messageCopies(db, job.principal, job.ids, job.reconstruct),
+  exportIds: (db, job) =>
+    // One read transaction: every page from the same moment of the archive.
+    db.transaction(() => {
+      const first = searchPage(db, job.principal, exportPageQuery(job.query, 1));
+      if (first.totalItems > job.max) return { total: first.totalItems, ids: null };
+      const ids = first.items.map((i) => i.id);
+      for (let page = 2; page <= first.totalPages; page++) {
+        for (const item of searchPage(db, job.principal, exportPageQuery(job.query, page)).items) ids.push(item.id);
+      }
+      return { total: first.totalItems, ids };
+    })(),
   accessLog: (db, job) => ({ written: writeAccessLog(db, job.entries) }),
   // Web UI: scrypt for sign-in runs here, on a worker thread, never on the event loop.
   login: (db, job) => login(db, job.username, job.password),
@@ -80,8 +98,8 @@ export const handlers: Handlers = {
   },
 };
 
-export function runJob<K extends JobKind>(db: Db, job: Job<K>): JobResult<K> {
-  const handler = handlers[job.kind] as ((db: Db, job: Job<K>) => JobResult<K>) | undefined;
+export function runJob<K extends JobKind>(db: Db, job: Job<K>): JobResult<K> | Promise<JobResult<K>> {
+  const handler = handlers[job.kind] as ((db: Db, job: Job<K>) => JobResult<K> | Promise<JobResult<K>>) | undefined;
   if (!handler) throw new Error(`Unknown job kind ${String(job.kind)}`);
   return handler(db, job);
 }

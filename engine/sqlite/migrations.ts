@@ -396,4 +396,26 @@ export const migrations: Migration[] = [
       CREATE INDEX oauth_refresh_tokens_grant ON oauth_refresh_tokens (grant_id);
     `,
   },
+  {
+    version: 8,
+    name: 'Originals, byte for byte',
+    sql: /* sql */ `
+      -- Each message's bytes as they arrived (docs/evidence.md, "Originals"), stored once per
+      -- SHA-256 and compressed (engine/rules/originals.ts: codec 'br' or 'none').
+      CREATE TABLE originals (
+        id     INTEGER PRIMARY KEY,
+        sha256 TEXT    NOT NULL UNIQUE,
+        size   INTEGER NOT NULL,
+        codec  TEXT    NOT NULL,
+        data   BLOB    NOT NULL
+      );
+      -- The original a message was parsed from. Mail archived before this version has no row
+      -- until the same source is imported again.
+      CREATE TABLE email_originals (
+        email_id    INTEGER PRIMARY KEY REFERENCES emails (id) ON DELETE CASCADE,
+        original_id INTEGER NOT NULL REFERENCES originals (id)
+      );
+      CREATE INDEX email_originals_original ON email_originals (original_id);
+    `,
+  },
 ];

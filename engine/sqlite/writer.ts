@@ -11,6 +11,7 @@ import { normaliseSubject } from '../rules/threads.js';
 import { linkNewMessage, relinkDuplicate } from './threads.js';
 import { bumpGeneration } from './users.js';
 import { ATTACHMENT_CHUNK_BYTES, messageIdOnlyKey, normalizeFolder, type NewEmail } from '../rules/new-email.js';
+import { packOriginal, sha256Hex } from '../rules/originals.js';
 
 export class ArchiveWriter {
   readonly #db: Db;
@@ -24,6 +25,13 @@ export class ArchiveWriter {
   readonly #lastSlot;
   readonly #hasKey;
   readonly #otherWithMessageId;
+  readonly #findOriginal;
+  readonly #insertOriginal;
+  readonly #linkOriginal;
+  readonly #idOfKey;
+  readonly #hasOriginal;
+  /** Messages already in the archive without an original that were given theirs (a second import). */
+  originalsAttached = 0;
   /** Messages stored although another message in their folder has their Message-ID (their content differs). */
   sameIdDifferentContent = 0;
 
@@ -49,6 +57,11 @@ export class ArchiveWriter {
     this.#findContent = db.prepare('SELECT id FROM attachment_contents WHERE sha256 = ?').pluck();
     this.#insertContent = db.prepare('INSERT INTO attachment_contents (sha256, size, chunks) VALUES (?, ?, ?)');
     this.#insertChunk = db.prepare('INSERT INTO attachment_chunks (content_id, seq, data) VALUES (?, ?, ?)');
+    this.#findOriginal = db.prepare('SELECT id FROM originals WHERE sha256 = ?').pluck();
+    this.#insertOriginal = db.prepare('INSERT INTO originals (sha256, size, codec, data) VALUES (?, ?, ?, ?)');
+    this.#linkOriginal = db.prepare('INSERT OR IGNORE INTO email_originals (email_id, original_id) VALUES (?, ?)');
+    this.#idOfKey = db.prepare('SELECT id FROM emails WHERE account_id = ? AND folder = ? AND dedup_key = ?').pluck();
+    this.#hasOriginal = db.prepare('SELECT 1 FROM email_originals WHERE email_id = ?').pluck();
     this.#insertAttachment = db.prepare(
       `INSERT INTO attachments (email_id, file_name, content_type, size, is_inline, content_id) VALUES (?, ?, ?, ?, ?, ?)`,
     );
@@ -63,6 +76,7 @@ export class ArchiveWriter {
     const idOnly = messageIdOnlyKey(email.dedupKey);
     if (idOnly !== null && this.#hasKey.get(email.accountId, folder, idOnly) !== undefined) {
       relinkDuplicate(this.#db, { accountId: email.accountId, folder, dedupKey: idOnly }, email.refs ?? []);
+      this.#attachToDuplicate(email, folder, idOnly);
       return null;
     }
     const info = this.#insertEmail.run(
@@ -86,9 +100,11 @@ export class ArchiveWriter {
     if (info.changes === 0) {
       // A re-import may bring headers the stored copy never recorded (docs/import.md).
       relinkDuplicate(this.#db, { accountId: email.accountId, folder, dedupKey: email.dedupKey }, email.refs ?? []);
+      this.#attachToDuplicate(email, folder, email.dedupKey);
       return null;
     }
     const id = Number(info.lastInsertRowid);
+    if (email.original) this.#linkOriginal.run(id, this.#original(email.original));
     if (idOnly !== null && this.#otherWithMessageId.get(email.accountId, email.messageId, folder, id) !== undefined)
       this.sameIdDifferentContent++;
     // Attachments first: the body's insert trigger indexes their file names.
@@ -146,6 +162,27 @@ export class ArchiveWriter {
       if (last === null) return base;
       if (last < base + SLOTS - 1) return last + 1;
     }
+  }
+
+  /**
+   * A message already stored whose copy came without an original (archived before originals were
+   * kept) gets this one: importing the same source again completes the archive (docs/evidence.md).
+   */
+  #attachToDuplicate(email: NewEmail, folder: string, dedupKey: string): void {
+    if (!email.original) return;
+    const id = this.#idOfKey.get(email.accountId, folder, dedupKey) as number | undefined;
+    if (id === undefined || this.#hasOriginal.get(id) !== undefined) return;
+    this.#linkOriginal.run(id, this.#original(email.original));
+    this.originalsAttached++;
+  }
+
+  /** The original's row, stored once per SHA-256 (engine/rules/originals.ts). */
+  #original(bytes: Buffer): number {
+    const sha = sha256Hex(bytes);
+    const existing = this.#findOriginal.get(sha) as number | undefined;
+    if (existing !== undefined) return existing;
+    const packed = packOriginal(bytes, sha);
+    return Number(this.#insertOriginal.run(sha, packed.size, packed.codec, packed.data).lastInsertRowid);
   }
 
   #content(bytes: Buffer): number {

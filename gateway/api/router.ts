@@ -124,6 +124,44 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
     }
   });
 
+  // A message's bytes (docs/evidence.md, "Originals"): the original as it arrived, or where the
+  // store keeps none (Mail Archiver's) a reconstruction, said so in Archive-Copy. Downloaded like
+  // an attachment: ETag and ranges, logged as a Download, never rendered.
+  router.get('/emails/:id/raw', auth, async (ctx) => {
+    const id = idParam(ctx, 'id');
+    const copy = await service.messageCopy(caller(ctx), id);
+    if (!copy) throw new Problem(404, `Email ${id} does not exist.`);
+    // Kept but failing its check: the archive holds it and will not pass it off as the original.
+    if (copy.damaged) throw new Problem(409, `Email ${id}: ${copy.note ?? 'its original failed its check.'}`);
+    if (copy.copy === 'none' || !copy.bytes || !copy.sha256) {
+      throw new Problem(404, `Email ${id} has no original. ${copy.note ?? ''}`.trim());
+    }
+    const bytes = Buffer.from(copy.bytes.buffer, copy.bytes.byteOffset, copy.bytes.byteLength);
+    const etag = `"${copy.sha256}"`;
+    ctx.set({
+      'Accept-Ranges': 'bytes',
+      // RFC 9530: the digest of the whole message, whatever range is sent.
+      'Repr-Digest': `sha-256=:${Buffer.from(copy.sha256, 'hex').toString('base64')}:`,
+      'Archive-Copy': copy.copy,
+    });
+    if (answerNotModified(ctx, etag)) return;
+    const range = requestedRange(ctx, bytes.length, etag);
+    if (ctx.method !== 'HEAD' && (range?.start ?? 0) === 0) service.recordMessageDownload(caller(ctx), copy);
+    ctx.set({
+      'Content-Disposition': contentDisposition(`${id}.eml`),
+      'X-Content-Type-Options': 'nosniff',
+      'Content-Security-Policy': 'sandbox',
+      'Content-Type': 'message/rfc822',
+    });
+    if (range) {
+      ctx.status = 206;
+      ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${bytes.length}`);
+      ctx.body = bytes.subarray(range.start, range.end + 1);
+    } else {
+      ctx.body = bytes;
+    }
+  });
+
   // The text found inside an attachment (docs/import.md, "Attachment text"). A download like the
   // bytes: refused when downloads are, logged as Download; never HTML, whatever the file was.
   router.get('/emails/:id/attachments/:attachmentId/text', auth, async (ctx) => {

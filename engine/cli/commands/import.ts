@@ -45,10 +45,12 @@ function summaryLine(accountId: number, s: ImportSummary, dryRun: boolean): stri
     ? `, ${s.sameIdDifferentContent} with a Message-ID another message has (different content)`
     : '';
   const tooLarge = s.tooLarge > 0 ? `, ${s.tooLarge} too large` : '';
+  const attached =
+    s.originalsAttached > 0 ? `; ${plural(s.originalsAttached, 'duplicate')} given the original it lacked` : '';
   const counts = `(${plural(s.duplicates, 'duplicate')}${shared}, ${s.failed} failed${tooLarge}, ${s.ignored.length} ignored)`;
   const line = dryRun
-    ? `Dry run: would import ${plural(s.imported, 'message')} into account ${accountId} ${counts}; nothing was written (${s.seconds.toFixed(1)} s).\n`
-    : `Imported ${plural(s.imported, 'message')} into account ${accountId} ${counts} in ${s.seconds.toFixed(1)} s.\n`;
+    ? `Dry run: would import ${plural(s.imported, 'message')} into account ${accountId} ${counts}${attached}; nothing was written (${s.seconds.toFixed(1)} s).\n`
+    : `Imported ${plural(s.imported, 'message')} into account ${accountId} ${counts}${attached} in ${s.seconds.toFixed(1)} s.\n`;
   return line + repairLines(s);
 }
 

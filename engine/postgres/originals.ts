@@ -1,0 +1,103 @@
+// Messages' bytes on Mail Archiver's database (docs/evidence.md, "PostgreSQL"). Mail Archiver keeps
+// no original, so each message is rebuilt from what it does keep (RawHeaders, the bodies, the
+// attachments), as its own "Export as EML" does, and marked as a reconstruction.
+import { MESSAGE_COPY_BATCH_BYTES, type MessageCopy, type Viewer } from '../../shared/jobs.js';
+import { resolveBody } from '../rules/body.js';
+import { sha256Hex } from '../rules/originals.js';
+import { reconstructMessage } from '../rules/reconstruct.js';
+import { iso } from '../rules/time.js';
+import { T, visibleAccounts, zonedMs } from './columns.js';
+import type { PgContext } from './context.js';
+import { sql } from './sql.js';
+
+export const RECONSTRUCTED_NOTE =
+  'Mail Archiver keeps no original message: this one is rebuilt from the archived fields (RawHeaders, bodies, attachments).';
+
+interface Row {
+  id: number;
+  account_id: number;
+  folder: string;
+  sent_date: number;
+  from_addr: string;
+  to_addr: string;
+  cc_addr: string;
+  bcc_addr: string;
+  subject: string;
+  message_id: string;
+  raw_headers: string | null;
+  text_body: string | null;
+  html_body: string | null;
+  text_untruncated: string | null;
+  html_untruncated: string | null;
+  text_original: Buffer | null;
+  html_original: Buffer | null;
+}
+
+/** `reconstruct` is moot here: with no original kept, a reconstruction is the message's bytes. */
+export async function messageCopies(
+  ctx: PgContext,
+  viewer: Viewer,
+  ids: readonly number[],
+): Promise<{ copies: MessageCopy[]; next: number }> {
+  const copies: MessageCopy[] = [];
+  let bytes = 0;
+  let next = 0;
+  for (; next < ids.length && bytes < MESSAGE_COPY_BATCH_BYTES; next++) {
+    const id = ids[next]!;
+    const [row] = await ctx.read<Row>(
+      sql`SELECT e."Id" AS id, e."MailAccountId" AS account_id, e."FolderName" AS folder,
+                 ${zonedMs('e."SentDate"', ctx.zone)} AS sent_date, e."From" AS from_addr, e."To" AS to_addr,
+                 e."Cc" AS cc_addr, e."Bcc" AS bcc_addr, e."Subject" AS subject, e."MessageId" AS message_id,
+                 e."RawHeaders" AS raw_headers,
+                 NULLIF(e."Body", '') AS text_body, NULLIF(e."HtmlBody", '') AS html_body,
+                 NULLIF(e."BodyUntruncatedText", '') AS text_untruncated,
+                 NULLIF(e."BodyUntruncatedHtml", '') AS html_untruncated,
+                 e."OriginalBodyText" AS text_original, e."OriginalBodyHtml" AS html_original
+            FROM ${T.emails} e WHERE e."Id" = ${id} AND ${visibleAccounts(viewer, 'e."MailAccountId"')}`,
+    );
+    if (!row) continue;
+    const base = {
+      id: row.id,
+      accountId: row.account_id,
+      folder: row.folder,
+      sentDate: iso(row.sent_date),
+      from: row.from_addr,
+      subject: row.subject,
+      note: RECONSTRUCTED_NOTE,
+    };
+    const attachments = await ctx.read<{
+      fileName: string;
+      contentType: string;
+      contentId: string | null;
+      content: Buffer | null;
+    }>(
+      sql`SELECT a."FileName" AS "fileName", a."ContentType" AS "contentType", a."ContentId" AS "contentId",
+                 COALESCE(c."Content", a."Content") AS content
+            FROM ${T.attachments} a LEFT JOIN ${T.contents} c ON c."Id" = a."AttachmentContentId"
+           WHERE a."ArchivedEmailId" = ${id} ORDER BY a."Id"`,
+    );
+    const rebuilt = await reconstructMessage({
+      messageId: row.message_id,
+      subject: row.subject,
+      from: row.from_addr,
+      to: row.to_addr,
+      cc: row.cc_addr,
+      bcc: row.bcc_addr,
+      sentDate: row.sent_date,
+      rawHeaders: row.raw_headers,
+      textBody: resolveBody(row.text_original, row.text_untruncated, row.text_body),
+      htmlBody: resolveBody(row.html_original, row.html_untruncated, row.html_body),
+      attachments: attachments.map((a) => ({
+        fileName: a.fileName,
+        contentType: a.contentType,
+        // Mail Archiver records no disposition; a Content-ID is what an inline part has.
+        isInline: Boolean(a.contentId),
+        contentId: a.contentId,
+        content: a.content ?? Buffer.alloc(0),
+      })),
+    });
+    bytes += rebuilt.length;
+    copies.push({ ...base, copy: 'reconstructed', bytes: rebuilt, sha256: sha256Hex(rebuilt) });
+  }
+  return { copies, next };
+}
