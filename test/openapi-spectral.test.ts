@@ -80,6 +80,7 @@ const ACCEPTED: Array<{ code: string; paths: string[]; reason: string }> = [
       'paths./api/v1/emails/aggregate.get.parameters.3.schema',
       'paths./api/v1/emails/{id}.get.parameters.0.schema',
       'paths./api/v1/emails/{id}/thread.get.parameters.0.schema',
+      'paths./api/v1/emails/{id}/raw.get.parameters.0.schema',
       `${ATTACHMENT}.get.parameters.0.schema`,
       `${ATTACHMENT}.get.parameters.1.schema`,
       `${ATTACHMENT_TEXT}.get.parameters.0.schema`,

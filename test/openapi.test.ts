@@ -24,6 +24,7 @@ import { defaultSettings, type Settings } from '../shared/config.js';
 import { MAX_THREAD_LENGTH, SORT_KEYS } from '../shared/jobs.js';
 import { Extractor } from '../engine/attachments/extractor.js';
 import { reindexAttachments } from '../engine/attachments/index-texts.js';
+import { importPaths } from '../engine/import/importer.js';
 import { createFixture, tempDir, type Fixture } from './helpers/fixture.js';
 import { withAdmin } from './helpers/store.js';
 import { generateClient, type GeneratedClient } from './helpers/openapi-client.js';
@@ -116,6 +117,13 @@ const OPERATIONS: Record<string, { operationId: string; tag: string; params: str
     tag: 'Emails',
     params: ['id', 'attachmentId'],
     statuses: ['200', '400', '401', '403', '404', '406', '429', '500', '503'],
+  },
+  // Additive to SPEC.md: the message's own bytes (docs/evidence.md, "Originals").
+  '/api/v1/emails/{id}/raw': {
+    operationId: 'getRawEmail',
+    tag: 'Emails',
+    params: ['id'],
+    statuses: ['200', '206', '304', '400', '401', '404', '406', '409', '416', '429', '500', '503'],
   },
   '/api/v1/stats': {
     operationId: 'getStats',
@@ -701,6 +709,37 @@ test('the attachment text route: 200 text/plain, 404 and 403 answers conform to 
   t.deepEqual(
     checks.map((c) => c.status),
     [200, 404, 400, 403],
+  );
+  for (const c of checks) t.deepEqual(conformance.problems(c), [], `${c.template} ${c.status}`);
+});
+
+test("a message's own bytes: 200, 206, 404 (no original kept) and 400 answers conform to the document", async (t) => {
+  const { main, f, conformance } = t.context;
+  const file = fileURLToPath(new URL('../../test/fixtures/mail/outgoing.eml', import.meta.url));
+  await withAdmin(f.dbPath, (admin) => importPaths(admin, [file], { accountId: f.accounts.work, folder: 'Raw' }));
+  const page = await observe(main, '/api/v1/emails', '/api/v1/emails?folder=Raw', f.keys.admin);
+  const id = (page.body as { items: Array<{ id: number }> }).items[0]!.id;
+  const template = '/api/v1/emails/{id}/raw';
+  const ok = await observe(main, template, `/api/v1/emails/${id}/raw`, f.keys.admin);
+  t.is(ok.status, 200);
+  t.is(ok.headers['content-type'], 'message/rfc822');
+  t.is(ok.headers['archive-copy'], 'original');
+  const ranged = await fetch(`${main.baseUrl}/api/v1/emails/${id}/raw`, {
+    headers: { Authorization: `Bearer ${f.keys.admin}`, Range: 'bytes=0-9' },
+  });
+  const part = { template, status: ranged.status, headers: headersOf(ranged), body: undefined };
+  await ranged.arrayBuffer();
+  t.is(part.status, 206);
+  const checks = [
+    ok,
+    part,
+    // The fixture's own messages were written without an original.
+    await observe(main, template, `/api/v1/emails/${f.emails.budget}/raw`, f.keys.admin),
+    await observe(main, template, '/api/v1/emails/x/raw', f.keys.admin),
+  ];
+  t.deepEqual(
+    checks.map((c) => c.status),
+    [200, 206, 404, 400],
   );
   for (const c of checks) t.deepEqual(conformance.problems(c), [], `${c.template} ${c.status}`);
 });

@@ -22,6 +22,7 @@ import type { Settings } from '../../shared/config.js';
 import { COMPRESS_THRESHOLD_BYTES } from '../http/compress.js';
 import { getStats, listAccounts, listFolders } from './openapi/accounts.js';
 import { downloadAttachment, getAttachmentText } from './openapi/attachments.js';
+import { getRawEmail } from './openapi/raw.js';
 import { commonResponses, HEADERS, SECURITY_SCHEMES } from './openapi/components.js';
 import { dtoComponentSchemas, withPageBound } from './openapi/dto-schemas.js';
 import { aggregateEmails, getEmail, getThread, searchEmails } from './openapi/emails.js';
@@ -50,6 +51,7 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
     '/api/v1/emails/aggregate': { get: aggregateEmails(settings) },
     '/api/v1/emails/{id}': { get: getEmail() },
     '/api/v1/emails/{id}/thread': { get: getThread() },
+    '/api/v1/emails/{id}/raw': { get: getRawEmail() },
     '/api/v1/emails/{id}/attachments/{attachmentId}': { get: downloadAttachment(settings) },
     '/api/v1/emails/{id}/attachments/{attachmentId}/text': { get: getAttachmentText(settings) },
     '/api/v1/stats': { get: getStats() },

@@ -3,8 +3,8 @@ import type { Settings } from '../../../shared/config.js';
 import type { OpenApiOperation } from './model.js';
 import { attachmentPathIds, byStatus, COMMON, COMMON_HEADERS, headerRef, notModified, problem } from './responses.js';
 
-const NOSNIFF = { description: '`nosniff`.', schema: { type: 'string', enum: ['nosniff'] } };
-const SANDBOX = {
+export const NOSNIFF = { description: '`nosniff`.', schema: { type: 'string', enum: ['nosniff'] } };
+export const SANDBOX = {
   description: '`sandbox`: the bytes are never rendered as an active document.',
   schema: { type: 'string', enum: ['sandbox'] },
 };
