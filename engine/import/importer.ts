@@ -78,6 +78,11 @@ export interface ImportOptions {
   /** What one message and one pass may cost (Import:* settings); defaults: DEFAULT_IMPORT_LIMITS. */
   limits?: Partial<ImportLimits>;
   /**
+   * Keep each message's original bytes (default true; docs/evidence.md, "Originals"). false only
+   * for the import benchmark, which measures what keeping them costs against not keeping them.
+   */
+  originals?: boolean;
+  /**
    * The attachment-text budget of the pass this import is part of (a sync pass spans several
    * folders); default: one for this import, from `limits.text`.
    */
@@ -222,7 +227,7 @@ export async function importMessages(
       });
       if (m.crLineEnds && !email.repairs.includes('crLineEnds')) email.repairs.unshift('crLineEnds');
       // The bytes as the reader gave them: a file's or a fetch's as read, an mbox entry unescaped.
-      email.original = m.raw;
+      if (options.originals !== false) email.original = m.raw;
       pending.push(email);
       origins.push(m.origin);
       pendingSizes.push(m.raw.length);
