@@ -12,7 +12,7 @@ import pg from 'pg';
 import supertest from 'supertest';
 import { createGateway } from '../gateway/app.js';
 import type { EmailSummaryDto, MailAccountDto, PagedResult } from '../shared/dto.js';
-import { apiSettings, bearer, listen, silentLogger } from './helpers/api.js';
+import { apiSettings, bearer, listen, rawBody, silentLogger } from './helpers/api.js';
 import { call, connectClient, jsonOf } from './helpers/mcp.js';
 import { CLI, runCli, type Run } from './helpers/cli.js';
 import {
@@ -148,6 +148,12 @@ test.serial(
     const page = (await request.get('/api/v1/emails').query({ pageSize: 50 }).set(bearer(key)))
       .body as PagedResult<EmailSummaryDto>;
     t.deepEqual(page.items.map((e) => e.folderName).sort(), ['Archive/2024', 'INBOX', 'INBOX', 'Überweisungen/März']);
+    // Each message's original is the bytes the server sent (docs/evidence.md, "Originals").
+    const third = page.items.find((e) => e.subject === 'Message 3 in Archive/2024')!;
+    const raw = await request.get(`/api/v1/emails/${third.id}/raw`).set(bearer(key)).buffer(true).parse(rawBody);
+    t.is(raw.status, 200);
+    t.is(raw.headers['archive-copy'], 'original');
+    t.true((raw.body as Buffer).equals(message(3, 'Archive/2024')), 'byte for byte as appended');
     const accounts = (await request.get('/api/v1/accounts').set(bearer(key))).body as MailAccountDto[];
     const lastSync = Date.parse(accounts[0]!.lastSync!);
     t.true(lastSync >= before - 1000 && lastSync <= Date.now());
