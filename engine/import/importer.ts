@@ -13,6 +13,7 @@ import { Extractor } from '../attachments/extractor.js';
 import { indexNewMessages } from '../attachments/index-texts.js';
 import { TextBudget } from '../attachments/budget.js';
 import { DEFAULT_IMPORT_LIMITS, tooLargeReason, type ImportLimits } from './limits.js';
+import { packOriginalAsync } from '../rules/originals.js';
 
 export interface ImportProgress {
   /** Source bytes read so far, and in all (0 when unknown). */
@@ -147,6 +148,8 @@ export async function importMessages(
     tooLarge: 0,
   };
   let pending: ParsedMessage[] = [];
+  /** The batch's originals being packed (packOriginalAsync). */
+  let packing: Array<Promise<void>> = [];
   let origins: string[] = [];
   let pendingSizes: number[] = [];
   const repaired: ImportSummary['repaired'] = {};
@@ -170,6 +173,8 @@ export async function importMessages(
       return;
     }
     const batch = pending;
+    const packed = packing;
+    packing = [];
     const from = origins;
     const sizes = pendingSizes;
     pending = [];
@@ -177,6 +182,8 @@ export async function importMessages(
     pendingSizes = [];
     pendingBytes = 0;
     await inflight;
+    // A failed compression is the writer's to redo: it packs what has no packedOriginal itself.
+    await Promise.allSettled(packed);
     inflight = writer.writeBatch(batch).then(async (ids) => {
       ids.forEach((id, i) => {
         if (id === null) return void progress.duplicates++;
@@ -227,7 +234,16 @@ export async function importMessages(
       });
       if (m.crLineEnds && !email.repairs.includes('crLineEnds')) email.repairs.unshift('crLineEnds');
       // The bytes as the reader gave them: a file's or a fetch's as read, an mbox entry unescaped.
-      if (options.originals !== false) email.original = m.raw;
+      if (options.originals !== false) {
+        email.original = m.raw;
+        // Hashed and compressed on libuv's threads while the next messages are parsed here; the
+        // batch waits for them before it is written (flush).
+        packing.push(
+          packOriginalAsync(m.raw).then((p) => {
+            email.packedOriginal = p;
+          }),
+        );
+      }
       pending.push(email);
       origins.push(m.origin);
       pendingSizes.push(m.raw.length);

@@ -2,6 +2,7 @@
 // rules both stores keep for it: its identity in its folder (dedupKeyFor) and its folder path.
 import { createHash } from 'node:crypto';
 import { ATTACHMENT_CHUNK_BYTES } from '../../shared/jobs.js';
+import type { PackedOriginal } from './originals.js';
 
 export { ATTACHMENT_CHUNK_BYTES };
 
@@ -43,6 +44,8 @@ export interface NewEmail {
    * Stores that keep originals store it; absent for mail made up on the spot.
    */
   original?: Buffer;
+  /** `original` already hashed and compressed (engine/rules/originals.ts packOriginalAsync), when the writer had it done ahead. */
+  packedOriginal?: PackedOriginal;
 }
 
 /**

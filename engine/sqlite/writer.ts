@@ -11,7 +11,7 @@ import { normaliseSubject } from '../rules/threads.js';
 import { linkNewMessage, relinkDuplicate } from './threads.js';
 import { bumpGeneration } from './users.js';
 import { ATTACHMENT_CHUNK_BYTES, messageIdOnlyKey, normalizeFolder, type NewEmail } from '../rules/new-email.js';
-import { packOriginal, sha256Hex } from '../rules/originals.js';
+import { packOriginal, sha256Hex, type PackedOriginal } from '../rules/originals.js';
 
 export class ArchiveWriter {
   readonly #db: Db;
@@ -104,7 +104,7 @@ export class ArchiveWriter {
       return null;
     }
     const id = Number(info.lastInsertRowid);
-    if (email.original) this.#linkOriginal.run(id, this.#original(email.original));
+    if (email.original) this.#linkOriginal.run(id, this.#original(email.original, email.packedOriginal));
     if (idOnly !== null && this.#otherWithMessageId.get(email.accountId, email.messageId, folder, id) !== undefined)
       this.sameIdDifferentContent++;
     // Attachments first: the body's insert trigger indexes their file names.
@@ -172,16 +172,16 @@ export class ArchiveWriter {
     if (!email.original) return;
     const id = this.#idOfKey.get(email.accountId, folder, dedupKey) as number | undefined;
     if (id === undefined || this.#hasOriginal.get(id) !== undefined) return;
-    this.#linkOriginal.run(id, this.#original(email.original));
+    this.#linkOriginal.run(id, this.#original(email.original, email.packedOriginal));
     this.originalsAttached++;
   }
 
   /** The original's row, stored once per SHA-256 (engine/rules/originals.ts). */
-  #original(bytes: Buffer): number {
-    const sha = sha256Hex(bytes);
+  #original(bytes: Buffer, ahead?: PackedOriginal): number {
+    const sha = ahead?.sha256 ?? sha256Hex(bytes);
     const existing = this.#findOriginal.get(sha) as number | undefined;
     if (existing !== undefined) return existing;
-    const packed = packOriginal(bytes, sha);
+    const packed = ahead ?? packOriginal(bytes, sha);
     return Number(this.#insertOriginal.run(sha, packed.size, packed.codec, packed.data).lastInsertRowid);
   }
 
