@@ -251,3 +251,20 @@ test('a message Mail Archiver wrote without RawHeaders: headers from its fields,
   t.is(pdf.contentDisposition, 'attachment');
   t.true(Buffer.compare(pdf.content, CONTRACT) === 0);
 });
+
+test('an inline image imported here keeps its Content-ID, so the rebuilt HTML still shows it', async (t) => {
+  const { request, archive, ids } = ctx(t);
+  let found = false;
+  for (const id of ids) {
+    const parsed = await simpleParser((await raw(t, id)).body as Buffer, { keepCidLinks: true });
+    const diagram = parsed.attachments.find((a) => a.filename === 'diagram.png');
+    if (!diagram) continue;
+    found = true;
+    t.is(diagram.contentId, '<diagram@example.com>');
+    t.is(diagram.contentDisposition, 'inline');
+    t.true(String(parsed.html).includes('cid:diagram@example.com'));
+    const detail = await request.get(`/api/v1/emails/${id}`).set(bearer(archive.key));
+    t.true((detail.body as EmailDetailDto).attachments.some((a) => a.fileName === 'diagram.png'));
+  }
+  t.true(found, 'the nested-multipart fixture is there');
+});

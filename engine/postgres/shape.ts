@@ -74,7 +74,7 @@ export const USED_COLUMNS: Record<string, Record<string, ColumnSpec>> = {
     Content: 'bytea',
     Size: 'bigint w',
     AttachmentContentId: 'integer w',
-    ContentId: 'text',
+    ContentId: 'text w',
   },
   AttachmentContents: {
     Id: 'integer',

@@ -157,11 +157,12 @@ export class PgArchiveWriter {
     if (attachments.length > 0) {
       const contentIds = await this.#contents(query, attachments);
       await query(
-        sql`INSERT INTO ${T.attachments} ("ArchivedEmailId", "FileName", "ContentType", "Size", "AttachmentContentId")
+        sql`INSERT INTO ${T.attachments} ("ArchivedEmailId", "FileName", "ContentType", "Size", "AttachmentContentId", "ContentId")
             SELECT * FROM unnest(${attachments.map((x) => x.emailId)}::int[], ${attachments.map((x) => noNul(x.a.fileName))}::text[],
                                  ${attachments.map((x) => noNul(x.a.contentType))}::text[],
                                  ${attachments.map((x) => x.a.content.length)}::bigint[],
-                                 ${attachments.map((x) => contentIds.get(x.hash)!)}::int[])`,
+                                 ${attachments.map((x) => contentIds.get(x.hash)!)}::int[],
+                                 ${attachments.map((x) => (x.a.contentId ? noNul(x.a.contentId) : null))}::text[])`,
       );
     }
     return ids;
