@@ -7,7 +7,7 @@
 // API says of the message: subject, addresses, date, bodies and attachments, byte for byte.
 import test, { type ExecutionContext } from 'ava';
 import { createHash, randomBytes } from 'node:crypto';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
 import addressparser from 'nodemailer/lib/addressparser';
@@ -67,6 +67,8 @@ interface Context {
   ids: number[];
   written: number;
   folded: number;
+  /** The files imported into INBOX. */
+  files: string[];
 }
 
 test.before(async (t) => {
@@ -92,6 +94,9 @@ test.before(async (t) => {
   let written: number;
   let folded: number;
   try {
+    // What mail imported before originals were kept, and all of Mail Archiver's own, gets: a
+    // reconstruction (the last test covers the originals kept since).
+    await client.query('DELETE FROM mail_archive_gateway.email_originals');
     // As Mail Archiver's own importer writes a message: no RawHeaders, the HTML referring to an
     // inline image by its ContentId (kept without brackets), a PDF beside it.
     written = (
@@ -140,7 +145,7 @@ test.before(async (t) => {
   const request = supertest.agent(gateway.app.callback());
   const page = await request.get('/api/v1/emails').query({ pageSize: 100 }).set(bearer(archive.key));
   const ids = (page.body.items as Array<{ id: number }>).map((i) => i.id).sort((a, b) => a - b);
-  t.context = { db, archive, gateway, request, ids, written, folded } satisfies Context;
+  t.context = { db, archive, gateway, request, ids, written, folded, files } satisfies Context;
 });
 
 test.after.always(async (t) => {
@@ -267,4 +272,53 @@ test('an inline image imported here keeps its Content-ID, so the rebuilt HTML st
     t.true((detail.body as EmailDetailDto).attachments.some((a) => a.fileName === 'diagram.png'));
   }
   t.true(found, 'the nested-multipart fixture is there');
+});
+
+test('mail imported here is served as its original, byte for byte; a re-import completes mail stored without it', async (t) => {
+  const { db, archive, request } = ctx(t);
+  const files = ctx(t).files.filter((f) => f.startsWith(MAIL.pathname)); // the made-up one is gone
+  const importInto = async (folder: string) => {
+    const admin = await openAdmin(db.url, { timeZone: ZONE });
+    try {
+      return await importPaths(admin, files, { accountId: archive.accountId, folder });
+    } finally {
+      await admin.close();
+    }
+  };
+  t.like(await importInto('Again'), { imported: files.length, originalsAttached: 0 });
+  const page = await request.get('/api/v1/emails').query({ folder: 'Again', pageSize: 100 }).set(bearer(archive.key));
+  const again = (page.body.items as Array<{ id: number }>).map((i) => i.id);
+  t.is(again.length, files.length);
+  const wanted = files.map((f) => readFileSync(f).toString('base64')).sort();
+  const served = async (copy: string) => {
+    const bodies: string[] = [];
+    for (const id of again) {
+      const res = await raw(t, id);
+      t.is(res.status, 200);
+      t.is(res.headers['archive-copy'], copy, `${id}`);
+      const bytes = res.body as Buffer;
+      t.is(res.headers.etag, `"${createHash('sha256').update(bytes).digest('hex')}"`);
+      bodies.push(bytes.toString('base64'));
+    }
+    return bodies.sort();
+  };
+  t.deepEqual(await served('original'), wanted, 'every file, byte for byte');
+
+  // Stored before originals were kept: reconstructions, until the same files are imported again.
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  t.teardown(() => client.end());
+  await client.query('DELETE FROM mail_archive_gateway.email_originals WHERE email_id = ANY($1::int[])', [again]);
+  await served('reconstructed');
+  t.like(await importInto('Again'), { imported: 0, duplicates: files.length, originalsAttached: files.length });
+  t.deepEqual(await served('original'), wanted);
+
+  // Bytes changed at rest: a 409, never served as the original.
+  await client.query(
+    `UPDATE mail_archive_gateway.originals o SET sha256 = repeat('0', 64)
+       FROM mail_archive_gateway.email_originals eo WHERE eo.original_id = o.id AND eo.email_id = $1`,
+    [again[0]],
+  );
+  const damaged = await request.get(`/api/v1/emails/${again[0]}/raw`).set(bearer(archive.key));
+  t.is(damaged.status, 409);
 });

@@ -414,7 +414,10 @@ export class PgAdmin implements ArchiveAdmin {
       get sameIdDifferentContent() {
         return writer.sameIdDifferentContent;
       },
-      originalsAttached: 0, // Mail Archiver's schema keeps no original (docs/evidence.md)
+      // Mail Archiver's schema keeps no original; ours does, for mail imported here (docs/postgres.md).
+      get originalsAttached() {
+        return writer.originalsAttached;
+      },
     };
   }
 

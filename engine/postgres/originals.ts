@@ -1,13 +1,14 @@
 // Messages' bytes on Mail Archiver's database (docs/evidence.md, "PostgreSQL"; docs/postgres.md,
 // "Originals and reconstructions"). Mail Archiver keeps no original, so each message is rebuilt
 // from what it does keep (RawHeaders, the bodies, the attachments), as its own "Export as EML"
-// does, and marked as a reconstruction. The GoBD fork keeps one in
+// does, and marked as a reconstruction, unless this service imported it and kept its bytes
+// (mail_archive_gateway.originals). The GoBD fork keeps one in
 // archive_worm."ArchivedEmailSources" (docs/compat.md, "The GoBD fork's archive_worm"): where it
 // has a row for the message, those bytes are served as the original once their SHA-256 matches
 // the one it recorded; one that does not is damaged, never served as the original.
 import { MESSAGE_COPY_BATCH_BYTES, type MessageCopy, type Viewer } from '../../shared/jobs.js';
 import { resolveBody } from '../rules/body.js';
-import { OriginalDamaged, sha256Hex } from '../rules/originals.js';
+import { OriginalDamaged, sha256Hex, unpackOriginal } from '../rules/originals.js';
 import { reconstructMessage } from '../rules/reconstruct.js';
 import { iso } from '../rules/time.js';
 import { T, visibleAccounts, zonedMs } from './columns.js';
@@ -96,6 +97,13 @@ export async function messageCopies(
       subject: row.subject,
     };
     let marks: { note: string; damaged?: true } = { note: RECONSTRUCTED_NOTE };
+    // Ours, for mail this service imported (docs/postgres.md, "Originals and reconstructions"):
+    // looked at where the fork keeps none.
+    const [ours] = await ctx.read<{ sha256: string; size: number; codec: string; data: Buffer }>(
+      sql`SELECT o.sha256, o.size::float8 AS size, o.codec, o.data
+            FROM mail_archive_gateway.email_originals eo JOIN mail_archive_gateway.originals o ON o.id = eo.original_id
+           WHERE eo.email_id = ${id}`,
+    );
     if (ctx.sources) {
       const [kept] = await ctx.read<{ bytes: Buffer | null; sha256: string | null }>(keptOriginal(ctx.sources, id));
       if (kept) {
@@ -109,6 +117,17 @@ export async function messageCopies(
           // As on SQLite: flagged, and a reconstruction in its place for exports (the route answers 409).
           marks = { note: `${err.message} A reconstruction is given instead.`, damaged: true };
         }
+      }
+    }
+    if (ours && !marks.damaged) {
+      try {
+        const original = unpackOriginal(ours);
+        bytes += original.length;
+        copies.push({ ...base, copy: 'original', bytes: original, sha256: ours.sha256 });
+        continue;
+      } catch (err) {
+        if (!(err instanceof OriginalDamaged)) throw err;
+        marks = { note: `${err.message} A reconstruction is given instead.`, damaged: true };
       }
     }
     const attachments = await ctx.read<{
