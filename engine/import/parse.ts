@@ -195,7 +195,8 @@ function toAttachment(a: Attachment, index: number): NewAttachment {
   const fileName = a.filename?.trim() || `attachment-${index + 1}.${EXTENSIONS[contentType] ?? 'bin'}`;
   // Inline: shown in the body (Content-Disposition: inline, or a part of multipart/related).
   const isInline = a.contentDisposition === 'inline' || a.related === true;
-  return { fileName, contentType, content: decodedContent(a), isInline };
+  const contentId = a.contentId?.trim().replace(/^<|>$/g, '');
+  return { fileName, contentType, content: decodedContent(a), isInline, ...(contentId ? { contentId } : {}) };
 }
 
 // Types of files found inside a winmail.dat, by extension; anything else is octet-stream.

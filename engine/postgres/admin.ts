@@ -27,7 +27,7 @@ import { StoreError } from '../../shared/errors.js';
 import { keyNameProblem } from '../../shared/key-name.js';
 import { hashKey, KEY_PATTERN, KEY_PREFIX_LENGTH, toRow, type RawKey } from '../rules/keys.js';
 import { iso } from '../rules/time.js';
-import { T, utcMs, utcTimestamp } from './columns.js';
+import { accessLogsTable, T, utcMs, utcTimestamp } from './columns.js';
 import {
   ACCESS_TYPE_CODES,
   accessTypeOf,
@@ -352,6 +352,8 @@ export class PgAdmin implements ArchiveAdmin {
    */
   async listAccessLog(filter: { userId?: number; type?: AccessType; limit?: number } = {}): Promise<AccessLogRow[]> {
     const codes = filter.type !== undefined ? [ACCESS_TYPE_CODES[filter.type]] : Object.values(ACCESS_TYPE_CODES);
+    // Mail Archiver's table, or the GoBD fork's in archive_worm (PgContext.accessLogSchema).
+    const table = accessLogsTable(this.store ? await this.store.detectShape() : this.ctx);
     const rows = await this.q<RawLog>(
       sql`SELECT * FROM (
             SELECT l."Id" AS id, ${utcMs('l."Timestamp"')} AS at, l."Username" AS username,
@@ -360,7 +362,7 @@ export class PgAdmin implements ArchiveAdmin {
                    COALESCE(d.account_id, l."MailAccountId", (SELECT e."MailAccountId" FROM ${T.emails} e WHERE e."Id" = l."EmailId")) AS account_id,
                    d.search_params, l."SearchParameters" AS search_text,
                    CASE WHEN d.access_log_id IS NULL THEN 'mail-archiver' ELSE d.source END AS source
-              FROM ${T.accessLogs} l
+              FROM ${table} l
               LEFT JOIN mail_archive_gateway.access_log_details d ON d.access_log_id = l."Id"
              WHERE l."Type" = ANY(${codes}::int[])) r
           WHERE ${filter.userId !== undefined ? sql`r.user_id = ${filter.userId}` : sql`true`}
@@ -412,16 +414,22 @@ export class PgAdmin implements ArchiveAdmin {
       get sameIdDifferentContent() {
         return writer.sameIdDifferentContent;
       },
-      originalsAttached: 0, // Mail Archiver's schema keeps no original (docs/evidence.md)
+      // Mail Archiver's schema keeps no original; ours does, for mail imported here (docs/postgres.md).
+      get originalsAttached() {
+        return writer.originalsAttached;
+      },
     };
   }
 
   async transaction<T>(work: (admin: ArchiveAdmin) => Promise<T>): Promise<T> {
     if (!this.store) return work(this);
+    const shape = await this.store.detectShape();
     return this.store.transaction((query) => {
       const inner: PgContext = {
         zone: this.ctx.zone,
-        isRead: this.ctx.isRead,
+        isRead: shape.isRead,
+        accessLogSchema: shape.accessLogSchema,
+        sources: shape.sources,
         read: query,
         primary: query,
         transaction: (nested) => nested(query),

@@ -13,8 +13,10 @@ export const T = {
   users: raw('mail_archiver."Users"'),
   userAccounts: raw('mail_archiver."UserMailAccounts"'),
   keys: raw('mail_archiver."ApiKeys"'),
-  accessLogs: raw('mail_archiver."AccessLogs"'),
 };
+
+/** "AccessLogs" where the database has it: Mail Archiver's schema, or the GoBD fork's (PgContext.accessLogSchema). */
+export const accessLogsTable = (ctx: { accessLogSchema: string }): Sql => raw(`${ctx.accessLogSchema}."AccessLogs"`);
 
 /** A naive UTC timestamp column as epoch milliseconds (a float8, so pg gives a number). */
 export const utcMs = (column: string): Sql =>

@@ -4,6 +4,7 @@
 import type { PostgresHealth } from '../../shared/jobs.js';
 import type { SnapshotOrigin } from '../search/bitsets/share.js';
 import type { Snapshot } from '../search/bitsets/snapshot.js';
+import type { AccessLogSchema, SourcesShape } from './shape.js';
 import type { Sql } from './sql.js';
 
 export type Row = object;
@@ -30,6 +31,14 @@ export interface PgContext {
    * store's first job; a column added later shows after a restart.
    */
   readonly isRead: boolean;
+  /**
+   * The schema whose "AccessLogs" entries go to: Mail Archiver's, or the GoBD fork's
+   * archive_worm, where it moves the table behind a hash chain (docs/compat.md, "The GoBD fork's
+   * archive_worm"). Looked up with isRead.
+   */
+  readonly accessLogSchema: AccessLogSchema;
+  /** The fork's kept originals, archive_worm."ArchivedEmailSources", when it is there; looked up with isRead. */
+  readonly sources: SourcesShape | null;
   readonly read: Query;
   readonly primary: Query;
   /** Runs `work` in one transaction on the primary. */

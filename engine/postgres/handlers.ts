@@ -39,7 +39,7 @@ import { decoyHash, stampOf, verifyPasswordSync } from '../rules/password-hash.j
 import { iso } from '../rules/time.js';
 import { threadId } from 'node:worker_threads';
 import { NO_KEY_HASH, WARM_UP_PRINCIPAL, warmedUp, warmUpStep } from '../search/warm-up.js';
-import { summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './columns.js';
+import { accessLogsTable, summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './columns.js';
 import { searchPage } from './search.js';
 import { messageCopies } from './originals.js';
 import { exportPageQuery } from '../rules/export-ids.js';
@@ -272,7 +272,9 @@ async function stats(ctx: PgContext, viewer: Viewer) {
 /**
  * Into Mail Archiver's AccessLogs, one row per read, with its type codes and the columns it
  * fills (so its own audit page lists these reads); what it has no column for (key prefix,
- * client address, front end) goes to our access_log_details, keyed by the AccessLogs id.
+ * client address, front end) goes to our access_log_details, keyed by the AccessLogs id. On the
+ * GoBD fork's database the table is archive_worm's (PgContext.accessLogSchema): the same
+ * columns, and its BEFORE INSERT trigger chains each row; we never write the chain's columns.
  */
 async function writeAccessLog(ctx: PgContext, entries: readonly AccessLogEntry[]): Promise<{ written: number }> {
   if (entries.length === 0) return { written: 0 };
@@ -283,12 +285,12 @@ async function writeAccessLog(ctx: PgContext, entries: readonly AccessLogEntry[]
   await ctx.transaction(async (query) => {
     const ids = (
       await query<{ id: number }>(
-        sql`SELECT nextval(pg_get_serial_sequence('mail_archiver."AccessLogs"', 'Id'))::int AS id
+        sql`SELECT nextval(pg_get_serial_sequence(${`${ctx.accessLogSchema}."AccessLogs"`}::text, 'Id'))::int AS id
               FROM generate_series(1, ${entries.length}::int)`,
       )
     ).map((r) => r.id);
     await query(
-      sql`INSERT INTO ${T.accessLogs} ("Id", "Username", "Type", "Timestamp", "EmailId", "EmailSubject", "EmailFrom", "SearchParameters")
+      sql`INSERT INTO ${accessLogsTable(ctx)} ("Id", "Username", "Type", "Timestamp", "EmailId", "EmailSubject", "EmailFrom", "SearchParameters")
           SELECT r.id, COALESCE(u."Username", ''), r.code, to_timestamp(r.at / 1000) AT TIME ZONE 'UTC', r.email_id,
                  CASE WHEN r.code = ${ACCESS_TYPE_CODES.Open} THEN left(e."Subject", 255) END,
                  CASE WHEN r.code = ${ACCESS_TYPE_CODES.Open} THEN left(e."From", 255) END,

@@ -1,14 +1,43 @@
-// Messages' bytes on Mail Archiver's database (docs/evidence.md, "PostgreSQL"). Mail Archiver keeps
-// no original, so each message is rebuilt from what it does keep (RawHeaders, the bodies, the
-// attachments), as its own "Export as EML" does, and marked as a reconstruction.
+// Messages' bytes on Mail Archiver's database (docs/evidence.md, "PostgreSQL"; docs/postgres.md,
+// "Originals and reconstructions"). Mail Archiver keeps no original, so each message is rebuilt
+// from what it does keep (RawHeaders, the bodies, the attachments), as its own "Export as EML"
+// does, and marked as a reconstruction, unless this service imported it and kept its bytes
+// (mail_archive_gateway.originals). The GoBD fork keeps one in
+// archive_worm."ArchivedEmailSources" (docs/compat.md, "The GoBD fork's archive_worm"): where it
+// has a row for the message, those bytes are served as the original once their SHA-256 matches
+// the one it recorded; one that does not is damaged, never served as the original.
 import { MESSAGE_COPY_BATCH_BYTES, type MessageCopy, type Viewer } from '../../shared/jobs.js';
 import { resolveBody } from '../rules/body.js';
-import { sha256Hex } from '../rules/originals.js';
+import { OriginalDamaged, sha256Hex, unpackOriginal } from '../rules/originals.js';
 import { reconstructMessage } from '../rules/reconstruct.js';
 import { iso } from '../rules/time.js';
 import { T, visibleAccounts, zonedMs } from './columns.js';
 import type { PgContext } from './context.js';
-import { sql } from './sql.js';
+import { WORM_SCHEMA, SOURCES_TABLE, type SourcesShape } from './shape.js';
+import { raw, sql, type Sql } from './sql.js';
+
+const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/** The fork's kept original of message `id` (bytes and recorded hash), as the detected columns name them. */
+function keptOriginal(sources: SourcesShape, id: number): Sql {
+  const content = `s.${ident(sources.content)}`;
+  return sql`SELECT ${raw(sources.contentIsText ? `convert_to(${content}, 'UTF8')` : content)} AS bytes,
+                    ${raw(`s.${ident(sources.sha256)}`)}::text AS sha256
+               FROM ${raw(`${WORM_SCHEMA}.${ident(SOURCES_TABLE)}`)} s
+              WHERE ${raw(`s.${ident(sources.emailId)}`)} = ${id} LIMIT 1`;
+}
+
+/** The kept bytes when they match their recorded SHA-256; else OriginalDamaged. */
+function checkedOriginal(kept: { bytes: Buffer | null; sha256: string | null }): { bytes: Buffer; sha256: string } {
+  const recorded = kept.sha256?.trim().toLowerCase() ?? '';
+  if (!kept.bytes) throw new OriginalDamaged('its row holds no bytes');
+  if (!/^[0-9a-f]{64}$/.test(recorded)) throw new OriginalDamaged('no SHA-256 is recorded for it');
+  const actual = sha256Hex(kept.bytes);
+  if (actual !== recorded) {
+    throw new OriginalDamaged('its bytes no longer match the SHA-256 recorded when it was archived');
+  }
+  return { bytes: kept.bytes, sha256: actual };
+}
 
 export const RECONSTRUCTED_NOTE =
   'Mail Archiver keeps no original message: this one is rebuilt from the archived fields (RawHeaders, bodies, attachments).';
@@ -33,7 +62,10 @@ interface Row {
   html_original: Buffer | null;
 }
 
-/** `reconstruct` is moot here: with no original kept, a reconstruction is the message's bytes. */
+/**
+ * `reconstruct` is moot here: where no original is kept (all of Mail Archiver's mail, the fork's
+ * without a source row), a reconstruction is the message's bytes.
+ */
 export async function messageCopies(
   ctx: PgContext,
   viewer: Viewer,
@@ -63,8 +95,41 @@ export async function messageCopies(
       sentDate: iso(row.sent_date),
       from: row.from_addr,
       subject: row.subject,
-      note: RECONSTRUCTED_NOTE,
     };
+    let marks: { note: string; damaged?: true } = { note: RECONSTRUCTED_NOTE };
+    // Ours, for mail this service imported (docs/postgres.md, "Originals and reconstructions"):
+    // looked at where the fork keeps none.
+    const [ours] = await ctx.read<{ sha256: string; size: number; codec: string; data: Buffer }>(
+      sql`SELECT o.sha256, o.size::float8 AS size, o.codec, o.data
+            FROM mail_archive_gateway.email_originals eo JOIN mail_archive_gateway.originals o ON o.id = eo.original_id
+           WHERE eo.email_id = ${id}`,
+    );
+    if (ctx.sources) {
+      const [kept] = await ctx.read<{ bytes: Buffer | null; sha256: string | null }>(keptOriginal(ctx.sources, id));
+      if (kept) {
+        try {
+          const original = checkedOriginal(kept);
+          bytes += original.bytes.length;
+          copies.push({ ...base, copy: 'original', ...original });
+          continue;
+        } catch (err) {
+          if (!(err instanceof OriginalDamaged)) throw err;
+          // As on SQLite: flagged, and a reconstruction in its place for exports (the route answers 409).
+          marks = { note: `${err.message} A reconstruction is given instead.`, damaged: true };
+        }
+      }
+    }
+    if (ours && !marks.damaged) {
+      try {
+        const original = unpackOriginal(ours);
+        bytes += original.length;
+        copies.push({ ...base, copy: 'original', bytes: original, sha256: ours.sha256 });
+        continue;
+      } catch (err) {
+        if (!(err instanceof OriginalDamaged)) throw err;
+        marks = { note: `${err.message} A reconstruction is given instead.`, damaged: true };
+      }
+    }
     const attachments = await ctx.read<{
       fileName: string;
       contentType: string;
@@ -97,7 +162,7 @@ export async function messageCopies(
       })),
     });
     bytes += rebuilt.length;
-    copies.push({ ...base, copy: 'reconstructed', bytes: rebuilt, sha256: sha256Hex(rebuilt) });
+    copies.push({ ...base, copy: 'reconstructed', bytes: rebuilt, sha256: sha256Hex(rebuilt), ...marks });
   }
   return { copies, next };
 }

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import type pg from 'pg';
 import { ArchiveOpenError } from '../../shared/errors.js';
 import { ourMigrations } from './migrations.js';
-import { checkShape } from './shape.js';
+import { checkShape, queryOn } from './shape.js';
 
 /** The oldest Mail Archiver migration whose schema has every column this service uses. */
 export const MAIL_ARCHIVER_MINIMUM = '20260818120000_MigrateV2608_1';
@@ -50,7 +50,7 @@ export async function detectSchema(client: pg.ClientBase): Promise<SchemaState> 
   if (id === null) return app ? { kind: 'unknown', id: '(none)' } : { kind: 'empty' };
   if (!/^\d{14}_/.test(id)) return { kind: 'unknown', id };
   if (id < MAIL_ARCHIVER_MINIMUM) return { kind: 'older', id };
-  const checked = await checkShape(client);
+  const checked = await checkShape(queryOn(client));
   if ('problem' in checked) return { kind: 'incompatible', problem: checked.problem };
   return KNOWN_MIGRATIONS.includes(id) ? { kind: 'current' } : { kind: 'newer', id };
 }

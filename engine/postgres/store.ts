@@ -9,8 +9,8 @@ import type { Job, JobKind, JobResult, PostgresHealth } from '../../shared/jobs.
 import { ArchiveUnavailable } from '../../shared/errors.js';
 import { checkout, createPgPool, isUnavailable, serverOf } from './connect.js';
 import { pgHandlers } from './handlers.js';
-import { OPTIONAL_COLUMNS } from './shape.js';
-import { sql, type Sql } from './sql.js';
+import { checkShape, type SchemaShape, type SourcesShape } from './shape.js';
+import type { Sql } from './sql.js';
 import { missingPrepared, preparedName, preparing, stopPreparing } from './prepared.js';
 import { snapshotSession } from './snapshot-session.js';
 import type { PgContext, Query, Row, SnapshotSend } from './context.js';
@@ -97,10 +97,6 @@ async function execute(pool: pg.Pool, q: Sql): Promise<unknown[]> {
 }
 
 /** Whether ArchivedEmails has Mail Archiver's read flag as a boolean (engine/postgres/shape.ts). */
-const readFlagPresent = sql`SELECT EXISTS (SELECT 1 FROM information_schema.columns
-  WHERE table_schema = 'mail_archiver' AND table_name = 'ArchivedEmails' AND column_name = 'IsRead'
-    AND data_type = ${OPTIONAL_COLUMNS.ArchivedEmails.IsRead}) AS present`;
-
 /** A health probe waits this long for a server before calling it down. */
 const HEALTH_TIMEOUT_MS = 1_500;
 
@@ -132,10 +128,31 @@ export class PgStore implements PgContext {
 
   readonly #replicaUrls: readonly string[];
   #closed = false;
-  #isRead: boolean | undefined;
+  #shape: SchemaShape | undefined;
 
   get isRead(): boolean {
-    return this.#isRead ?? false;
+    return this.#shape?.isRead ?? false;
+  }
+
+  get accessLogSchema(): SchemaShape['accessLogSchema'] {
+    return this.#shape?.accessLogSchema ?? 'mail_archiver';
+  }
+
+  get sources(): SourcesShape | null {
+    return this.#shape?.sources ?? null;
+  }
+
+  /**
+   * Looks up the schema's optional parts once (shape.ts: the read flag, the fork's access log
+   * and kept originals); a part added later shows after a restart. Where reads go: a replica
+   * has the primary's schema. The start has refused a shape it cannot serve; one changed since
+   * is served without the optional parts.
+   */
+  async detectShape(): Promise<SchemaShape> {
+    if (this.#shape) return this.#shape;
+    const checked = await checkShape(this.read);
+    return (this.#shape ??=
+      'shape' in checked ? checked.shape : { isRead: false, accessLogSchema: 'mail_archiver', sources: null });
   }
 
   #follower: SnapshotFollower | undefined;
@@ -285,11 +302,7 @@ export class PgStore implements PgContext {
   async run<K extends JobKind>(job: Job<K>): Promise<JobResult<K>> {
     const handler = pgHandlers[job.kind] as ((ctx: PgContext, job: Job<K>) => Promise<JobResult<K>>) | undefined;
     if (!handler) throw new Error(`Unknown job kind ${String(job.kind)}`);
-    if (this.#isRead === undefined) {
-      // Where reads go: a replica has the primary's schema.
-      const [row] = await this.read<{ present: boolean }>(readFlagPresent);
-      this.#isRead = row!.present;
-    }
+    if (!this.#shape) await this.detectShape();
     return handler(this, job);
   }
 

@@ -23,6 +23,7 @@ import { hasFileAttachments } from '../attachments/counts.js';
 import { prepareBody, STORED_BODY_LIMIT, type PreparedBody } from '../rules/body.js';
 import { toSecond } from '../search/fts-key.js';
 import { messageIdOnlyKey, normalizeFolder, type NewEmail } from '../rules/new-email.js';
+import { packOriginal, sha256Hex } from '../rules/originals.js';
 import { T } from './columns.js';
 import { relinkFromHeaders } from './threads.js';
 import { sql } from './sql.js';
@@ -46,6 +47,8 @@ export class PgArchiveWriter {
   readonly #afterBatch: PgWriterOptions['afterBatch'];
   /** Messages stored although another message in their folder has their Message-ID (their content differs). */
   sameIdDifferentContent = 0;
+  /** Duplicates this importer stored before originals were kept, given theirs now. */
+  originalsAttached = 0;
 
   constructor(ctx: PgContext, options: PgWriterOptions = {}) {
     this.#ctx = ctx;
@@ -123,6 +126,12 @@ export class PgArchiveWriter {
       emails,
       ids,
     );
+    await this.#attachOriginals(
+      query,
+      [...first.values()].filter((i) => ids[i] === null && emails[i]!.original !== undefined),
+      keys,
+      emails,
+    );
     const fresh = emails.map((e, i) => ({ e, i, id: ids[i] })).filter((x) => x.id !== null);
     if (fresh.length === 0) return ids;
 
@@ -157,14 +166,93 @@ export class PgArchiveWriter {
     if (attachments.length > 0) {
       const contentIds = await this.#contents(query, attachments);
       await query(
-        sql`INSERT INTO ${T.attachments} ("ArchivedEmailId", "FileName", "ContentType", "Size", "AttachmentContentId")
+        sql`INSERT INTO ${T.attachments} ("ArchivedEmailId", "FileName", "ContentType", "Size", "AttachmentContentId", "ContentId")
             SELECT * FROM unnest(${attachments.map((x) => x.emailId)}::int[], ${attachments.map((x) => noNul(x.a.fileName))}::text[],
                                  ${attachments.map((x) => noNul(x.a.contentType))}::text[],
                                  ${attachments.map((x) => x.a.content.length)}::bigint[],
-                                 ${attachments.map((x) => contentIds.get(x.hash)!)}::int[])`,
+                                 ${attachments.map((x) => contentIds.get(x.hash)!)}::int[],
+                                 ${attachments.map((x) => (x.a.contentId ? noNul(x.a.contentId) : null))}::text[])`,
+      );
+    }
+    const kept = fresh.filter((x) => x.e.original !== undefined);
+    if (kept.length > 0) {
+      const originals = await this.#originals(
+        query,
+        kept.map((x) => x.e.original!),
+      );
+      await query(
+        sql`INSERT INTO mail_archive_gateway.email_originals (email_id, original_id)
+            SELECT * FROM unnest(${kept.map((x) => x.id)}::int[], ${originals}::int[])`,
       );
     }
     return ids;
+  }
+
+  /**
+   * The rows of `originals` for these bytes, in order, storing the ones not there yet (once per
+   * SHA-256, packed as on SQLite: engine/rules/originals.ts). In the caller's transaction.
+   */
+  async #originals(query: Query, bytes: readonly Buffer[]): Promise<number[]> {
+    const shas = bytes.map((b) => sha256Hex(b));
+    const known = new Map(
+      (
+        await query<{ id: number; sha256: string }>(
+          sql`SELECT id, sha256 FROM mail_archive_gateway.originals WHERE sha256 = ANY(${[...new Set(shas)]}::text[])`,
+        )
+      ).map((r) => [r.sha256, r.id]),
+    );
+    const missing = new Map<string, Buffer>();
+    shas.forEach((sha, i) => {
+      if (!known.has(sha)) missing.set(sha, bytes[i]!);
+    });
+    if (missing.size > 0) {
+      const packed = [...missing].map(([sha, b]) => packOriginal(b, sha));
+      // Another writer storing the same bytes meanwhile: theirs is as good as ours.
+      await query(
+        sql`INSERT INTO mail_archive_gateway.originals (sha256, size, codec, data)
+            SELECT * FROM unnest(${packed.map((p) => p.sha256)}::text[], ${packed.map((p) => p.size)}::bigint[],
+                                 ${packed.map((p) => p.codec)}::text[], ${packed.map((p) => p.data)}::bytea[])
+            ON CONFLICT (sha256) DO NOTHING`,
+      );
+      const added = await query<{ id: number; sha256: string }>(
+        sql`SELECT id, sha256 FROM mail_archive_gateway.originals WHERE sha256 = ANY(${[...missing.keys()]}::text[])`,
+      );
+      for (const r of added) known.set(r.sha256, r.id);
+    }
+    return shas.map((sha) => known.get(sha)!);
+  }
+
+  /**
+   * Duplicates that bring their original: a message this importer stored before originals were
+   * kept (import_keys says it is ours, no email_originals row) gets it now, so importing the same
+   * source again completes the archive, as on SQLite.
+   */
+  async #attachOriginals(
+    query: Query,
+    dupes: number[],
+    keys: ReadonlyArray<{ account: number; folder: string; key: string }>,
+    emails: readonly NewEmail[],
+  ): Promise<void> {
+    if (dupes.length === 0) return;
+    const lacking = await query<{ n: number; email_id: number }>(
+      sql`SELECT u.n, k.email_id
+            FROM unnest(${dupes}::int[], ${dupes.map((i) => keys[i]!.account)}::int[], ${dupes.map((i) => keys[i]!.folder)}::text[],
+                        ${dupes.map((i) => keys[i]!.key)}::text[]) AS u(n, a, f, d)
+            JOIN mail_archive_gateway.import_keys k ON k.account_id = u.a AND k.folder = u.f AND k.dedup_key = u.d
+            JOIN ${T.emails} e ON e."Id" = k.email_id
+           WHERE NOT EXISTS (SELECT 1 FROM mail_archive_gateway.email_originals o WHERE o.email_id = k.email_id)`,
+    );
+    if (lacking.length === 0) return;
+    const originals = await this.#originals(
+      query,
+      lacking.map((r) => emails[r.n]!.original!),
+    );
+    const linked = await query<{ email_id: number }>(
+      sql`INSERT INTO mail_archive_gateway.email_originals (email_id, original_id)
+          SELECT * FROM unnest(${lacking.map((r) => r.email_id)}::int[], ${originals}::int[])
+          ON CONFLICT (email_id) DO NOTHING RETURNING email_id`,
+    );
+    this.originalsAttached += linked.length;
   }
 
   /** Which of these keys are held by a message that still exists, as JSON [account, folder, key]. */

@@ -11,6 +11,11 @@ export interface NewAttachment {
   contentType: string;
   content: Buffer;
   isInline?: boolean;
+  /**
+   * The part's Content-ID without its angle brackets, as Mail Archiver keeps it
+   * (EmailAttachments."ContentId"): what cid: links in the HTML body name. Absent: none.
+   */
+  contentId?: string;
 }
 
 export interface NewEmail {

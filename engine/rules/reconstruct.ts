@@ -65,24 +65,44 @@ export function headerFields(block: string): Array<{ key: string; value: string 
   return fields;
 }
 
-/** The message as RFC 5322 bytes with CRLF line ends. */
+/**
+ * A received Date field's instant, or NaN: RFC 5322's form with its zone, comments dropped (the
+ * zone's name in parentheses that many mailers add).
+ */
+function receivedDate(value: string): number {
+  return Date.parse(
+    value
+      .replace(/\r\n/g, '')
+      .replace(/\([^()]*\)/g, ' ')
+      .trim(),
+  );
+}
+
+/** One field as it goes out: the name, then the value with its own folds, as received. */
+const fieldLine = (f: { key: string; value: string }) => `${f.key}: ${f.value}`;
+
+/**
+ * The message as RFC 5322 bytes with CRLF line ends (docs/postgres.md, "Originals and
+ * reconstructions"). The received header block is kept field by field as it was received (folds,
+ * encoded words and all), first and in its order; the fields it lacks come from the stored
+ * columns (From, To, Cc, Bcc, Subject, Message-ID, Date); the MIME structure is new, built by the
+ * composer from the bodies and attachments. A received Date that does not name the stored sent
+ * date (to the second) is replaced by it: the archive's date is the one the API gives.
+ */
 export async function reconstructMessage(message: StoredMessage): Promise<Buffer> {
   const seed = createHash('sha256')
     .update(JSON.stringify([message.messageId, message.sentDate, message.subject, message.from]))
     .digest('hex')
     .slice(0, 24);
-  const kept = message.rawHeaders
-    ? headerFields(message.rawHeaders).filter((f) => !STRUCTURE_HEADERS.has(f.key.toLowerCase()))
-    : [];
-  const has = (name: string) => kept.some((f) => f.key.toLowerCase() === name);
-  const headers = [
-    ...kept.map((f) => ({ key: f.key, value: f.value, prepared: true })),
-    {
-      key: RECONSTRUCTED_HEADER,
-      value: 'rebuilt from the archived fields; not the original message',
-    },
-  ];
   const date = new Date(message.sentDate);
+  const datable = !Number.isNaN(date.getTime());
+  const kept = (message.rawHeaders ? headerFields(message.rawHeaders) : []).filter((f) => {
+    const key = f.key.toLowerCase();
+    if (STRUCTURE_HEADERS.has(key)) return false;
+    if (key !== 'date' || !datable) return true;
+    return Math.floor(receivedDate(f.value) / 1000) === Math.floor(message.sentDate / 1000);
+  });
+  const has = (name: string) => kept.some((f) => f.key.toLowerCase() === name);
   const composer = new MailComposer({
     // From the received headers where they were kept; else from the stored fields.
     ...(has('from') || !message.from ? {} : { from: message.from }),
@@ -92,12 +112,10 @@ export async function reconstructMessage(message: StoredMessage): Promise<Buffer
     ...(has('subject') ? {} : { subject: message.subject }),
     // The composer insists on a Message-ID: without a stored one it gets one that names itself as
     // made up (an .invalid domain, RFC 2606), derived from the message so it is the same each time.
-    ...(has('message-id')
-      ? {}
-      : {
-          messageId: message.messageId ? bracketed(message.messageId) : `<reconstructed.${seed}@mail-archive.invalid>`,
-        }),
-    ...(has('date') || Number.isNaN(date.getTime()) ? {} : { date }),
+    messageId: message.messageId ? bracketed(message.messageId) : `<reconstructed.${seed}@mail-archive.invalid>`,
+    // Without a usable date the composer would write the time of the rebuild: the epoch instead,
+    // so that the same fields give the same bytes.
+    date: datable ? date : new Date(0),
     ...(message.textBody !== null ? { text: message.textBody } : {}),
     ...(message.htmlBody !== null ? { html: message.htmlBody } : {}),
     attachments: message.attachments.map((a) => ({
@@ -105,9 +123,9 @@ export async function reconstructMessage(message: StoredMessage): Promise<Buffer
       contentType: a.contentType || 'application/octet-stream',
       content: a.content,
       contentDisposition: a.isInline ? ('inline' as const) : ('attachment' as const),
-      ...(a.contentId ? { cid: a.contentId.replace(/^<|>$/g, '') } : {}),
+      ...(a.contentId ? { cid: String(a.contentId).replace(/^<|>$/g, '') } : {}),
     })),
-    headers,
+    headers: [{ key: RECONSTRUCTED_HEADER, value: 'rebuilt from the archived fields; not the original message' }],
     baseBoundary: seed,
     newline: '\r\n',
     disableFileAccess: true,
@@ -115,9 +133,15 @@ export async function reconstructMessage(message: StoredMessage): Promise<Buffer
   });
   const node = composer.compile();
   node.keepBcc = true; // the archive kept the Bcc it saw (outgoing mail); the rebuild shows it
-  return new Promise((resolve, reject) => {
+  const built = await new Promise<Buffer>((resolve, reject) => {
     node.build((err: Error | null, bytes: Buffer) => (err ? reject(err) : resolve(bytes)));
   });
+  if (kept.length === 0) return built;
+  // The composer's header block, less what the received one has (its Date and Message-ID are
+  // always written), after the received fields.
+  const end = built.indexOf('\r\n\r\n');
+  const made = headerFields(built.subarray(0, end).toString('latin1')).filter((f) => !has(f.key.toLowerCase()));
+  return Buffer.concat([Buffer.from([...kept, ...made].map(fieldLine).join('\r\n'), 'utf8'), built.subarray(end)]);
 }
 
 function bracketed(id: string): string {
