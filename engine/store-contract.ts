@@ -10,6 +10,7 @@ import type { SecretBox } from './rules/secrets.js';
 import type { AttachmentTextStore } from './attachments/index-texts.js';
 import type { UserRow } from './rules/users.js';
 import type { NewEmail } from './rules/new-email.js';
+import type { ChainReport } from './rules/access-chain.js';
 import type { AccountChanges, AccountStatus, NewImapAccount } from './sync/account-settings.js';
 import type { SyncState } from './sync/types.js';
 
@@ -117,6 +118,8 @@ export interface ArchiveAdmin {
   revokeKey(id: number, now?: number): Promise<KeyRow>;
 
   listAccessLog(filter?: { userId?: number; type?: AccessType; limit?: number }): Promise<AccessLogRow[]>;
+  /** Walks the access log's hash chain (engine/rules/access-chain.ts) in bounded memory. */
+  verifyAccessLog(): Promise<ChainReport>;
 
   contents(): Promise<ArchiveContents>;
   /**

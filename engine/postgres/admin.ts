@@ -28,6 +28,8 @@ import { keyNameProblem } from '../../shared/key-name.js';
 import { hashKey, KEY_PATTERN, KEY_PREFIX_LENGTH, toRow, type RawKey } from '../rules/keys.js';
 import { iso } from '../rules/time.js';
 import { accessLogsTable, T, utcMs, utcTimestamp } from './columns.js';
+import { verifyChain } from './access-chain.js';
+import type { ChainReport } from '../rules/access-chain.js';
 import {
   ACCESS_TYPE_CODES,
   accessTypeOf,
@@ -350,6 +352,12 @@ export class PgAdmin implements ArchiveAdmin {
    * events, shown on its audit page. Read rows Mail Archiver wrote itself have no details:
    * their source is "mail-archiver" and their search parameters are parsed from its text.
    */
+  /** The chain of our entries (engine/postgres/access-chain.ts), in pages by id. */
+  async verifyAccessLog(): Promise<ChainReport> {
+    const table = accessLogsTable(this.store ? await this.store.detectShape() : this.ctx);
+    return verifyChain(this.q, table);
+  }
+
   async listAccessLog(filter: { userId?: number; type?: AccessType; limit?: number } = {}): Promise<AccessLogRow[]> {
     const codes = filter.type !== undefined ? [ACCESS_TYPE_CODES[filter.type]] : Object.values(ACCESS_TYPE_CODES);
     // Mail Archiver's table, or the GoBD fork's in archive_worm (PgContext.accessLogSchema).

@@ -42,6 +42,7 @@ import { NO_KEY_HASH, WARM_UP_PRINCIPAL, warmedUp, warmUpStep } from '../search/
 import { accessLogsTable, summaryColumns, T, utcMs, utcTimestamp, visibleAccounts } from './columns.js';
 import { searchPage } from './search.js';
 import { messageCopies } from './originals.js';
+import { chainEntries, lockChain } from './access-chain.js';
 import { exportPageQuery } from '../rules/export-ids.js';
 import { indexedSearch, searchIndexInfo } from './search-snapshot.js';
 import { getThread } from './threads.js';
@@ -278,11 +279,12 @@ async function stats(ctx: PgContext, viewer: Viewer) {
  */
 async function writeAccessLog(ctx: PgContext, entries: readonly AccessLogEntry[]): Promise<{ written: number }> {
   if (entries.length === 0) return { written: 0 };
-  // Three statements per batch, whatever its size: the ids first (explicit ids are allowed by
+  // Five statements per batch, whatever its size: the chain's lock, the ids (explicit ids are allowed by
   // the identity column), then both tables from arrays. A batch is the gateway's flush interval.
   // A user deleted by Mail Archiver meanwhile still gets its row (Username ''): nothing is lost.
   const column = <T>(pick: (e: AccessLogEntry) => T) => entries.map(pick);
   await ctx.transaction(async (query) => {
+    await lockChain(query); // before the ids are drawn: docs/evidence.md, "An access log nobody can quietly edit"
     const ids = (
       await query<{ id: number }>(
         sql`SELECT nextval(pg_get_serial_sequence(${`${ctx.accessLogSchema}."AccessLogs"`}::text, 'Id'))::int AS id
@@ -310,6 +312,7 @@ async function writeAccessLog(ctx: PgContext, entries: readonly AccessLogEntry[]
                                ${column((e) => e.source)}::text[],
                                ${column((e) => (e.searchParams ? JSON.stringify(e.searchParams) : null))}::jsonb[])`,
     );
+    await chainEntries(query, accessLogsTable(ctx), ids);
   });
   return { written: entries.length };
 }

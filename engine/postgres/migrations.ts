@@ -306,4 +306,13 @@ export const ourMigrations: OwnMigration[] = [
       );
     `,
   },
+  {
+    version: 12,
+    name: 'the access log as a hash chain',
+    sql: /* sql */ `
+      -- Each of our entries' SHA-256 over the previous one's and its own AccessLogs and details
+      -- fields (engine/postgres/access-chain.ts). Entries written before this version have none.
+      ALTER TABLE mail_archive_gateway.access_log_details ADD COLUMN hash text;
+    `,
+  },
 ];

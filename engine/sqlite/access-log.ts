@@ -5,17 +5,26 @@ import type { Db } from './open.js';
 import type { AccessLogRow } from '../store-contract.js';
 import { prepared } from './statements.js';
 import { iso } from '../rules/time.js';
+import { CHAIN_GENESIS, chainHash, ChainVerifier, type ChainField, type ChainReport } from '../rules/access-chain.js';
+
+/** An entry's fields as stored, in the order the chain hashes them. */
+const CHAINED = 'id, user_id, type, at, key_prefix, client_ip, email_id, account_id, search_params, source';
 
 export function writeAccessLog(db: Db, entries: readonly AccessLogEntry[]): number {
   if (entries.length === 0) return 0;
-  const insert = prepared(
-    db,
-    `INSERT INTO access_log (user_id, type, at, key_prefix, client_ip, email_id, account_id, search_params, source)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
+  const insert = prepared(db, `INSERT INTO access_log (${CHAINED}, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const lastId = prepared(db, 'SELECT max(id) FROM access_log').pluck();
+  // The newest chained entry: an entry without a hash after it (added behind the service's back)
+  // is verification's to report, not a reason to start the chain again.
+  const lastHash = prepared(db, 'SELECT hash FROM access_log WHERE hash IS NOT NULL ORDER BY id DESC LIMIT 1').pluck();
+  // IMMEDIATE: the write lock before the head is read, so two threads (or processes) appending at
+  // once chain one after the other instead of both after the same head.
   db.transaction(() => {
+    let id = (lastId.get() as number | null) ?? 0;
+    let previous = (lastHash.get() as string | undefined) ?? CHAIN_GENESIS;
     for (const e of entries) {
-      insert.run(
+      const fields = [
+        ++id,
         e.userId,
         e.type,
         e.at,
@@ -25,10 +34,25 @@ export function writeAccessLog(db: Db, entries: readonly AccessLogEntry[]): numb
         e.accountId ?? null,
         e.searchParams ? JSON.stringify(e.searchParams) : null,
         e.source,
-      );
+      ];
+      previous = chainHash(previous, fields);
+      insert.run(...fields, previous);
     }
-  })();
+  }).immediate();
   return entries.length;
+}
+
+/** Walks the whole log in id order (docs/evidence.md, "Verifying the access log"). */
+export function verifyAccessLog(db: Db): ChainReport {
+  const verifier = new ChainVerifier();
+  const rows = db.prepare(`SELECT ${CHAINED}, hash FROM access_log ORDER BY id`).raw().iterate() as IterableIterator<
+    ChainField[]
+  >;
+  for (const row of rows) {
+    const hash = row.pop() as string | null;
+    if (!verifier.feed({ id: row[0] as number, hash, fields: row })) break;
+  }
+  return verifier.report();
 }
 
 interface RawLog {

@@ -4,7 +4,7 @@
 // engine/postgres/admin.ts; engine/archive.ts (openAdmin) chooses between them from Database:Path.
 import type { AccountChanges, ArchiveAdmin, ArchiveContents, MailWriter, NewImapAccount } from '../store-contract.js';
 import type { Db } from './open.js';
-import { listAccessLog } from './access-log.js';
+import { listAccessLog, verifyAccessLog } from './access-log.js';
 import { addAccount, listAllAccounts, requireAccount, touchLastSync } from './accounts.js';
 import { addImapAccount, listAccountStatus, rotateSecret, setAccount, SqliteSyncState } from './sync-state.js';
 import { loadSecretKey, SecretBox } from '../rules/secrets.js';
@@ -76,6 +76,7 @@ export class SqliteAdmin implements ArchiveAdmin {
   findKey = async (idOrPrefix: string, now?: number) => findKey(this.db, idOrPrefix, now);
   revokeKey = async (id: number, now?: number) => revokeKey(this.db, id, now);
   listAccessLog = async (filter: Parameters<ArchiveAdmin['listAccessLog']>[0] = {}) => listAccessLog(this.db, filter);
+  verifyAccessLog = async () => verifyAccessLog(this.db);
   contents = async () => archiveContents(this.db);
   refreshSearchIndex = async () => ({ indexed: 0, pruned: 0 });
   attachmentTexts = () => new SqliteAttachmentTexts(this.db);

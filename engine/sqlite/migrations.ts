@@ -418,4 +418,14 @@ export const migrations: Migration[] = [
       CREATE INDEX email_originals_original ON email_originals (original_id);
     `,
   },
+  {
+    version: 9,
+    name: 'The access log as a hash chain',
+    sql: /* sql */ `
+      -- SHA-256 over the previous entry's hash and this entry's fields (engine/rules/access-chain.ts;
+      -- docs/evidence.md, "An access log nobody can quietly edit"). Entries written before this
+      -- version have none: verification counts them as before the chain.
+      ALTER TABLE access_log ADD COLUMN hash TEXT;
+    `,
+  },
 ];

@@ -5,7 +5,7 @@ import { parseId, printJson, printTable, UsageError, withArchive } from '../cont
 const TYPES: readonly AccessType[] = ['Search', 'Open', 'Download'];
 
 export function registerAccessLog(program: Command): void {
-  program
+  const log = program
     .command('access-log')
     .description('show who searched, opened or downloaded what, newest first')
     .option('--user <username>', "only this user's entries")
@@ -27,5 +27,26 @@ export function registerAccessLog(program: Command): void {
       );
       if (opts.json) printJson(rows);
       else printTable(rows, ['at', 'username', 'type', 'source', 'keyPrefix', 'clientIp', 'emailId', 'accountId']);
+    });
+
+  // docs/evidence.md, "Verifying the access log".
+  log
+    .command('verify')
+    .description("check the access log's hash chain: intact, or the first entry that does not follow")
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }, cmd: Command) => {
+      const report = await withArchive(cmd, (archive) => archive.verifyAccessLog());
+      if (!report.intact) process.exitCode = 1;
+      // `access-log --json verify` and `access-log verify --json` alike: the parent has --json too.
+      if (opts.json || cmd.parent?.opts<{ json?: boolean }>().json) return printJson(report);
+      const before = report.before > 0 ? `; ${report.before} written before the chain began, not covered` : '';
+      if (report.intact) {
+        const head = report.head ? `\nhead: entry ${report.head.id} ${report.head.hash}` : '';
+        process.stdout.write(`intact, ${report.entries} entries${before}${head}\n`);
+      } else {
+        process.stdout.write(
+          `broken at entry ${report.brokenAt}: ${report.reason} (${report.entries} entries before it intact${before})\n`,
+        );
+      }
     });
 }
