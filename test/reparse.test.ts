@@ -217,14 +217,14 @@ test('an interrupted pass resumes after its last batch; --restart starts over', 
   const stale = () =>
     a.db.prepare("SELECT id FROM emails WHERE subject LIKE '% (old)' ORDER BY id").pluck().all() as number[];
 
-  const first = await reparseArchive(a.archive, { batchSize: 1, stopAfterBatches: 3 });
+  const first = await reparseArchive(a.archive, { batchSize: 1, limit: 3 });
   t.false(first.complete);
   t.is(first.examined, 3);
   t.is(first.changed, 3);
   t.deepEqual(stale(), ids.slice(3), 'the three batches done are committed, the rest untouched');
   t.true(existsSync(`${a.path}.reparse.json`));
 
-  const second = await reparseArchive(a.archive, { batchSize: 2, stopAfterBatches: 1 });
+  const second = await reparseArchive(a.archive, { batchSize: 5, limit: 2 });
   t.is(second.resumedAfter, ids[2]!, 'it continues after the last message done');
   t.is(second.examined, 5, 'the counts are the whole pass so far');
   t.deepEqual(stale(), ids.slice(5));
@@ -263,29 +263,42 @@ test('a damaged original and an account scope: counted, left alone', async (t) =
   t.is(a.db.prepare('SELECT subject FROM emails WHERE id = ?').pluck().get(plan), 'Project plan');
 });
 
-test('the CLI prints the summary, --json the counts, and --dry-run writes nothing', async (t) => {
+test('the CLI prints the summary, --json the counts, --limit stops and a rerun continues, --dry-run writes nothing', async (t) => {
   const a = await importedArchive(t);
   const notes = a.bySubject('Notes attached');
-  a.db.prepare("UPDATE emails SET subject = 'Notes' WHERE id = ?").run(notes);
+  a.db.prepare("UPDATE emails SET subject = subject || ' (old)'").run();
+  const total = a.db.prepare('SELECT count(*) FROM emails').pluck().get() as number;
+  const second = a.db.prepare('SELECT id FROM emails ORDER BY id LIMIT 1 OFFSET 1').pluck().get() as number;
   a.db.close();
   const cli = (args: string[]) => runCli(['--db', a.path, 'reparse', ...args], { cwd: join(a.path, '..') });
 
   const dry = await cli(['--dry-run']);
   t.is(dry.code, 0, dry.stderr);
-  t.regex(dry.stdout, /^Dry run: Reparsed \d+ messages: 1 message would change \(subject: 1\); .*nothing was written/);
+  t.regex(
+    dry.stdout,
+    new RegExp(
+      `^Dry run: Reparsed ${total} messages: ${total} messages would change \\(subject: ${total}\\); .*nothing was written`,
+    ),
+  );
+  const first = await cli(['--limit', '2', '--batch-size', '1']);
+  t.is(first.code, 0, first.stderr);
+  t.regex(first.stdout, /^Reparsed 2 messages: 2 messages changed \(subject: 2\);/);
+  t.regex(first.stdout, /Stopped before the last message; run reparse again to continue\.\n$/);
+  t.regex(first.stderr, /^reparse: 1 of \d+ messages \(1 changed\)$/m, 'plain progress lines when not a terminal');
   const json = await cli(['--json', '--batch-size', '5']);
   t.is(json.code, 0, json.stderr);
   const summary = JSON.parse(json.stdout) as ReparseSummary;
-  t.is(summary.changed, 1);
-  t.is(summary.fields.subject, 1);
+  t.is(summary.resumedAfter, second, 'the rerun continues after the messages done');
+  t.is(summary.changed, total, 'and counts the whole pass');
+  t.is(summary.fields.subject, total);
   t.true(summary.complete);
   t.is(json.stderr, '', '--json prints nothing else');
   const text = await cli(['--account', '1']);
   t.is(text.code, 0, text.stderr);
   t.regex(text.stdout, /: 0 messages changed; \d+ unchanged, 0 without original/);
-  t.regex(text.stderr, /^reparse: \d+ of \d+ messages \(0 changed\)$/m, 'plain progress lines when not a terminal');
   const db = openArchive(a.path);
   t.is(db.prepare('SELECT subject FROM emails WHERE id = ?').pluck().get(notes), 'Notes attached');
+  t.is(db.prepare("SELECT count(*) FROM emails WHERE subject LIKE '% (old)'").pluck().get(), 0);
   db.close();
 
   const bad = await cli(['--batch-size', '0']);

@@ -74,8 +74,11 @@ export interface ReparseOptions {
    */
   attachmentText?: boolean | Partial<ExtractLimits>;
   onProgress?: (progress: { done: number; total: number; counts: ReparseCounts }) => void;
-  /** Stop after this many batches, as an interruption would (tests of resuming). */
-  stopAfterBatches?: number;
+  /**
+   * Examine at most this many messages in this run, then stop as an interruption would: the
+   * next run continues after them (a pass spread over several quiet hours).
+   */
+  limit?: number;
 }
 
 export interface ReparseSummary extends ReparseCounts {
@@ -127,13 +130,14 @@ export async function reparseArchive(admin: ArchiveAdmin, options: ReparseOption
   const textBudget = new TextBudget();
   let extractor: Extractor | undefined;
   let attachmentTexts = 0;
-  let batches = 0;
+  let examinedNow = 0;
   let complete = false;
 
   try {
     for (;;) {
-      if (options.stopAfterBatches !== undefined && batches >= options.stopAfterBatches) break;
-      const candidates = await store.read(progress.after, batchSize, accountId);
+      const left = options.limit === undefined ? batchSize : options.limit - examinedNow;
+      if (left <= 0) break;
+      const candidates = await store.read(progress.after, Math.min(batchSize, left), accountId);
       if (candidates.length === 0) {
         complete = true;
         break;
@@ -189,7 +193,7 @@ export async function reparseArchive(admin: ArchiveAdmin, options: ReparseOption
           attachmentTexts += read.contents;
         }
       }
-      batches++;
+      examinedNow += candidates.length;
       options.onProgress?.({ done: counts.examined, total, counts });
     }
     if (complete && !dryRun) await store.clearProgress();

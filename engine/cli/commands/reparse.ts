@@ -82,19 +82,28 @@ export function registerReparse(program: Command): void {
     .option('--dry-run', 'parse and compare everything and print the summary, writing nothing')
     .option('--restart', 'forget an unfinished run and start from the first message')
     .option('--batch-size <n>', 'messages per saved batch (one transaction)', '200')
+    .option('--limit <n>', 'examine at most this many messages in this run; the next run continues after them')
     .option(
       '--json',
       'print {"examined":N,"changed":N,"unchanged":N,"withoutOriginal":N,"failed":N,"damaged":N,"fields":{"<field>":N},"failures":[{"id","reason"}],"resumedAfter":N|null,"complete":B,"dryRun":B,"attachmentTexts":N,"seconds":S} only',
     )
     .action(
       async (
-        opts: { account?: string; dryRun?: boolean; restart?: boolean; batchSize: string; json?: boolean },
+        opts: {
+          account?: string;
+          dryRun?: boolean;
+          restart?: boolean;
+          batchSize: string;
+          limit?: string;
+          json?: boolean;
+        },
         cmd: Command,
       ) => {
         const accountId = opts.account !== undefined ? parseId(opts.account, '--account') : undefined;
         const batchSize = Number(opts.batchSize);
         if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000)
           throw new UsageError('--batch-size must be a whole number between 1 and 10000.');
+        const limit = opts.limit !== undefined ? parseId(opts.limit, '--limit') : undefined;
         const progress = progressOutput(opts.json === true);
         let summary: ReparseSummary;
         try {
@@ -106,6 +115,7 @@ export function registerReparse(program: Command): void {
             return reparseArchive(admin, {
               ...(accountId !== undefined ? { accountId } : {}),
               batchSize,
+              ...(limit !== undefined ? { limit } : {}),
               dryRun: opts.dryRun === true,
               restart: opts.restart === true,
               maxTnefFiles: importLimits(loadSettings().Import).maxTnefFiles,
