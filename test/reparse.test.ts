@@ -5,6 +5,7 @@
 // resumes, messages without an original are counted and left alone, search and conversations
 // follow. On the SQLite store, the one that keeps originals.
 import test, { type ExecutionContext } from 'ava';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +19,7 @@ import { Snapshot } from '../engine/search/bitsets/snapshot.js';
 import { importPaths } from '../engine/import/importer.js';
 import { reparseArchive, type ReparseSummary } from '../engine/import/reparse.js';
 import { parseSearchInput } from '../shared/search-input.js';
-import { runCli } from './helpers/cli.js';
+import { CLI, runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/fixture.js';
 
 const FIXTURES = fileURLToPath(new URL('../../test/fixtures/mail/', import.meta.url));
@@ -316,4 +317,46 @@ test('the CLI prints the summary, --json the counts, --limit stops and a rerun c
   const missing = await cli(['--account', '99']);
   t.is(missing.code, 1);
   t.regex(missing.stderr, /No mail account with id 99/);
+});
+
+test('a CLI run killed after its first batch leaves the archive whole, and the next run finishes the pass', async (t) => {
+  const a = await importedArchive(t);
+  a.db.prepare("UPDATE emails SET subject = subject || ' (old)'").run();
+  const total = a.db.prepare('SELECT count(*) FROM emails').pluck().get() as number;
+  a.db.close();
+  const child = spawn(process.execPath, [CLI, '--db', a.path, 'reparse', '--batch-size', '1'], {
+    env: { PATH: process.env.PATH, TZ: 'UTC' },
+  });
+  child.stdout.resume();
+  const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal })),
+  );
+  // The first progress line is written once the first batch is committed and its progress saved.
+  let stderr = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      if (/^reparse: \d+ of \d+ messages/m.test(stderr)) resolve();
+    });
+    child.on('close', () => reject(new Error(`the run ended without a progress line: ${stderr}`)));
+  });
+  child.kill('SIGKILL');
+  const { signal } = await ended;
+  t.log(`ended by ${signal ?? 'exit'}`);
+
+  const db = openArchive(a.path);
+  t.is(db.pragma('quick_check', { simple: true }), 'ok');
+  const fixed = db.prepare("SELECT count(*) FROM emails WHERE subject NOT LIKE '% (old)'").pluck().get() as number;
+  t.true(fixed >= 1, 'the committed batches stay');
+  db.close();
+  const rerun = await runCli(['--db', a.path, 'reparse', '--json']);
+  t.is(rerun.code, 0, rerun.stderr);
+  const summary = JSON.parse(rerun.stdout) as ReparseSummary;
+  t.true(summary.complete);
+  t.is(summary.examined, total, 'the whole pass is counted');
+  // Killed before the end (the usual case), the rerun continues after the last saved batch.
+  if (signal === 'SIGKILL') t.not(summary.resumedAfter, null);
+  const after = openArchive(a.path);
+  t.is(after.prepare("SELECT count(*) FROM emails WHERE subject LIKE '% (old)'").pluck().get(), 0);
+  after.close();
 });
