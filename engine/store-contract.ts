@@ -11,6 +11,7 @@ import type { AttachmentTextStore } from './attachments/index-texts.js';
 import type { UserRow } from './rules/users.js';
 import type { NewEmail } from './rules/new-email.js';
 import type { ChainReport } from './rules/access-chain.js';
+import type { FreshForm, ReparseCounts, ReparseField, StoredForm } from './rules/reparse.js';
 import type { AccountChanges, AccountStatus, NewImapAccount } from './sync/account-settings.js';
 import type { SyncState } from './sync/types.js';
 
@@ -63,6 +64,56 @@ export interface MailWriter {
    * originals; docs/evidence.md, "Archives made before originals were kept"). 0 where none are kept.
    */
   readonly originalsAttached: number;
+}
+
+/** A stored message as reparse reads it (docs/reparse.md). */
+export interface ReparseCandidate {
+  id: number;
+  accountId: number;
+  folder: string;
+  /** The stored received date (epoch ms): the parse's fallback date, as the file's date was the importer's. */
+  receivedDate: number;
+  /** The kept original, checked against its SHA-256; null when none is kept or it is damaged. */
+  original: Buffer | null;
+  /** Why the kept original cannot be used (it failed its integrity check). */
+  damaged?: string;
+  stored: StoredForm;
+}
+
+/** One message to rewrite: the fields that differ and the fresh form to write them from. */
+export interface ReparseChange {
+  id: number;
+  fields: ReparseField[];
+  fresh: FreshForm;
+}
+
+/** Where a reparse pass stands: the last message done and what was found up to it. */
+export interface ReparseProgress {
+  /** The pass's scope: one account, or every account (null). */
+  accountId: number | null;
+  /** The highest message id done. */
+  after: number;
+  counts: ReparseCounts;
+  /** Epoch ms when the pass began. */
+  startedAt: number;
+}
+
+/** What reparse needs of a store that keeps originals (docs/reparse.md). */
+export interface ReparseStore {
+  /** Messages with an id above `after` in id order: at most `limit`, fewer when their originals are large. */
+  read(after: number, limit: number, accountId: number | null): Promise<ReparseCandidate[]>;
+  /** Messages with an id above `after` (in the account when given). */
+  remaining(after: number, accountId: number | null): Promise<number>;
+  /**
+   * Rewrites the changed fields of these messages in one transaction (bodies, attachments,
+   * conversations, the search index) and marks the archive changed. Ids, dedup keys and
+   * originals stay as they are.
+   */
+  write(changes: readonly ReparseChange[]): Promise<void>;
+  /** The progress of an unfinished pass, or null. */
+  loadProgress(): Promise<ReparseProgress | null>;
+  saveProgress(progress: ReparseProgress): Promise<void>;
+  clearProgress(): Promise<void>;
 }
 
 export interface ArchiveAdmin {
@@ -133,6 +184,11 @@ export interface ArchiveAdmin {
     onPairs?: (through: number, goal: number) => void,
   ): Promise<{ indexed: number; pruned: number }>;
   openWriter(): MailWriter;
+  /**
+   * Re-deriving stored fields from kept originals (docs/reparse.md); absent where the store keeps
+   * no originals of its own (PostgreSQL: Mail Archiver's database is never rewritten).
+   */
+  reparse?(): ReparseStore;
   /** Attachment text: what is still to read, and where outcomes are stored (engine/attachments). */
   attachmentTexts(): AttachmentTextStore;
   /** Runs `work` in one transaction (nested calls join the outer one). */

@@ -180,6 +180,16 @@ test('backup refuses a PostgreSQL archive in one sentence, naming pg_dump', asyn
   fails(t, r, 'pg_dump');
 });
 
+test("reparse refuses a PostgreSQL archive in one sentence: Mail Archiver's database is never rewritten", async (t) => {
+  const a = await cliArchive(t, 'postgres');
+  await a.admin(); // Mail Archiver's schema, so that the archive exists
+  for (const args of [['reparse'], ['reparse', '--dry-run', '--json']]) {
+    const r = await a.cli(args);
+    t.is(r.code, 1);
+    fails(t, r, 'reparse works on a SQLite archive', 'never rewrites');
+  }
+});
+
 test('Database:Path set to a postgres URL: the CLI works without --db, SentDate in Database:TimeZone', async (t) => {
   const a = await cliArchive(t, 'postgres');
   const env = { Database__Path: a.db, Database__TimeZone: 'America/New_York' };

@@ -420,6 +420,7 @@ eachStore('commands that only read or change an archive refuse a missing one ins
     ['access-log'],
     ['users', 'set-active', 'x', 'true'],
     ['keys', 'revoke', '1'],
+    ['reparse'],
   ]) {
     fails(t, await a.cli(args), ...a.missingMentions);
     t.false(await a.exists(), `${args.join(' ')} must not create the archive`);

@@ -13,6 +13,7 @@ import { registerDemo } from './commands/demo.js';
 import { registerImport } from './commands/import.js';
 import { registerIndex } from './commands/index.js';
 import { registerReindex } from './commands/reindex.js';
+import { registerReparse } from './commands/reparse.js';
 import { registerSync } from './commands/sync.js';
 import { registerKeys } from './commands/keys.js';
 import { registerUsers } from './commands/users.js';
@@ -47,6 +48,7 @@ export function buildProgram(): Command {
   registerImport(program);
   registerIndex(program);
   registerReindex(program);
+  registerReparse(program);
   registerSync(program);
   registerAccessLog(program);
   registerBackup(program);

@@ -22,6 +22,7 @@ import {
 import { hashPassword } from '../rules/password-hash.js';
 import { ArchiveWriter } from './writer.js';
 import { SqliteAttachmentTexts } from './attachment-text.js';
+import { SqliteReparse } from './reparse.js';
 
 export function archiveContents(db: Db): ArchiveContents {
   return db
@@ -80,6 +81,7 @@ export class SqliteAdmin implements ArchiveAdmin {
   contents = async () => archiveContents(this.db);
   refreshSearchIndex = async () => ({ indexed: 0, pruned: 0 });
   attachmentTexts = () => new SqliteAttachmentTexts(this.db);
+  reparse = () => new SqliteReparse(this.db);
 
   openWriter(): MailWriter {
     const writer = new ArchiveWriter(this.db);

@@ -48,7 +48,7 @@ export function contentBytes(db: Db, contentId: number): Buffer {
 }
 
 /** Rebuilds the attachment_fts rows of these messages from the texts stored now. */
-function refreshMessages(db: Db, emailIds: Iterable<number>): void {
+export function refreshMessages(db: Db, emailIds: Iterable<number>): void {
   const remove = prepared(db, 'DELETE FROM attachment_fts WHERE rowid = (SELECT fts_key FROM emails WHERE id = ?)');
   const insert = prepared(
     db,

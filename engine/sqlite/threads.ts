@@ -157,6 +157,32 @@ export function relinkDuplicate(
 }
 
 /**
+ * A message reparsed (docs/reparse.md) whose links may have changed (its Message-ID, References,
+ * In-Reply-To, subject or date): its recorded references become the fresh ones, and its
+ * conversation merges with every one it is now linked to, by Message-ID, or, when it is alone
+ * in its conversation and linked to none, by subject. Conversations only merge (engine/rules/threads.ts):
+ * a link an older parse made is not undone. In the caller's transaction.
+ */
+export function relinkReparsed(db: Db, m: ThreadedMessage, subject: NormalisedSubject): void {
+  prepared(db, 'DELETE FROM email_refs WHERE email_id = ?').run(m.id);
+  storeRefs(db, m.id, m.refs);
+  const current = prepared(db, 'SELECT coalesce(thread_id, id) FROM emails WHERE id = ?').pluck().get(m.id) as number;
+  let linked = linkedThreads(db, m, m.refs);
+  if (linked.length === 0) {
+    const alone =
+      prepared(db, 'SELECT 1 FROM emails WHERE thread_id = ? AND id <> ? LIMIT 1').pluck().get(current, m.id) ===
+      undefined;
+    const bySubject = alone ? subjectThread(db, m, subject) : null;
+    if (bySubject !== null) linked = [bySubject];
+  }
+  if (linked.length === 0) return;
+  const { threadId, merge: others } = linkDecision(current, [...linked, current]);
+  merge(db, threadId, others);
+  // A message written before conversations were linked may have none of its own yet.
+  prepared(db, 'UPDATE emails SET thread_id = ? WHERE id = ? AND thread_id IS NULL').run(threadId, m.id);
+}
+
+/**
  * The conversation of a message the viewer may see, oldest first (at most MAX_THREAD_LENGTH
  * members, the oldest); null when the message does not exist or is hidden from the viewer.
  * Members in accounts the viewer cannot see are left out (a conversation is per account, so

@@ -53,7 +53,7 @@ export class ArchiveWriter {
     this.#otherWithMessageId = db
       .prepare('SELECT 1 FROM emails WHERE account_id = ? AND message_id = ? AND folder = ? AND id <> ? LIMIT 1')
       .pluck();
-    this.#lastSlot = db.prepare('SELECT max(fts_key) FROM emails WHERE fts_key BETWEEN ? AND ?').pluck();
+    this.#lastSlot = db.prepare(LAST_SLOT_SQL).pluck();
     this.#findContent = db.prepare('SELECT id FROM attachment_contents WHERE sha256 = ?').pluck();
     this.#insertContent = db.prepare('INSERT INTO attachment_contents (sha256, size, chunks) VALUES (?, ?, ?)');
     this.#insertChunk = db.prepare('INSERT INTO attachment_chunks (content_id, seq, data) VALUES (?, ?, ?)');
@@ -157,11 +157,7 @@ export class ArchiveWriter {
 
   /** The next free slot in this sent second (engine/search/fts-key.ts). */
   #ftsKey(sentDate: number): number {
-    for (let base = keyBase(sentDate); ; base += SLOTS) {
-      const last = this.#lastSlot.get(base, base + SLOTS - 1) as number | null;
-      if (last === null) return base;
-      if (last < base + SLOTS - 1) return last + 1;
-    }
+    return freeFtsKey(this.#lastSlot, sentDate);
   }
 
   /**
@@ -197,3 +193,17 @@ export class ArchiveWriter {
     return id;
   }
 }
+
+/**
+ * The next free full-text key in this sent second (engine/search/fts-key.ts); `lastSlot` is
+ * `SELECT max(fts_key) FROM emails WHERE fts_key BETWEEN ? AND ?`, plucked.
+ */
+export function freeFtsKey(lastSlot: { get: (...params: unknown[]) => unknown }, sentDate: number): number {
+  for (let base = keyBase(sentDate); ; base += SLOTS) {
+    const last = lastSlot.get(base, base + SLOTS - 1) as number | null;
+    if (last === null) return base;
+    if (last < base + SLOTS - 1) return last + 1;
+  }
+}
+
+export const LAST_SLOT_SQL = 'SELECT max(fts_key) FROM emails WHERE fts_key BETWEEN ? AND ?';
