@@ -5,7 +5,6 @@
 import {
   ArchiveUnavailable,
   currentRequestSignal,
-  EXPORT_IDS_PER_BATCH,
   exportPackage,
   type EnginePool,
   type ExportDescription,
@@ -227,16 +226,20 @@ export class ArchiveService {
    * logged as a Download once its bytes are taken by the stream; the request's signal (a client
    * that leaves) stops the batches.
    */
-  exportPackage(caller: Caller, ids: readonly number[], description: ExportDescription): ExportPackage {
+  exportPackage(
+    caller: Caller,
+    ids: readonly number[],
+    description: ExportDescription,
+    options: { parallel?: number } = {},
+  ): ExportPackage {
     const signal = currentRequestSignal();
     return exportPackage(
       {
         ids,
-        batch: async (from, first) => {
-          const slice = ids.slice(from, from + EXPORT_IDS_PER_BATCH);
+        batch: async (from, to, first) => {
           const { copies, next } = await caller.key.run({
             kind: 'messageCopies',
-            ids: slice,
+            ids: ids.slice(from, to),
             reconstruct: true,
             ...(first ? { first: true } : {}),
           });
@@ -246,6 +249,7 @@ export class ArchiveService {
       description,
       {
         ...(signal ? { signal } : {}),
+        ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
         onWritten: (copy) => this.recordMessageDownload(caller, copy),
         // Every exported message is logged: the export waits while the log's backlog is half full
         // rather than fill it and have every other read refused (#recordable).

@@ -36,7 +36,10 @@ export const MANIFEST_COLUMNS = [
 ] as const;
 
 /** Ids per messageCopies job: a batch also stops at MESSAGE_COPY_BATCH_BYTES, whichever comes first. */
-export const EXPORT_IDS_PER_BATCH = 2000;
+export const EXPORT_IDS_PER_BATCH = 500;
+
+/** An .eml entry this large or larger is deflated; smaller ones are stored (docs/export.md, "Compression"). */
+export const DEFLATE_FROM_BYTES = 64 * 1024;
 
 /** What export.json says about the export besides its counts and hashes. */
 export interface ExportDescription {
@@ -54,10 +57,11 @@ export interface ExportDescription {
 export interface ExportSource {
   ids: readonly number[];
   /**
-   * The copies of `ids` from index `from` until a batch's bound; `next` is the index to ask from
-   * again. `first` is set on the first call only (a busy engine may refuse that one alone).
+   * The copies of `ids` from index `from` up to `to` (exclusive), or fewer when the batch's byte
+   * bound stops it first; `next` is the index to ask from again. `first` is set on the first call
+   * only (a busy engine may refuse that one alone).
    */
-  batch(from: number, first: boolean): Promise<{ copies: MessageCopy[]; next: number }>;
+  batch(from: number, to: number, first: boolean): Promise<{ copies: MessageCopy[]; next: number }>;
 }
 
 export interface ExportOptions {
@@ -71,6 +75,10 @@ export interface ExportOptions {
   pace?: () => Promise<void>;
   /** Deflate level for the entries, 0 (stored) to 9; default 1 (docs/export.md, "Compression"). */
   compressionLevel?: number;
+  /** Batches asked for at once (after the first); default 1. */
+  parallel?: number;
+  /** Ids per batch; default EXPORT_IDS_PER_BATCH. */
+  idsPerBatch?: number;
 }
 
 export interface ExportSummary {
@@ -258,23 +266,39 @@ export function exportPackage(
           zip.addReadStream(mbox, 'export.mbox', { mtime: description.createdAt, compressionLevel: level });
         }
         const total = source.ids.length;
-        let pending: Promise<{ copies: MessageCopy[]; next: number }> | null = total > 0 ? source.batch(0, true) : null;
-        let from = 0;
-        while (pending) {
-          const batch = await pending;
+        const slice = options.idsPerBatch ?? EXPORT_IDS_PER_BATCH;
+        const parallel = Math.max(1, options.parallel ?? 1);
+        // Batches asked for and not yet written, in export order; the first alone, then up to
+        // `parallel` at once (the engine's query threads rebuild messages side by side).
+        const queue: Array<{ from: number; to: number; result: Promise<{ copies: MessageCopy[]; next: number }> }> = [];
+        let asked = 0;
+        const ask = (from: number, to: number, first: boolean, front = false) => {
+          const result = source.batch(from, to, first);
+          result.catch(() => {}); // a failure is seen when it is awaited
+          if (front) queue.unshift({ from, to, result });
+          else queue.push({ from, to, result });
+        };
+        if (total > 0) {
+          asked = Math.min(total, slice);
+          ask(0, asked, true);
+        }
+        while (queue.length > 0) {
+          const head = queue.shift()!;
+          const batch = await head.result;
           checkStopped();
-          if (batch.next <= from && from < total) throw new Error(`an export batch from ${from} made no progress`);
-          from = batch.next;
-          pending = null;
-          if (from < total) {
+          if (batch.next <= head.from) throw new Error(`an export batch from ${head.from} made no progress`);
+          // Stopped at its byte bound: the rest of its slice comes next, before the slices after it.
+          if (batch.next < head.to) ask(batch.next, head.to, false, true);
+          while (queue.length < parallel && asked < total) {
             await options.pace?.();
             checkStopped();
-            // Asked for while this one is written; a failure is seen when it is awaited.
-            pending = source.batch(from, false);
-            pending.catch(() => {});
+            const to = Math.min(total, asked + slice);
+            ask(asked, to, false);
+            asked = to;
           }
           let rows = '';
           let last: Readable | undefined;
+          const written: MessageCopy[] = [];
           for (const copy of batch.copies) {
             if (copy.copy === 'none' || !copy.bytes) {
               throw new Error(`email ${copy.id} has no bytes to export: ${copy.note ?? 'no copy'}`);
@@ -306,20 +330,29 @@ export function exportPackage(
               if (!mbox.write(entry)) await until(mbox, 'drain');
               options.onWritten?.(copy);
             } else {
-              const entry = Readable.from([bytes], { objectMode: false });
-              entry.once('end', () => options.onWritten?.(copy));
-              zip.addReadStream(entry, messageEntryName(copy), {
+              const name = messageEntryName(copy);
+              const entryOptions = {
                 mtime: entryTime(copy.sentDate, description.createdAt),
-                compressionLevel: level,
-                size: bytes.length,
-              });
-              last = entry;
+                // Small messages are stored: deflate's setup per entry costs more time than it saves
+                // bytes (docs/export.md, "Compression").
+                compressionLevel: bytes.length >= DEFLATE_FROM_BYTES ? level : 0,
+              };
+              written.push(copy);
+              if (copy === batch.copies[batch.copies.length - 1]) {
+                // The batch's last message is a stream: it is read only once every entry before it
+                // is written, and it ends once the reader has taken it (backpressure).
+                last = Readable.from([bytes], { objectMode: false });
+                zip.addReadStream(last, name, { ...entryOptions, size: bytes.length });
+              } else {
+                zip.addBuffer(bytes, name, entryOptions);
+              }
             }
           }
           await appendManifest(rows);
           // The batch is held until the ZIP has taken its last message (the reader's pace).
           if (last && !last.readableEnded) await until(last, 'end');
           checkStopped();
+          for (const copy of written.splice(0)) options.onWritten?.(copy);
           options.onProgress?.(summary.messages, total);
         }
         if (mbox) {

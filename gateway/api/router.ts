@@ -100,13 +100,18 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
     const principal = caller(ctx).key.principal;
     const createdAt = new Date();
     const { q, ...rest } = filters;
-    const pkg = service.exportPackage(caller(ctx), ids, {
-      format,
-      query: typeof q === 'string' ? q : null,
-      filters: Object.fromEntries(Object.entries(rest).filter(([k]) => !['snippets', 'include'].includes(k))),
-      who: { username: principal?.username ?? 'unknown', keyPrefix: principal?.keyPrefix ?? null, via: 'api' },
-      createdAt,
-    });
+    const pkg = service.exportPackage(
+      caller(ctx),
+      ids,
+      {
+        format,
+        query: typeof q === 'string' ? q : null,
+        filters: Object.fromEntries(Object.entries(rest).filter(([k]) => !['snippets', 'include'].includes(k))),
+        who: { username: principal?.username ?? 'unknown', keyPrefix: principal?.keyPrefix ?? null, via: 'api' },
+        createdAt,
+      },
+      { parallel: Math.min(2, settings.Engine.Threads) },
+    );
     // The first bytes are read before the status line: a refused first batch is still a 503 problem.
     const body = await startedStream(pkg.stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>, () =>
       pkg.stream.destroy(),

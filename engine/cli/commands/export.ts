@@ -12,13 +12,7 @@ import { parseSearchInput } from '../../../shared/search-input.js';
 import { InvalidInput } from '../../../shared/errors.js';
 import type { Principal } from '../../../shared/jobs.js';
 import { openStore, storeKind } from '../../archive.js';
-import {
-  DEFAULT_EXPORT_FORMAT,
-  EXPORT_FORMATS,
-  EXPORT_IDS_PER_BATCH,
-  exportPackage,
-  type ExportFormat,
-} from '../../export/package.js';
+import { DEFAULT_EXPORT_FORMAT, EXPORT_FORMATS, exportPackage, type ExportFormat } from '../../export/package.js';
 import { archivePath, parseId, printJson, UsageError, withArchive } from '../context.js';
 
 /** The operator at the command line reads every account. */
@@ -117,11 +111,11 @@ export function registerExport(program: Command): void {
         const pkg = exportPackage(
           {
             ids,
-            batch: async (from) => {
+            batch: async (from, to) => {
               const { copies, next } = await store.run({
                 kind: 'messageCopies',
                 principal: OPERATOR,
-                ids: ids.slice(from, from + EXPORT_IDS_PER_BATCH),
+                ids: ids.slice(from, to),
                 reconstruct: true,
               });
               return { copies, next: from + next };
