@@ -13,8 +13,9 @@ import { ArchiveWriter } from '../engine/sqlite/writer.js';
 import { openArchive } from '../engine/sqlite/open.js';
 import { importPaths } from '../engine/import/importer.js';
 import { readMbox } from '../engine/import/mbox.js';
-import { csvField, MANIFEST_HEADER } from '../engine/export/package.js';
-import type { Job, JobKind } from '../shared/jobs.js';
+import { csvField, exportPackage, MANIFEST_HEADER } from '../engine/export/package.js';
+import { ZipWriter } from '../engine/export/zip.js';
+import type { Job, JobKind, MessageCopy } from '../shared/jobs.js';
 import { bearer, listen, rawBody, startApi, type ApiHarness } from './helpers/api.js';
 import { createFixture, email, tempDir, type Fixture } from './helpers/fixture.js';
 import { runCli } from './helpers/cli.js';
@@ -477,3 +478,56 @@ test('mail-archive export writes the same package from the command line', async 
   t.not(bad.code, 0);
   t.regex(bad.stderr, /--format must be one of eml-zip, mbox/);
 });
+
+test('the ZIP: ZIP64 records where a large export needs them, readable by a ZIP reader', async (t) => {
+  // 70,000 entries: past the 65,535 a plain ZIP counts, so the end of the archive is ZIP64.
+  const until = (emitter: NodeJS.EventEmitter, event: string) =>
+    new Promise<void>((resolve) => emitter.once(event, () => resolve()));
+  const zip = new ZipWriter(until);
+  const chunks: Buffer[] = [];
+  zip.stream.on('data', (c: Buffer) => chunks.push(c));
+  const ended = new Promise((resolve) => zip.stream.once('end', resolve));
+  const when = new Date('2024-05-14T08:15:02Z');
+  for (let i = 0; i < 70_000; i++)
+    await zip.addBuffer(`m/${String(i).padStart(6, '0')}.eml`, Buffer.from(`m${i}\n`), when, 0);
+  await zip.addStream('streamed.txt', when, 1, async (write) => {
+    for (let i = 0; i < 100; i++) await write(Buffer.from(`line ${i}\n`));
+  });
+  await zip.finish();
+  await ended;
+  const bytes = Buffer.concat(chunks);
+  const zip64End = bytes.lastIndexOf(Buffer.from([0x50, 0x4b, 0x06, 0x06]));
+  t.true(zip64End > 0, 'a ZIP64 end of central directory record');
+  t.is(bytes.readBigUInt64LE(zip64End + 32), 70_001n, 'the count in 64 bits');
+  t.is(bytes.readUInt16LE(bytes.length - 22 + 10), 0xffff, 'the plain record points to it');
+  const read = await JSZip.loadAsync(bytes);
+  t.is(Object.keys(read.files).length, 70_001);
+  t.is(await read.file('m/069999.eml')!.async('string'), 'm69999\n');
+  t.is(await read.file('streamed.txt')!.async('string'), Array.from({ length: 100 }, (_, i) => `line ${i}\n`).join(''));
+  // A small export with every ZIP64 field forced (as one past 4 GB writes them) still reads back.
+  const forced = exportPackage(
+    { ids: [1], batch: async () => ({ copies: [copyOf(1, Buffer.from('Subject: x\r\n\r\nbody\r\n'))], next: 1 }) },
+    { format: 'mbox', query: null, filters: {}, who: { username: 'x', keyPrefix: null, via: 'cli' }, createdAt: when },
+    { forceZip64: true },
+  );
+  const parts: Buffer[] = [];
+  for await (const c of forced.stream) parts.push(c as Buffer);
+  const summary = await forced.done;
+  const pkg = await readPackage(t, Buffer.concat(parts));
+  t.is(sha(await pkg.zip.file('export.mbox')!.async('nodebuffer')), summary.mbox!.sha256);
+  t.is(pkg.manifest.length, 1);
+});
+
+function copyOf(id: number, bytes: Buffer): MessageCopy {
+  return {
+    id,
+    accountId: 1,
+    folder: 'INBOX',
+    sentDate: '2024-05-14T08:15:02.000Z',
+    from: 'a@example.org',
+    subject: 'x',
+    copy: 'original',
+    bytes,
+    sha256: sha(bytes),
+  };
+}

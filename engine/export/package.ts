@@ -4,18 +4,18 @@
 // writer for both front ends: the REST route (through engine/index.ts) and `mail-archive export`.
 //
 // Memory stays flat whatever the size (docs/export.md, "Memory"): the messages come in batches
-// (messageCopies stops at MESSAGE_COPY_BATCH_BYTES), at most the batch being written and the next
-// one are held, each batch waits until the ZIP stream has taken it (backpressure from the reader),
+// (messageCopies stops at MESSAGE_COPY_BATCH_BYTES), at most the batch being written and those read
+// ahead are held, every write waits until the reader has taken what came before (backpressure),
 // and the manifest grows in a temporary file, not in memory. What the ZIP writer keeps per entry
-// for its central directory (about a hundred bytes) is the one part that grows with the count.
+// for its central directory is the one part that grows with the count.
 import { createHash } from 'node:crypto';
 import { createReadStream, readFileSync } from 'node:fs';
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { PassThrough, Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import yazl from 'yazl';
+import { ZipWriter } from './zip.js';
 import type { MessageCopy } from '../../shared/jobs.js';
 
 export const EXPORT_FORMATS = ['eml-zip', 'mbox'] as const;
@@ -79,6 +79,8 @@ export interface ExportOptions {
   parallel?: number;
   /** Ids per batch; default EXPORT_IDS_PER_BATCH. */
   idsPerBatch?: number;
+  /** ZIP64 records even where nothing needs them (tests: the records large exports carry). */
+  forceZip64?: boolean;
 }
 
 export interface ExportSummary {
@@ -200,30 +202,15 @@ class Stopped extends Error {
 
 /**
  * Starts an export: the returned stream yields the ZIP as its reader takes it. Nothing is asked
- * of `source` beyond what the reader has taken plus one batch.
+ * of `source` beyond what the reader has taken plus the batches read ahead (`parallel`).
  */
 export function exportPackage(
   source: ExportSource,
   description: ExportDescription,
   options: ExportOptions = {},
 ): ExportPackage {
-  const zip = new yazl.ZipFile();
-  const out = zip.outputStream as PassThrough;
   const level = options.compressionLevel ?? 1;
   const stop = new AbortController();
-  let complete = false;
-  const onAbort = () => stop.abort(options.signal?.reason);
-  options.signal?.addEventListener('abort', onAbort, { once: true });
-  if (options.signal?.aborted) onAbort();
-  // The reader went away (or destroyed the stream) before the end: stop.
-  out.once('end', () => {
-    complete = true;
-  });
-  out.once('close', () => {
-    if (!complete) stop.abort(new Stopped('the export stream was closed before it ended'));
-  });
-  (zip as unknown as NodeJS.EventEmitter).on('error', (err: Error) => stop.abort(err));
-
   /** Waits for `event` on `emitter`, or rejects once the export is stopped. */
   const until = (emitter: NodeJS.EventEmitter, event: string) =>
     new Promise<void>((resolve, reject) => {
@@ -242,139 +229,154 @@ export function exportPackage(
   const checkStopped = () => {
     if (stop.signal.aborted) throw stop.signal.reason ?? new Stopped('stopped');
   };
+  const zip = new ZipWriter(until, options.forceZip64 ? { forceZip64: true } : {});
+  const out = zip.stream;
+  let complete = false;
+  const onAbort = () => stop.abort(options.signal?.reason ?? new Stopped('the request was aborted'));
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  if (options.signal?.aborted) onAbort();
+  // The reader went away (or destroyed the stream) before the end: stop.
+  out.once('end', () => {
+    complete = true;
+  });
+  out.once('close', () => {
+    if (!complete) stop.abort(new Stopped('the export stream was closed before it ended'));
+  });
+
+  /** Every message, in export order, handed to `emit` once its batch is read. */
+  async function eachMessage(emit: (copy: MessageCopy) => Promise<void>): Promise<void> {
+    const total = source.ids.length;
+    const slice = options.idsPerBatch ?? EXPORT_IDS_PER_BATCH;
+    const parallel = Math.max(1, options.parallel ?? 1);
+    // Batches asked for and not yet written, in export order; the first alone, then up to
+    // `parallel` at once (the engine's query threads rebuild messages side by side).
+    const queue: Array<{ from: number; to: number; result: Promise<{ copies: MessageCopy[]; next: number }> }> = [];
+    const ask = (from: number, to: number, first: boolean, front = false) => {
+      const result = source.batch(from, to, first);
+      result.catch(() => {}); // a failure is seen when it is awaited
+      if (front) queue.unshift({ from, to, result });
+      else queue.push({ from, to, result });
+    };
+    let asked = 0;
+    if (total > 0) {
+      asked = Math.min(total, slice);
+      ask(0, asked, true);
+    }
+    let written = 0;
+    while (queue.length > 0) {
+      const head = queue.shift()!;
+      const batch = await head.result;
+      checkStopped();
+      if (batch.next <= head.from) throw new Error(`an export batch from ${head.from} made no progress`);
+      // Stopped at its byte bound: the rest of its slice comes next, before the slices after it.
+      if (batch.next < head.to) ask(batch.next, head.to, false, true);
+      while (queue.length < parallel && asked < total) {
+        await options.pace?.();
+        checkStopped();
+        const to = Math.min(total, asked + slice);
+        ask(asked, to, false);
+        asked = to;
+      }
+      for (const copy of batch.copies) {
+        await emit(copy);
+        checkStopped();
+        options.onWritten?.(copy);
+      }
+      written += batch.copies.length;
+      options.onProgress?.(written, total);
+    }
+  }
 
   async function run(): Promise<ExportSummary> {
     const tmp = await mkdtemp(join(tmpdir(), 'mail-archive-export-'));
-    let manifestReader: Readable | undefined;
     try {
       const manifestPath = join(tmp, 'manifest.csv');
       const manifest = await open(manifestPath, 'w');
       const manifestHash = createHash('sha256');
-      const appendManifest = async (text: string) => {
-        const bytes = Buffer.from(text, 'utf8');
+      const summary: ExportSummary = { messages: 0, originals: 0, reconstructed: 0, manifestSha256: '' };
+      let rows: string[] = [];
+      const flushRows = async () => {
+        const bytes = Buffer.from(rows.join(''), 'utf8');
+        rows = [];
         manifestHash.update(bytes);
         await manifest.write(bytes);
       };
-      const summary: ExportSummary = { messages: 0, originals: 0, reconstructed: 0, manifestSha256: '' };
+      /** The bytes to export of a message, with its manifest row written. */
+      const exported = async (copy: MessageCopy, mbox: boolean): Promise<Buffer> => {
+        if (copy.copy === 'none' || !copy.bytes) {
+          throw new Error(`email ${copy.id} has no bytes to export: ${copy.note ?? 'no copy'}`);
+        }
+        const raw = Buffer.from(copy.bytes.buffer, copy.bytes.byteOffset, copy.bytes.byteLength);
+        const bytes = mbox ? mboxMessageBytes(raw) : raw;
+        const sha256 = createHash('sha256').update(bytes).digest('hex');
+        if (bytes === raw && copy.sha256 && copy.sha256 !== sha256) {
+          throw new Error(`email ${copy.id}: its bytes do not match the digest the archive gave`);
+        }
+        rows.push(
+          csvRow([
+            copy.id,
+            copy.accountId,
+            copy.folder,
+            copy.sentDate,
+            copy.from,
+            copy.subject,
+            bytes.length,
+            sha256,
+            copy.copy,
+          ]),
+        );
+        if (rows.length >= 1000) await flushRows();
+        summary.messages++;
+        if (copy.copy === 'original') summary.originals++;
+        else summary.reconstructed++;
+        return bytes;
+      };
       try {
-        await appendManifest(MANIFEST_HEADER);
-        let mbox: PassThrough | undefined;
-        const mboxHash = createHash('sha256');
-        let mboxBytes = 0;
+        rows.push(MANIFEST_HEADER);
         if (description.format === 'mbox') {
-          mbox = new PassThrough();
-          zip.addReadStream(mbox, 'export.mbox', { mtime: description.createdAt, compressionLevel: level });
-        }
-        const total = source.ids.length;
-        const slice = options.idsPerBatch ?? EXPORT_IDS_PER_BATCH;
-        const parallel = Math.max(1, options.parallel ?? 1);
-        // Batches asked for and not yet written, in export order; the first alone, then up to
-        // `parallel` at once (the engine's query threads rebuild messages side by side).
-        const queue: Array<{ from: number; to: number; result: Promise<{ copies: MessageCopy[]; next: number }> }> = [];
-        let asked = 0;
-        const ask = (from: number, to: number, first: boolean, front = false) => {
-          const result = source.batch(from, to, first);
-          result.catch(() => {}); // a failure is seen when it is awaited
-          if (front) queue.unshift({ from, to, result });
-          else queue.push({ from, to, result });
-        };
-        if (total > 0) {
-          asked = Math.min(total, slice);
-          ask(0, asked, true);
-        }
-        while (queue.length > 0) {
-          const head = queue.shift()!;
-          const batch = await head.result;
-          checkStopped();
-          if (batch.next <= head.from) throw new Error(`an export batch from ${head.from} made no progress`);
-          // Stopped at its byte bound: the rest of its slice comes next, before the slices after it.
-          if (batch.next < head.to) ask(batch.next, head.to, false, true);
-          while (queue.length < parallel && asked < total) {
-            await options.pace?.();
-            checkStopped();
-            const to = Math.min(total, asked + slice);
-            ask(asked, to, false);
-            asked = to;
-          }
-          let rows = '';
-          let last: Readable | undefined;
-          const written: MessageCopy[] = [];
-          for (const copy of batch.copies) {
-            if (copy.copy === 'none' || !copy.bytes) {
-              throw new Error(`email ${copy.id} has no bytes to export: ${copy.note ?? 'no copy'}`);
-            }
-            const raw = Buffer.from(copy.bytes.buffer, copy.bytes.byteOffset, copy.bytes.byteLength);
-            const bytes = mbox ? mboxMessageBytes(raw) : raw;
-            const sha256 = createHash('sha256').update(bytes).digest('hex');
-            if (bytes === raw && copy.sha256 && copy.sha256 !== sha256) {
-              throw new Error(`email ${copy.id}: its bytes do not match the digest the archive gave`);
-            }
-            rows += csvRow([
-              copy.id,
-              copy.accountId,
-              copy.folder,
-              copy.sentDate,
-              copy.from,
-              copy.subject,
-              bytes.length,
-              sha256,
-              copy.copy,
-            ]);
-            summary.messages++;
-            if (copy.copy === 'original') summary.originals++;
-            else summary.reconstructed++;
-            if (mbox) {
-              const entry = mboxEntry(bytes, copy.from, copy.sentDate);
+          const mboxHash = createHash('sha256');
+          let mboxBytes = 0;
+          await zip.addStream('export.mbox', description.createdAt, level, (write) =>
+            eachMessage(async (copy) => {
+              const entry = mboxEntry(await exported(copy, true), copy.from, copy.sentDate);
               mboxHash.update(entry);
               mboxBytes += entry.length;
-              if (!mbox.write(entry)) await until(mbox, 'drain');
-              options.onWritten?.(copy);
-            } else {
-              const name = messageEntryName(copy);
-              const entryOptions = {
-                mtime: entryTime(copy.sentDate, description.createdAt),
-                // Small messages are stored: deflate's setup per entry costs more time than it saves
-                // bytes (docs/export.md, "Compression").
-                compressionLevel: bytes.length >= DEFLATE_FROM_BYTES ? level : 0,
-              };
-              written.push(copy);
-              if (copy === batch.copies[batch.copies.length - 1]) {
-                // The batch's last message is a stream: it is read only once every entry before it
-                // is written, and it ends once the reader has taken it (backpressure).
-                last = Readable.from([bytes], { objectMode: false });
-                zip.addReadStream(last, name, { ...entryOptions, size: bytes.length });
-              } else {
-                zip.addBuffer(bytes, name, entryOptions);
-              }
-            }
-          }
-          await appendManifest(rows);
-          // The batch is held until the ZIP has taken its last message (the reader's pace).
-          if (last && !last.readableEnded) await until(last, 'end');
-          checkStopped();
-          for (const copy of written.splice(0)) options.onWritten?.(copy);
-          options.onProgress?.(summary.messages, total);
-        }
-        if (mbox) {
-          mbox.end();
+              await write(entry);
+            }),
+          );
           summary.mbox = { sha256: mboxHash.digest('hex'), bytes: mboxBytes };
+        } else {
+          await eachMessage(async (copy) => {
+            const bytes = await exported(copy, false);
+            // Small messages are stored: deflate's setup per entry costs more time than it saves
+            // bytes (docs/export.md, "Compression").
+            await zip.addBuffer(
+              messageEntryName(copy),
+              bytes,
+              entryTime(copy.sentDate, description.createdAt),
+              bytes.length >= DEFLATE_FROM_BYTES ? level : 0,
+            );
+          });
         }
+        await flushRows();
       } finally {
         await manifest.close();
       }
       checkStopped();
       summary.manifestSha256 = manifestHash.digest('hex');
-      manifestReader = createReadStream(manifestPath);
-      zip.addReadStream(manifestReader, 'manifest.csv', { mtime: description.createdAt, compressionLevel: level });
-      zip.addBuffer(Buffer.from(`${JSON.stringify(exportJson(description, summary), null, 2)}\n`), 'export.json', {
-        mtime: description.createdAt,
-        compressionLevel: level,
+      await zip.addStream('manifest.csv', description.createdAt, level, async (write) => {
+        for await (const chunk of createReadStream(manifestPath)) await write(chunk as Buffer);
       });
-      zip.end();
+      await zip.addBuffer(
+        'export.json',
+        Buffer.from(`${JSON.stringify(exportJson(description, summary), null, 2)}\n`),
+        description.createdAt,
+        level,
+      );
+      await zip.finish();
       if (!complete) await until(out, 'end');
       return summary;
     } finally {
-      manifestReader?.destroy();
       await rm(tmp, { recursive: true, force: true });
       options.signal?.removeEventListener('abort', onAbort);
     }
