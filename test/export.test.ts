@@ -265,6 +265,9 @@ test('zero matches: a valid, empty package', async (t) => {
 
 test('a bad format is a 400 problem; over the bound is a 422 problem with the count', async (t) => {
   const { api, f } = t.context;
+  const head = await api.request.head('/api/v1/emails/export').set(bearer(f.keys.admin));
+  t.is(head.status, 200);
+  t.is(head.headers['content-type'], 'application/zip');
   const bad = await api.request.get('/api/v1/emails/export?format=pdf').set(bearer(f.keys.admin));
   t.is(bad.status, 400);
   t.regex(bad.headers['content-type']!, /^application\/problem\+json/);

@@ -97,8 +97,20 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
           'Narrow it with a date range (from, to), an account (accountId), a folder, or a query (q).',
       );
     }
-    const principal = caller(ctx).key.principal;
     const createdAt = new Date();
+    const headers = {
+      'Content-Disposition': `attachment; filename="export-${compactUtc(createdAt).replace(/-/g, '')}.zip"`,
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
+      'Content-Type': 'application/zip',
+    };
+    // HEAD reads no message: it is neither an export nor logged as one.
+    if (ctx.method === 'HEAD') {
+      ctx.set(headers);
+      ctx.status = 200;
+      return;
+    }
+    const principal = caller(ctx).key.principal;
     const { q, ...rest } = filters;
     const pkg = service.exportPackage(
       caller(ctx),
@@ -117,12 +129,7 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
       pkg.stream.destroy(),
     );
     service.recordExport(caller(ctx), filters, { format, export: true, matched: total });
-    ctx.set({
-      'Content-Disposition': `attachment; filename="export-${compactUtc(createdAt).replace(/-/g, '')}.zip"`,
-      'Cache-Control': 'no-store',
-      'X-Content-Type-Options': 'nosniff',
-      'Content-Type': 'application/zip',
-    });
+    ctx.set(headers);
     ctx.body = body;
   });
 
