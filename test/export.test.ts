@@ -355,7 +355,8 @@ test('the access log holds one Download per exported message and the export as a
   t.like(JSON.parse(searches[0]!.search_params!), { accountId: String(f.accounts.work), format: 'mbox', export: true });
 });
 
-test('a client that leaves mid-export stops the batches', async (t) => {
+// Serial: it points TMPDIR at a directory of its own while it runs, which no other test may share.
+test.serial('a client that leaves mid-export stops the batches', async (t) => {
   // Enough incompressible mail that the export spans batches and outruns the socket's buffers.
   const f = createFixture();
   t.teardown(() => f.cleanup());
