@@ -17,3 +17,14 @@ export {
 export { prepareArchive, sharedSessionSecret } from './archive.js';
 export { readOrCreateSecretFile } from './rules/secret-file.js';
 export { CODE_CHALLENGE, clientDisplayName, newAuthorizationCode, secretHash } from './rules/oauth.js';
+// Exports of a search (docs/export.md): the one package writer the CLI uses too.
+export {
+  DEFAULT_EXPORT_FORMAT,
+  EXPORT_FORMATS,
+  EXPORT_IDS_PER_BATCH,
+  compactUtc,
+  exportPackage,
+  type ExportDescription,
+  type ExportFormat,
+  type ExportPackage,
+} from './export/package.js';

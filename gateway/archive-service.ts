@@ -2,7 +2,14 @@
 // access. A REST route and an MCP tool are thin adapters over these methods. Every job that
 // reads as someone goes through the caller's KeyCheck (auth.ts), which checks the key in the
 // same job the first time.
-import { ArchiveUnavailable, currentRequestSignal, type EnginePool } from '../engine/index.js';
+import {
+  ArchiveUnavailable,
+  currentRequestSignal,
+  exportPackage,
+  type EnginePool,
+  type ExportDescription,
+  type ExportPackage,
+} from '../engine/index.js';
 import {
   ATTACHMENT_CHUNK_BYTES,
   type AttachmentHandle,
@@ -202,6 +209,69 @@ export class ArchiveService {
   /** Logs a download of a message's bytes (its original or its reconstruction). */
   recordMessageDownload(caller: Caller, copy: MessageCopy): void {
     this.#log(caller, 'Download', { emailId: copy.id, accountId: copy.accountId });
+  }
+
+  /**
+   * Every id a search matches, oldest first, for an export; `ids` is null when more than `max`
+   * match (only `total` is counted then). Not logged here: the export is, once it starts.
+   */
+  exportIds(caller: Caller, query: SearchQuery, max: number) {
+    this.#recordable();
+    return caller.key.run({ kind: 'exportIds', query, max });
+  }
+
+  /**
+   * The export package of `ids` (docs/export.md), as the caller: the originals where kept,
+   * reconstructions otherwise, read a batch at a time as the stream is read. Each message is
+   * logged as a Download once its bytes are taken by the stream; the request's signal (a client
+   * that leaves) stops the batches.
+   */
+  exportPackage(
+    caller: Caller,
+    ids: readonly number[],
+    description: ExportDescription,
+    options: { parallel?: number } = {},
+  ): ExportPackage {
+    const signal = currentRequestSignal();
+    return exportPackage(
+      {
+        ids,
+        batch: async (from, to, first) => {
+          const { copies, next } = await caller.key.run({
+            kind: 'messageCopies',
+            ids: ids.slice(from, to),
+            reconstruct: true,
+            ...(first ? { first: true } : {}),
+          });
+          return { copies, next: from + next };
+        },
+      },
+      description,
+      {
+        ...(signal ? { signal } : {}),
+        ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
+        onWritten: (copy) => this.recordMessageDownload(caller, copy),
+        // Every exported message is logged: the export waits while the log's backlog is half full
+        // rather than fill it and have every other read refused (#recordable).
+        pace: async () => {
+          for (let waiting = this.accessLog.backlog.pending; waiting * 2 >= this.accessLog.backlog.max;) {
+            await this.accessLog.flush();
+            const now = this.accessLog.backlog.pending;
+            if (now >= waiting) throw new ArchiveUnavailable(); // its writes fail: stop, as reads are refused
+            waiting = now;
+          }
+        },
+      },
+    );
+  }
+
+  /** Logs an export as the search it ran (Search, with its parameters and format). */
+  recordExport(caller: Caller, params: Record<string, unknown>, extra: Record<string, unknown>): void {
+    const accountId = Number(params.accountId);
+    this.#log(caller, 'Search', {
+      searchParams: { ...loggedParams(params), ...extra },
+      ...(Number.isInteger(accountId) && params.accountId !== undefined ? { accountId } : {}),
+    });
   }
 
   stats(caller: Caller) {

@@ -51,6 +51,9 @@ const schema = z.strictObject({
       DefaultPageSize: int(1).default(20),
       MaxPageSize: int(1).default(100),
       RateLimitPerMinute: int(1).default(120),
+      // The most messages one GET /api/v1/emails/export may hold; more is a 422 saying how many
+      // matched (docs/export.md, "The bound"). At most 1,000,000: the ids travel in one job's answer.
+      MaxExportMessages: int(1, 1_000_000).default(100_000),
       // Browser origins whose pages may read /api/v1 answers (CORS); empty: none (gateway/http/cors.ts).
       AllowedOrigins: z.array(z.string().min(1)).default([]),
     })

@@ -47,6 +47,7 @@ test('every default of SPEC.md, “Configuration settings”, plus the service s
     DefaultPageSize: 20,
     MaxPageSize: 100,
     RateLimitPerMinute: 120,
+    MaxExportMessages: 100_000,
     AllowedOrigins: [],
   });
   t.deepEqual(s.Mcp, {
@@ -477,5 +478,24 @@ test('Engine:SearchIndexFile: beside a SQLite archive when unset, not saved for 
     t,
     () => loadSettings({ env: {}, cwd: workdir(t, { engine: { searchindexfile: 5 } }) }),
     'Engine:SearchIndexFile',
+  );
+});
+
+test('Api:MaxExportMessages: a whole number from 1 to 1,000,000', (t) => {
+  t.is(loadSettings({ env: { Api__MaxExportMessages: '250' }, cwd: workdir(t) }).Api.MaxExportMessages, 250);
+  configError(
+    t,
+    () => loadSettings({ env: { Api__MaxExportMessages: '0' }, cwd: workdir(t) }),
+    'Api:MaxExportMessages',
+  );
+  configError(
+    t,
+    () => loadSettings({ env: { Api__MaxExportMessages: '1000001' }, cwd: workdir(t) }),
+    'Api:MaxExportMessages',
+  );
+  configError(
+    t,
+    () => loadSettings({ env: { Api__MaxExportMessages: 'lots' }, cwd: workdir(t) }),
+    'Api:MaxExportMessages',
   );
 });

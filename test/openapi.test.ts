@@ -93,6 +93,13 @@ const OPERATIONS: Record<string, { operationId: string; tag: string; params: str
     params: ['q', 'from', 'to', 'accountId', 'folder', 'direction', 'groupBy', 'limit'],
     statuses: ['200', '400', '401', '406', '429', '500', '503'],
   },
+  // Additive to SPEC.md: exports (docs/export.md).
+  '/api/v1/emails/export': {
+    operationId: 'exportEmails',
+    tag: 'Emails',
+    params: ['q', 'from', 'to', 'accountId', 'folder', 'direction', 'format'],
+    statuses: ['200', '400', '401', '403', '406', '422', '429', '500', '503'],
+  },
   '/api/v1/emails/{id}': {
     operationId: 'getEmail',
     tag: 'Emails',

@@ -10,6 +10,7 @@ import { registerAccessLog } from './commands/access-log.js';
 import { registerAccounts } from './commands/accounts.js';
 import { registerBackup } from './commands/backup.js';
 import { registerDemo } from './commands/demo.js';
+import { registerExport } from './commands/export.js';
 import { registerImport } from './commands/import.js';
 import { registerIndex } from './commands/index.js';
 import { registerReindex } from './commands/reindex.js';
@@ -50,6 +51,7 @@ export function buildProgram(): Command {
   registerReindex(program);
   registerReparse(program);
   registerSync(program);
+  registerExport(program);
   registerAccessLog(program);
   registerBackup(program);
   registerDemo(program);

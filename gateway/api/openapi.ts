@@ -26,6 +26,7 @@ import { getRawEmail } from './openapi/raw.js';
 import { commonResponses, HEADERS, SECURITY_SCHEMES } from './openapi/components.js';
 import { dtoComponentSchemas, withPageBound } from './openapi/dto-schemas.js';
 import { aggregateEmails, getEmail, getThread, searchEmails } from './openapi/emails.js';
+import { exportEmails } from './openapi/export.js';
 import { API_DOCUMENT_VERSION, OPENAPI_VERSION, type OpenApiDocument } from './openapi/model.js';
 
 export { dtoComponentSchemas } from './openapi/dto-schemas.js';
@@ -49,6 +50,7 @@ function paths(settings: Settings): OpenApiDocument['paths'] {
     '/api/v1/accounts/{id}/folders': { get: listFolders() },
     '/api/v1/emails': { get: searchEmails(settings) },
     '/api/v1/emails/aggregate': { get: aggregateEmails(settings) },
+    '/api/v1/emails/export': { get: exportEmails(settings) },
     '/api/v1/emails/{id}': { get: getEmail() },
     '/api/v1/emails/{id}/thread': { get: getThread() },
     '/api/v1/emails/{id}/raw': { get: getRawEmail() },

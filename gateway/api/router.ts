@@ -3,12 +3,14 @@ import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { Readable } from 'node:stream';
 import type { Settings } from '../../shared/config.js';
+import { compactUtc, DEFAULT_EXPORT_FORMAT, EXPORT_FORMATS, type ExportFormat } from '../../engine/index.js';
 import type { JobKind } from '../../shared/jobs.js';
 import { parseAggregateInput, parseInt32, parseSearchInput } from '../../shared/search-input.js';
 import { hasText, noTextReason, type ArchiveService } from '../archive-service.js';
 import { requireApiKey, type AuthState } from '../auth.js';
 import { callerOf } from '../client.js';
 import { contentDisposition } from '../content-disposition.js';
+import { InvalidInput } from '../../shared/errors.js';
 import { Problem } from '../problem.js';
 import { answerNotModified } from '../http/conditional.js';
 import { requestedRange } from '../http/range.js';
@@ -19,11 +21,14 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
   const caller = (ctx: Context & { state: AuthState }) => callerOf(ctx, 'api');
   const idParam = (ctx: Context, name: string) => parseInt32(name, (ctx.params as Record<string, string>)[name]);
   /** An attachment's ids; its bytes and its text alike are refused while downloads are off. */
-  const attachmentIds = (ctx: Context) => {
-    const ids = { emailId: idParam(ctx, 'id'), attachmentId: idParam(ctx, 'attachmentId') };
+  const downloadsAllowed = () => {
     if (!settings.Api.AllowAttachmentDownloads) {
       throw new Problem(403, 'Attachment downloads are disabled on this server (Api:AllowAttachmentDownloads).');
     }
+  };
+  const attachmentIds = (ctx: Context) => {
+    const ids = { emailId: idParam(ctx, 'id'), attachmentId: idParam(ctx, 'attachmentId') };
+    downloadsAllowed();
     return ids;
   };
   const noSuchAttachment = (emailId: number, attachmentId: number) =>
@@ -69,6 +74,63 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
   router.get('/emails/aggregate', shed('aggregate'), auth, async (ctx) => {
     const params = ctx.query as Record<string, unknown>;
     ctx.body = await service.aggregate(caller(ctx), parseAggregateInput(params), params);
+  });
+
+  // An export of a search (docs/export.md): every message it matches, with manifest.csv and
+  // export.json, as one ZIP. Before /emails/:id, which would take "export" for an id.
+  router.get('/emails/export', shed('exportIds'), auth, async (ctx) => {
+    const params = ctx.query as Record<string, unknown>;
+    const format = exportFormat(params.format);
+    // The messages carry their attachments: refused as attachment downloads are.
+    downloadsAllowed();
+    // Paging and order are the export's own (oldest first, every page): what the caller sent is ignored.
+    const filters = Object.fromEntries(
+      Object.entries(params).filter(([k]) => !['page', 'pageSize', 'sortBy', 'sortOrder', 'format'].includes(k)),
+    );
+    const query = parseSearchInput(filters, limits);
+    const max = settings.Api.MaxExportMessages;
+    const { total, ids } = await service.exportIds(caller(ctx), query, max);
+    if (!ids) {
+      throw new Problem(
+        422,
+        `The search matches ${total} messages; an export holds at most ${max} (Api:MaxExportMessages). ` +
+          'Narrow it with a date range (from, to), an account (accountId), a folder, or a query (q).',
+      );
+    }
+    const createdAt = new Date();
+    const headers = {
+      'Content-Disposition': `attachment; filename="export-${compactUtc(createdAt).replace(/-/g, '')}.zip"`,
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
+      'Content-Type': 'application/zip',
+    };
+    // HEAD reads no message: it is neither an export nor logged as one.
+    if (ctx.method === 'HEAD') {
+      ctx.set(headers);
+      ctx.status = 200;
+      return;
+    }
+    const principal = caller(ctx).key.principal;
+    const { q, ...rest } = filters;
+    const pkg = service.exportPackage(
+      caller(ctx),
+      ids,
+      {
+        format,
+        query: typeof q === 'string' ? q : null,
+        filters: Object.fromEntries(Object.entries(rest).filter(([k]) => !['snippets', 'include'].includes(k))),
+        who: { username: principal?.username ?? 'unknown', keyPrefix: principal?.keyPrefix ?? null, via: 'api' },
+        createdAt,
+      },
+      { parallel: Math.min(2, settings.Engine.Threads) },
+    );
+    // The first bytes are read before the status line: a refused first batch is still a 503 problem.
+    const body = await startedStream(pkg.stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>, () =>
+      pkg.stream.destroy(),
+    );
+    service.recordExport(caller(ctx), filters, { format, export: true, matched: total });
+    ctx.set(headers);
+    ctx.body = body;
   });
 
   router.get('/emails/:id', auth, async (ctx) => {
@@ -206,11 +268,27 @@ export function storedMediaType(stored: string | null | undefined): string {
  * Reads the first chunk before the status line is sent, so a failure there is still an
  * ordinary 500 problem; later chunks stream as the client reads them.
  */
-async function startedStream(chunks: AsyncGenerator<Buffer>): Promise<Readable> {
+async function startedStream(chunks: AsyncIterator<Buffer>, onStop?: () => void): Promise<Readable> {
   const first = await chunks.next();
   async function* rest() {
-    if (!first.done) yield first.value;
-    yield* chunks;
+    try {
+      if (!first.done) yield first.value;
+      for (let next = await chunks.next(); !next.done; next = await chunks.next()) yield next.value;
+    } finally {
+      // Ended early (the client left and the body was destroyed): stop the source too.
+      await chunks.return?.();
+      onStop?.();
+    }
   }
   return Readable.from(rest(), { objectMode: false });
+}
+
+/** The export's format parameter (docs/export.md): eml-zip when absent. */
+function exportFormat(value: unknown): ExportFormat {
+  if (value === undefined || value === '') return DEFAULT_EXPORT_FORMAT;
+  if (typeof value === 'string' && (EXPORT_FORMATS as readonly string[]).includes(value)) return value as ExportFormat;
+  throw new InvalidInput(
+    'format',
+    `format must be one of ${EXPORT_FORMATS.join(', ')} (default ${DEFAULT_EXPORT_FORMAT}).`,
+  );
 }

@@ -11,6 +11,7 @@ const JSON_TYPES = ['application/json', 'application/problem+json'];
 /** What each kind of route may answer with; null: anything (the stored bytes). */
 function producedBy(path: string): string[] | null {
   if (/^\/api\/v1\/emails\/[^/]+\/attachments\/[^/]+$/.test(path)) return null;
+  if (path === '/api/v1/emails/export') return ['application/zip', ...JSON_TYPES];
   if (/^\/api\/v1\/emails\/[^/]+\/raw$/.test(path)) return ['message/rfc822', ...JSON_TYPES];
   if (/^\/api\/v1\/emails\/[^/]+\/attachments\/[^/]+\/text$/.test(path)) return ['text/plain', ...JSON_TYPES];
   return JSON_TYPES;
