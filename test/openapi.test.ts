@@ -721,9 +721,15 @@ test('the attachment text route: 200 text/plain, 404 and 403 answers conform to 
 });
 
 test("a message's own bytes: 200, 206, 404 (no original kept) and 400 answers conform to the document", async (t) => {
-  const { main, f, conformance } = t.context;
+  const { conformance } = t.context;
+  // A fixture of its own: the other tests count the shared fixture's messages.
+  const f = createFixture();
+  t.teardown(() => f.cleanup());
   const file = fileURLToPath(new URL('../../test/fixtures/mail/outgoing.eml', import.meta.url));
   await withAdmin(f.dbPath, (admin) => importPaths(admin, [file], { accountId: f.accounts.work, folder: 'Raw' }));
+  const settings = defaultSettings({ Api: { Enabled: true }, Database: { Path: f.dbPath }, Engine: { Threads: 1 } });
+  const main = await listen(createGateway(settings, { logger: createLogger({ level: 'silent' }) }));
+  t.teardown(() => stop(main));
   const page = await observe(main, '/api/v1/emails', '/api/v1/emails?folder=Raw', f.keys.admin);
   const id = (page.body as { items: Array<{ id: number }> }).items[0]!.id;
   const template = '/api/v1/emails/{id}/raw';
