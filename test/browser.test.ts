@@ -153,15 +153,18 @@ test.serial("a non-administrator cannot see or revoke others' keys, even by forg
   t.is((await accounts(web.fixture.keys.alice)).status, 200);
 });
 
-test.serial('/apidocs renders Swagger UI with the nine operations, with no console errors', async (t) => {
+test.serial('/apidocs renders Swagger UI with the eleven operations, with no console errors', async (t) => {
   const page = await pleaseSignIn('alice');
   problems.length = 0; // the forged form's 404 above is expected
   await page.goto('/apidocs');
   await page.locator('.opblock').first().waitFor();
-  // SPEC.md's six, the conversation and the attachment text.
-  t.is(await page.locator('.opblock').count(), 9);
+  // SPEC.md's six, the aggregates, the conversation, the attachment text, the message's own bytes
+  // and the export (docs/evidence.md).
+  t.is(await page.locator('.opblock').count(), 11);
   const paths = await page.locator('.opblock-summary-path').allInnerTexts();
   t.true(paths.some((p) => p.replace(/\u200b/g, '').includes('/api/v1/emails/{id}/attachments/{attachmentId}')));
+  t.true(paths.some((p) => p.replace(/\u200b/g, '').includes('/api/v1/emails/{id}/raw')));
+  t.true(paths.some((p) => p.replace(/\u200b/g, '').includes('/api/v1/emails/export')));
   await page.screenshot({ path: shot('apidocs.png') });
   t.true(isPng(shot('apidocs.png')));
   t.deepEqual(problems, []);

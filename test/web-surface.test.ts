@@ -50,8 +50,8 @@ test('the docs page uses hashes for its inline script, not unsafe-inline, and no
   t.is(spec.body.info.version, '1.0.0');
   t.is(
     Object.keys(spec.body.paths).length,
-    9,
-    "SPEC.md's six, the conversation route, the attachment text and the aggregate",
+    11,
+    "SPEC.md's six, the conversation route, the attachment text, the aggregate, the message's own bytes and the export",
   );
 });
 
