@@ -16,6 +16,7 @@ import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { ZipWriter } from './zip.js';
+import { asctime } from '../import/mbox.js';
 import type { MessageCopy } from '../../shared/jobs.js';
 
 export const EXPORT_FORMATS = ['eml-zip', 'mbox'] as const;
@@ -142,18 +143,6 @@ export function csvField(value: string | number): string {
 
 const csvRow = (fields: ReadonlyArray<string | number>) => `${fields.map(csvField).join(',')}\r\n`;
 export const MANIFEST_HEADER = csvRow(MANIFEST_COLUMNS);
-
-/** asctime in UTC, the date of a From_ line: "Tue May 14 08:15:02 2024". */
-function asctime(date: Date): string {
-  const [weekday, day, month, year, time] = date.toUTCString().replace(',', '').split(' ') as [
-    string,
-    string,
-    string,
-    string,
-    string,
-  ];
-  return `${weekday} ${month} ${String(Number(day)).padStart(2)} ${time} ${year}`;
-}
 
 /** The sender's address for a From_ line (no white space in it), else MAILER-DAEMON. */
 function envelopeSender(from: string): string {

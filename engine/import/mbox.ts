@@ -275,7 +275,7 @@ function crToLf(bytes: Buffer): Buffer {
 }
 
 /** asctime in UTC, the date form of a From_ line: "Sat Jan  3 01:05:34 1996". */
-function asctime(date: Date): string {
+export function asctime(date: Date): string {
   // toUTCString: "Sat, 03 Jan 1996 01:05:34 GMT"
   const [weekday, day, month, year, time] = date.toUTCString().replace(',', '').split(' ') as [
     string,

@@ -7,9 +7,8 @@
 // has a row for the message, those bytes are served as the original once their SHA-256 matches
 // the one it recorded; one that does not is damaged, never served as the original.
 import { MESSAGE_COPY_BATCH_BYTES, type MessageCopy, type Viewer } from '../../shared/jobs.js';
-import { resolveBody } from '../rules/body.js';
 import { OriginalDamaged, sha256Hex, unpackOriginal } from '../rules/originals.js';
-import { reconstructMessage } from '../rules/reconstruct.js';
+import { reconstructMessage, storedMessageOf, type StoredRow } from '../rules/reconstruct.js';
 import { iso } from '../rules/time.js';
 import { T, visibleAccounts, zonedMs } from './columns.js';
 import type { PgContext } from './context.js';
@@ -42,24 +41,10 @@ function checkedOriginal(kept: { bytes: Buffer | null; sha256: string | null }):
 export const RECONSTRUCTED_NOTE =
   'Mail Archiver keeps no original message: this one is rebuilt from the archived fields (RawHeaders, bodies, attachments).';
 
-interface Row {
+interface Row extends StoredRow {
   id: number;
   account_id: number;
   folder: string;
-  sent_date: number;
-  from_addr: string;
-  to_addr: string;
-  cc_addr: string;
-  bcc_addr: string;
-  subject: string;
-  message_id: string;
-  raw_headers: string | null;
-  text_body: string | null;
-  html_body: string | null;
-  text_untruncated: string | null;
-  html_untruncated: string | null;
-  text_original: Buffer | null;
-  html_original: Buffer | null;
 }
 
 /**
@@ -141,26 +126,19 @@ export async function messageCopies(
             FROM ${T.attachments} a LEFT JOIN ${T.contents} c ON c."Id" = a."AttachmentContentId"
            WHERE a."ArchivedEmailId" = ${id} ORDER BY a."Id"`,
     );
-    const rebuilt = await reconstructMessage({
-      messageId: row.message_id,
-      subject: row.subject,
-      from: row.from_addr,
-      to: row.to_addr,
-      cc: row.cc_addr,
-      bcc: row.bcc_addr,
-      sentDate: row.sent_date,
-      rawHeaders: row.raw_headers,
-      textBody: resolveBody(row.text_original, row.text_untruncated, row.text_body),
-      htmlBody: resolveBody(row.html_original, row.html_untruncated, row.html_body),
-      attachments: attachments.map((a) => ({
-        fileName: a.fileName,
-        contentType: a.contentType,
-        // Mail Archiver records no disposition; a Content-ID is what an inline part has.
-        isInline: Boolean(a.contentId),
-        contentId: a.contentId,
-        content: a.content ?? Buffer.alloc(0),
-      })),
-    });
+    const rebuilt = await reconstructMessage(
+      storedMessageOf(
+        row,
+        attachments.map((a) => ({
+          fileName: a.fileName,
+          contentType: a.contentType,
+          // Mail Archiver records no disposition; a Content-ID is what an inline part has.
+          isInline: Boolean(a.contentId),
+          contentId: a.contentId,
+          content: a.content ?? Buffer.alloc(0),
+        })),
+      ),
+    );
     bytes += rebuilt.length;
     copies.push({ ...base, copy: 'reconstructed', bytes: rebuilt, sha256: sha256Hex(rebuilt), ...marks });
   }

@@ -8,6 +8,7 @@
 // date and Message-ID come from the store), so a reconstruction has a stable SHA-256 and ETag.
 import { createHash } from 'node:crypto';
 import MailComposer from 'nodemailer/lib/mail-composer';
+import { resolveBody } from './body.js';
 
 export interface StoredAttachment {
   fileName: string;
@@ -32,6 +33,41 @@ export interface StoredMessage {
   /** The header block as received, where the store kept it (PostgreSQL's RawHeaders). */
   rawHeaders?: string | null;
   attachments: StoredAttachment[];
+}
+
+/** A message's stored columns, in the names both stores select them by (engine/rules/summary.ts RawDetail). */
+export interface StoredRow {
+  message_id: string;
+  subject: string;
+  from_addr: string;
+  to_addr: string;
+  cc_addr: string;
+  bcc_addr: string;
+  sent_date: number;
+  text_body: string | null;
+  html_body: string | null;
+  text_untruncated: string | null;
+  html_untruncated: string | null;
+  text_original: Buffer | null;
+  html_original: Buffer | null;
+  raw_headers?: string | null;
+}
+
+/** What a reconstruction is built from, the bodies resolved by the fallback chain (SPEC.md, “EmailDetailDto”). */
+export function storedMessageOf(row: StoredRow, attachments: StoredAttachment[]): StoredMessage {
+  return {
+    messageId: row.message_id,
+    subject: row.subject,
+    from: row.from_addr,
+    to: row.to_addr,
+    cc: row.cc_addr,
+    bcc: row.bcc_addr,
+    sentDate: row.sent_date,
+    rawHeaders: row.raw_headers ?? null,
+    textBody: resolveBody(row.text_original, row.text_untruncated, row.text_body),
+    htmlBody: resolveBody(row.html_original, row.html_untruncated, row.html_body),
+    attachments,
+  };
 }
 
 /** The header every reconstruction carries, naming itself one. */

@@ -5,8 +5,7 @@ import type { Db } from './open.js';
 import { prepared } from './statements.js';
 import { visibleAccountsClause } from './accounts.js';
 import { OriginalDamaged, sha256Hex, unpackOriginal } from '../rules/originals.js';
-import { reconstructMessage, type StoredMessage } from '../rules/reconstruct.js';
-import { resolveBody } from '../rules/body.js';
+import { reconstructMessage, storedMessageOf, type StoredMessage, type StoredRow } from '../rules/reconstruct.js';
 import { iso } from '../rules/time.js';
 import { readAttachmentChunk } from './emails.js';
 
@@ -99,37 +98,15 @@ function storedMessage(db: Db, id: number): StoredMessage {
     `SELECT e.message_id, e.subject, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr, e.sent_date,
             b.text_body, b.html_body, b.text_untruncated, b.html_untruncated, b.text_original, b.html_original
        FROM emails e LEFT JOIN email_bodies b ON b.email_id = e.id WHERE e.id = ?`,
-  ).get(id) as {
-    message_id: string;
-    subject: string;
-    from_addr: string;
-    to_addr: string;
-    cc_addr: string;
-    bcc_addr: string;
-    sent_date: number;
-    text_body: string | null;
-    html_body: string | null;
-    text_untruncated: string | null;
-    html_untruncated: string | null;
-    text_original: Buffer | null;
-    html_original: Buffer | null;
-  };
+  ).get(id) as StoredRow;
   const attachments = prepared(
     db,
     `SELECT a.file_name AS fileName, a.content_type AS contentType, a.is_inline AS isInline, a.content_id AS contentId, c.chunks
        FROM attachments a JOIN attachment_contents c ON c.id = a.content_id WHERE a.email_id = ? ORDER BY a.id`,
   ).all(id) as Array<{ fileName: string; contentType: string; isInline: number; contentId: number; chunks: number }>;
-  return {
-    messageId: row.message_id,
-    subject: row.subject,
-    from: row.from_addr,
-    to: row.to_addr,
-    cc: row.cc_addr,
-    bcc: row.bcc_addr,
-    sentDate: row.sent_date,
-    textBody: resolveBody(row.text_original, row.text_untruncated, row.text_body),
-    htmlBody: resolveBody(row.html_original, row.html_untruncated, row.html_body),
-    attachments: attachments.map((a) => ({
+  return storedMessageOf(
+    row,
+    attachments.map((a) => ({
       fileName: a.fileName,
       contentType: a.contentType,
       isInline: a.isInline === 1,
@@ -137,5 +114,5 @@ function storedMessage(db: Db, id: number): StoredMessage {
         Array.from({ length: a.chunks }, (_, seq) => readAttachmentChunk(db, a.contentId, seq) ?? Buffer.alloc(0)),
       ),
     })),
-  };
+  );
 }
