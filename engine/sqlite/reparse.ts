@@ -17,32 +17,15 @@ import { relinkReparsed } from './threads.js';
 import { bumpGeneration } from './users.js';
 import { freeFtsKey, LAST_SLOT_SQL } from './writer.js';
 import { refreshMessages } from './attachment-text.js';
+import type { RawDetail } from '../rules/summary.js';
 
 /** A batch is also cut at this many original bytes, so a run of large messages stays in bounds. */
 const MAX_BATCH_BYTES = 64 * 1024 * 1024;
 
-interface Row {
-  id: number;
-  account_id: number;
-  folder: string;
-  message_id: string;
-  subject: string;
-  from_addr: string;
-  to_addr: string;
-  cc_addr: string;
-  bcc_addr: string;
-  sent_date: number;
-  received_date: number;
-  is_outgoing: number;
-  has_attachments: number;
+/** A message's stored columns (RawDetail's names, engine/rules/summary.ts) with what reparse also compares. */
+interface Row extends RawDetail {
   thread_subject: string;
   thread_reply: number;
-  text_body: string | null;
-  html_body: string | null;
-  text_untruncated: string | null;
-  html_untruncated: string | null;
-  text_original: Buffer | null;
-  html_original: Buffer | null;
   fts_tags: string | null;
   sha256: string | null;
   size: number | null;
