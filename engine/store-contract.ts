@@ -169,8 +169,11 @@ export interface ArchiveAdmin {
   revokeKey(id: number, now?: number): Promise<KeyRow>;
 
   listAccessLog(filter?: { userId?: number; type?: AccessType; limit?: number }): Promise<AccessLogRow[]>;
-  /** Walks the access log's hash chain (engine/rules/access-chain.ts) in bounded memory. */
-  verifyAccessLog(): Promise<ChainReport>;
+  /**
+   * Walks the access log's hash chain (engine/rules/access-chain.ts) in bounded memory; `head`, a
+   * head hash noted earlier, must still be in it.
+   */
+  verifyAccessLog(options?: { head?: string }): Promise<ChainReport>;
 
   contents(): Promise<ArchiveContents>;
   /**

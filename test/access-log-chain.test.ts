@@ -163,3 +163,23 @@ eachStore('writers appending at once never fork the chain', async (t, a) => {
   );
   t.regex(ok(t, await verify(a)), /^intact, 40 entries\n/);
 });
+
+eachStore('the newest entries removed: the links still hold, the head noted earlier does not', async (t, a) => {
+  const ids = await withEntries(t, a);
+  const noted = /^head: entry \d+ ([0-9a-f]{64})$/m.exec(ok(t, await verify(a)))![1]!;
+  ok(t, await a.cli(['access-log', 'verify', '--head', noted]));
+  await sql(
+    a,
+    `DELETE FROM access_log WHERE id = ${ids.at(-1)}`,
+    `DELETE FROM mail_archive_gateway.access_log_details WHERE access_log_id = ${ids.at(-1)}`,
+  );
+  t.regex(ok(t, await verify(a)), /^intact, 8 entries\n/, 'a chain cannot show this by itself');
+  const r = await a.cli(['access-log', 'verify', '--head', noted]);
+  t.is(r.code, 1);
+  t.regex(
+    r.stdout,
+    new RegExp(`^broken at entry ${ids.at(-2)}: the head noted earlier \\(${noted}\\) is no longer in the chain`),
+  );
+  const bad = await a.cli(['access-log', 'verify', '--head', 'nothex']);
+  t.is(bad.code, 2);
+});

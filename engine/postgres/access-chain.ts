@@ -45,8 +45,8 @@ export async function chainEntries(query: Query, table: Sql, ids: readonly numbe
 }
 
 /** Reads the chain in pages by id: any length in bounded memory. */
-export async function verifyChain(query: Query, table: Sql, pageSize = 10_000): Promise<ChainReport> {
-  const verifier = new ChainVerifier();
+export async function verifyChain(query: Query, table: Sql, head?: string, pageSize = 10_000): Promise<ChainReport> {
+  const verifier = new ChainVerifier(head);
   for (let after = -1; ;) {
     const rows = await query<{ id: number; hash: string | null; fields: string }>(
       sql`${fieldsOf(table)} WHERE d.access_log_id > ${after}::int ORDER BY d.access_log_id LIMIT ${pageSize}::int`,

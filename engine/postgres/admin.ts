@@ -353,9 +353,9 @@ export class PgAdmin implements ArchiveAdmin {
    * their source is "mail-archiver" and their search parameters are parsed from its text.
    */
   /** The chain of our entries (engine/postgres/access-chain.ts), in pages by id. */
-  async verifyAccessLog(): Promise<ChainReport> {
+  async verifyAccessLog(options: { head?: string } = {}): Promise<ChainReport> {
     const table = accessLogsTable(this.store ? await this.store.detectShape() : this.ctx);
-    return verifyChain(this.q, table);
+    return verifyChain(this.q, table, options.head);
   }
 
   async listAccessLog(filter: { userId?: number; type?: AccessType; limit?: number } = {}): Promise<AccessLogRow[]> {

@@ -39,6 +39,13 @@ export type ChainReport =
  * in constant memory. The first entry that does not follow is the report.
  */
 export class ChainVerifier {
+  /**
+   * `head`: a head hash noted earlier (what verify printed then); the chain must still hold it, or
+   * its newest entries since then were removed or rewritten, which the links alone cannot show.
+   */
+  constructor(readonly head?: string) {}
+
+  #headSeen = false;
   #previous = CHAIN_GENESIS;
   #started = false;
   #entries = 0;
@@ -73,6 +80,7 @@ export class ChainVerifier {
       return false;
     }
     this.#previous = entry.hash;
+    if (entry.hash === this.head) this.#headSeen = true;
     this.#head = { id: entry.id, hash: entry.hash };
     this.#entries++;
     return true;
@@ -86,6 +94,14 @@ export class ChainVerifier {
         before: this.#before,
         brokenAt: this.#broken.id,
         reason: this.#broken.reason,
+      };
+    if (this.head !== undefined && !this.#headSeen)
+      return {
+        intact: false,
+        entries: this.#entries,
+        before: this.#before,
+        brokenAt: this.#head?.id ?? 0,
+        reason: `the head noted earlier (${this.head}) is no longer in the chain: entries were removed or rewritten since`,
       };
     return { intact: true, entries: this.#entries, before: this.#before, head: this.#head };
   }

@@ -43,8 +43,8 @@ export function writeAccessLog(db: Db, entries: readonly AccessLogEntry[]): numb
 }
 
 /** Walks the whole log in id order (docs/evidence.md, "Verifying the access log"). */
-export function verifyAccessLog(db: Db): ChainReport {
-  const verifier = new ChainVerifier();
+export function verifyAccessLog(db: Db, head?: string): ChainReport {
+  const verifier = new ChainVerifier(head);
   const rows = db.prepare(`SELECT ${CHAINED}, hash FROM access_log ORDER BY id`).raw().iterate() as IterableIterator<
     ChainField[]
   >;

@@ -77,7 +77,7 @@ export class SqliteAdmin implements ArchiveAdmin {
   findKey = async (idOrPrefix: string, now?: number) => findKey(this.db, idOrPrefix, now);
   revokeKey = async (id: number, now?: number) => revokeKey(this.db, id, now);
   listAccessLog = async (filter: Parameters<ArchiveAdmin['listAccessLog']>[0] = {}) => listAccessLog(this.db, filter);
-  verifyAccessLog = async () => verifyAccessLog(this.db);
+  verifyAccessLog = async (options: { head?: string } = {}) => verifyAccessLog(this.db, options.head);
   contents = async () => archiveContents(this.db);
   refreshSearchIndex = async () => ({ indexed: 0, pruned: 0 });
   attachmentTexts = () => new SqliteAttachmentTexts(this.db);

@@ -33,9 +33,14 @@ export function registerAccessLog(program: Command): void {
   log
     .command('verify')
     .description("check the access log's hash chain: intact, or the first entry that does not follow")
+    .option('--head <hash>', 'a head printed by an earlier verify: it must still be in the chain')
     .option('--json', 'print JSON')
-    .action(async (opts: { json?: boolean }, cmd: Command) => {
-      const report = await withArchive(cmd, (archive) => archive.verifyAccessLog());
+    .action(async (opts: { json?: boolean; head?: string }, cmd: Command) => {
+      if (opts.head !== undefined && !/^[0-9a-f]{64}$/.test(opts.head))
+        throw new UsageError(`--head must be a hash as verify prints it (64 hex digits), not "${opts.head}".`);
+      const report = await withArchive(cmd, (archive) =>
+        archive.verifyAccessLog(opts.head !== undefined ? { head: opts.head } : {}),
+      );
       if (!report.intact) process.exitCode = 1;
       // `access-log --json verify` and `access-log verify --json` alike: the parent has --json too.
       if (opts.json || cmd.parent?.opts<{ json?: boolean }>().json) return printJson(report);
