@@ -9,6 +9,8 @@
 import { createHash } from 'node:crypto';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { resolveBody } from './body.js';
+import type { NewEmail } from './new-email.js';
+import type { RawDetail } from './summary.js';
 
 export interface StoredAttachment {
   fileName: string;
@@ -19,39 +21,33 @@ export interface StoredAttachment {
   content: Buffer;
 }
 
-export interface StoredMessage {
-  messageId: string;
-  subject: string;
-  from: string;
-  to: string;
-  cc: string;
-  bcc: string;
-  /** Epoch milliseconds. */
-  sentDate: number;
-  textBody: string | null;
-  htmlBody: string | null;
+/** A message's fields as a writer handed them over (NewEmail), read back for a rebuild. */
+export interface StoredMessage extends Pick<
+  NewEmail,
+  'messageId' | 'subject' | 'from' | 'to' | 'cc' | 'bcc' | 'sentDate' | 'textBody' | 'htmlBody'
+> {
   /** The header block as received, where the store kept it (PostgreSQL's RawHeaders). */
   rawHeaders?: string | null;
   attachments: StoredAttachment[];
 }
 
-/** A message's stored columns, in the names both stores select them by (engine/rules/summary.ts RawDetail). */
-export interface StoredRow {
-  message_id: string;
-  subject: string;
-  from_addr: string;
-  to_addr: string;
-  cc_addr: string;
-  bcc_addr: string;
-  sent_date: number;
-  text_body: string | null;
-  html_body: string | null;
-  text_untruncated: string | null;
-  html_untruncated: string | null;
-  text_original: Buffer | null;
-  html_original: Buffer | null;
-  raw_headers?: string | null;
-}
+/** A message's stored columns, in the names both stores select them by (RawDetail). */
+export type StoredRow = Pick<
+  RawDetail,
+  | 'message_id'
+  | 'subject'
+  | 'from_addr'
+  | 'to_addr'
+  | 'cc_addr'
+  | 'bcc_addr'
+  | 'sent_date'
+  | 'text_body'
+  | 'html_body'
+  | 'text_untruncated'
+  | 'html_untruncated'
+  | 'text_original'
+  | 'html_original'
+> & { raw_headers?: string | null };
 
 /** What a reconstruction is built from, the bodies resolved by the fallback chain (SPEC.md, “EmailDetailDto”). */
 export function storedMessageOf(row: StoredRow, attachments: StoredAttachment[]): StoredMessage {

@@ -13,7 +13,7 @@ import { contentDisposition } from '../content-disposition.js';
 import { InvalidInput } from '../../shared/errors.js';
 import { Problem } from '../problem.js';
 import { answerNotModified } from '../http/conditional.js';
-import { requestedRange } from '../http/range.js';
+import { requestedRange, type ByteRange } from '../http/range.js';
 
 export function apiRouter(settings: Settings, service: ArchiveService): Router<AuthState> {
   const router = new Router<AuthState>({ prefix: '/api/v1' });
@@ -167,23 +167,9 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
     // HEAD reads no bytes, so it is not a download and is not logged as one; nor is a refused GET.
     // A resumed download is one download: a range is logged only when it starts at byte 0.
     if (ctx.method !== 'HEAD' && (range?.start ?? 0) === 0) service.recordDownload(caller(ctx), handle);
-    // The bytes are untrusted: never sniffed, never rendered as an active document.
-    ctx.set({
-      'Content-Disposition': contentDisposition(handle.fileName),
-      'X-Content-Type-Options': 'nosniff',
-      'Content-Security-Policy': 'sandbox',
-      // The stored type exactly as stored. Not through ctx.type, which looks values up as file
-      // extensions and appends "; charset=utf-8" to text types, relabelling the bytes.
-      'Content-Type': storedMediaType(handle.contentType),
-    });
+    download(ctx, handle.fileName, storedMediaType(handle.contentType), handle.size, range);
     ctx.body = body;
-    if (range) {
-      ctx.status = 206;
-      ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${handle.size}`);
-      ctx.length = range.end - range.start + 1;
-    } else {
-      ctx.length = handle.size;
-    }
+    ctx.length = range ? range.end - range.start + 1 : handle.size;
   });
 
   // A message's bytes (docs/evidence.md, "Originals"): the original as it arrived, or where the
@@ -209,19 +195,8 @@ export function apiRouter(settings: Settings, service: ArchiveService): Router<A
     if (answerNotModified(ctx, etag)) return;
     const range = requestedRange(ctx, bytes.length, etag);
     if (ctx.method !== 'HEAD' && (range?.start ?? 0) === 0) service.recordMessageDownload(caller(ctx), copy);
-    ctx.set({
-      'Content-Disposition': contentDisposition(`${id}.eml`),
-      'X-Content-Type-Options': 'nosniff',
-      'Content-Security-Policy': 'sandbox',
-      'Content-Type': 'message/rfc822',
-    });
-    if (range) {
-      ctx.status = 206;
-      ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${bytes.length}`);
-      ctx.body = bytes.subarray(range.start, range.end + 1);
-    } else {
-      ctx.body = bytes;
-    }
+    download(ctx, `${id}.eml`, 'message/rfc822', bytes.length, range);
+    ctx.body = range ? bytes.subarray(range.start, range.end + 1) : bytes;
   });
 
   // The text found inside an attachment (docs/import.md, "Attachment text"). A download like the
@@ -262,6 +237,24 @@ const MEDIA_TYPE = new RegExp(
 export function storedMediaType(stored: string | null | undefined): string {
   const value = (stored ?? '').trim();
   return MEDIA_TYPE.test(value) ? value : 'application/octet-stream';
+}
+
+/**
+ * What every download answers with besides its bytes: they are untrusted, so never sniffed and
+ * never rendered as an active document, and saved under `fileName`; one range is a 206 with its
+ * Content-Range. `contentType` is set as given, not through ctx.type, which looks values up as
+ * file extensions and appends "; charset=utf-8" to text types, relabelling the bytes.
+ */
+function download(ctx: Context, fileName: string, contentType: string, size: number, range: ByteRange | null): void {
+  ctx.set({
+    'Content-Disposition': contentDisposition(fileName),
+    'X-Content-Type-Options': 'nosniff',
+    'Content-Security-Policy': 'sandbox',
+    'Content-Type': contentType,
+  });
+  if (!range) return;
+  ctx.status = 206;
+  ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${size}`);
 }
 
 /**

@@ -8,6 +8,10 @@ export const SANDBOX = {
   description: '`sandbox`: the bytes are never rendered as an active document.',
   schema: { type: 'string', enum: ['sandbox'] },
 };
+export const ACCEPT_RANGES = {
+  description: '`bytes`: ranges are served.',
+  schema: { type: 'string', enum: ['bytes'] },
+};
 /** The most characters extraction keeps of one attachment (engine/attachments/extract.ts). */
 const EXTRACTED_TEXT_MAX_CHARS = 1_000_000;
 
@@ -21,7 +25,7 @@ const DOWNLOAD_HEADERS = {
   'Content-Security-Policy': SANDBOX,
   'X-Content-Type-Options': NOSNIFF,
   ETag: headerRef('ETag'),
-  'Accept-Ranges': { description: '`bytes`: ranges are served.', schema: { type: 'string', enum: ['bytes'] } },
+  'Accept-Ranges': ACCEPT_RANGES,
 };
 
 /** "enabled" or "disabled", as the descriptions say it. */

@@ -1,6 +1,6 @@
 // The operation on a message's own bytes (docs/evidence.md, "Originals").
 import type { OpenApiOperation } from './model.js';
-import { NOSNIFF, SANDBOX } from './attachments.js';
+import { ACCEPT_RANGES, NOSNIFF, SANDBOX } from './attachments.js';
 import { byStatus, COMMON, COMMON_HEADERS, headerRef, notModified, pathId, problem } from './responses.js';
 
 const RAW_HEADERS = {
@@ -21,7 +21,7 @@ const RAW_HEADERS = {
   'Content-Security-Policy': SANDBOX,
   'X-Content-Type-Options': NOSNIFF,
   ETag: headerRef('ETag'),
-  'Accept-Ranges': { description: '`bytes`: ranges are served.', schema: { type: 'string', enum: ['bytes'] } },
+  'Accept-Ranges': ACCEPT_RANGES,
 };
 
 const LENGTH = { type: 'integer', format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER };
