@@ -82,13 +82,6 @@ export async function messageCopies(
       subject: row.subject,
     };
     let marks: { note: string; damaged?: true } = { note: RECONSTRUCTED_NOTE };
-    // Ours, for mail this service imported (docs/postgres.md, "Originals and reconstructions"):
-    // looked at where the fork keeps none.
-    const [ours] = await ctx.read<{ sha256: string; size: number; codec: string; data: Buffer }>(
-      sql`SELECT o.sha256, o.size::float8 AS size, o.codec, o.data
-            FROM mail_archive_gateway.email_originals eo JOIN mail_archive_gateway.originals o ON o.id = eo.original_id
-           WHERE eo.email_id = ${id}`,
-    );
     if (ctx.sources) {
       const [kept] = await ctx.read<{ bytes: Buffer | null; sha256: string | null }>(keptOriginal(ctx.sources, id));
       if (kept) {
@@ -104,7 +97,16 @@ export async function messageCopies(
         }
       }
     }
-    if (ours && !marks.damaged) {
+    // Ours, for mail this service imported (docs/postgres.md, "Originals and reconstructions"):
+    // looked at only where the fork keeps none (or its copy failed).
+    const [ours] = marks.damaged
+      ? []
+      : await ctx.read<{ sha256: string; size: number; codec: string; data: Buffer }>(
+          sql`SELECT o.sha256, o.size::float8 AS size, o.codec, o.data
+            FROM mail_archive_gateway.email_originals eo JOIN mail_archive_gateway.originals o ON o.id = eo.original_id
+           WHERE eo.email_id = ${id}`,
+        );
+    if (ours) {
       try {
         const original = unpackOriginal(ours);
         bytes += original.length;
