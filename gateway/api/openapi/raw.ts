@@ -15,7 +15,7 @@ const RAW_HEADERS = {
   },
   'Archive-Copy': {
     description:
-      '`original`: the bytes as they arrived, kept at import or sync. `reconstructed`: the archive keeps no original (Mail Archiver\'s database), so the message was rebuilt from its stored fields, as Mail Archiver\'s own "Export as EML" does; it makes no claim to be the original and carries an `X-Mail-Archive-Reconstructed` header of its own.',
+      '`original`: the bytes as they arrived, kept at import or sync. `reconstructed`: the archive keeps no original of this message (Mail Archiver\'s database, or mail archived before originals were kept), so the message was rebuilt from its stored fields, as Mail Archiver\'s own "Export as EML" does; it makes no claim to be the original and carries an `X-Mail-Archive-Reconstructed` header of its own.',
     schema: { type: 'string', enum: ['original', 'reconstructed'] },
   },
   'Content-Security-Policy': SANDBOX,
@@ -33,7 +33,7 @@ export function getRawEmail(): OpenApiOperation {
     tags: ['Emails'],
     summary: "The message's own bytes",
     description:
-      "The message as `message/rfc822`: on the embedded store the bytes exactly as they arrived (a file or an IMAP fetch as read; an mbox entry without its From_ line, its `>From` quoting undone), checked against the SHA-256 recorded when it was archived; on Mail Archiver's database, which keeps no original, a reconstruction (see `Archive-Copy`). Ranges and ETags as for attachment downloads. Logged in the access log as Download.",
+      "The message as `message/rfc822`: on the embedded store the bytes exactly as they arrived (a file or an IMAP fetch as read; an mbox entry without its From_ line, its `>From` quoting undone), checked against the SHA-256 recorded when it was archived; on Mail Archiver's database the original where one is kept (mail this service imported, the GoBD fork's kept sources), otherwise a reconstruction (see `Archive-Copy`). Ranges and ETags as for attachment downloads. Logged in the access log as Download.",
     parameters: [pathId('id', 'Email id.')],
     responses: byStatus({
       '200': {
