@@ -10,9 +10,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openArchive } from '../engine/sqlite/open.js';
 import { importPaths } from '../engine/import/importer.js';
+import { messageCopies } from '../engine/sqlite/originals.js';
 import { readMbox } from '../engine/import/mbox.js';
 import { bearer, rawBody, startApi, type ApiHarness } from './helpers/api.js';
-import { createFixture, tempDir, type Fixture } from './helpers/fixture.js';
+import { createFixture, email, tempDir, type Fixture } from './helpers/fixture.js';
+import { ArchiveWriter } from '../engine/sqlite/writer.js';
 
 const FIXTURES = fileURLToPath(new URL('../../test/fixtures/mail/', import.meta.url));
 
@@ -241,6 +243,33 @@ test('identical originals are stored once', async (t) => {
   } finally {
     f.cleanup();
   }
+});
+
+test('a reconstruction on SQLite carries the stored attachments and no Content-ID the archive never kept', async (t) => {
+  const f = createFixture();
+  t.teardown(f.cleanup);
+  const db = openArchive(f.dbPath);
+  t.teardown(() => db.close());
+  const id = new ArchiveWriter(db).add(
+    email({
+      accountId: f.accounts.work,
+      subject: 'Logo inline',
+      htmlBody: '<p>Our logo</p>',
+      attachments: [
+        { fileName: 'logo.png', contentType: 'image/png', content: Buffer.from('png bytes'), isInline: true },
+        { fileName: 'notes.txt', contentType: 'text/plain', content: Buffer.from('line one\nline two\n') },
+      ],
+    }),
+  );
+  const { copies } = await messageCopies(db, { isAdmin: true, userId: 0 }, [id!], true);
+  t.is(copies.length, 1);
+  const copy = copies[0]!;
+  t.is(copy.copy, 'reconstructed');
+  const text = Buffer.from(copy.bytes!).toString('latin1');
+  t.true(text.includes(Buffer.from('png bytes').toString('base64')), 'the inline attachment is in it');
+  t.true(text.includes(Buffer.from('line one\nline two\n').toString('base64')), 'the other attachment is in it');
+  t.regex(text, /Content-Disposition: inline/);
+  t.notRegex(text, /^Content-ID:/im, 'no Content-ID: the archive kept none');
 });
 
 test('mail archived without an original: 404 that says why, and a second import attaches it without a new message', async (t) => {

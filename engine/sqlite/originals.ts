@@ -101,9 +101,11 @@ function storedMessage(db: Db, id: number): StoredMessage {
   ).get(id) as StoredRow;
   const attachments = prepared(
     db,
-    `SELECT a.file_name AS fileName, a.content_type AS contentType, a.is_inline AS isInline, a.content_id AS contentId, c.chunks
+    // attachments.content_id names the stored bytes (attachment_contents), not a Content-ID: the
+    // archive keeps no Content-ID, so the rebuild gives none.
+    `SELECT a.file_name AS fileName, a.content_type AS contentType, a.is_inline AS isInline, a.content_id AS bytesId, c.chunks
        FROM attachments a JOIN attachment_contents c ON c.id = a.content_id WHERE a.email_id = ? ORDER BY a.id`,
-  ).all(id) as Array<{ fileName: string; contentType: string; isInline: number; contentId: number; chunks: number }>;
+  ).all(id) as Array<{ fileName: string; contentType: string; isInline: number; bytesId: number; chunks: number }>;
   return storedMessageOf(
     row,
     attachments.map((a) => ({
@@ -111,7 +113,7 @@ function storedMessage(db: Db, id: number): StoredMessage {
       contentType: a.contentType,
       isInline: a.isInline === 1,
       content: Buffer.concat(
-        Array.from({ length: a.chunks }, (_, seq) => readAttachmentChunk(db, a.contentId, seq) ?? Buffer.alloc(0)),
+        Array.from({ length: a.chunks }, (_, seq) => readAttachmentChunk(db, a.bytesId, seq) ?? Buffer.alloc(0)),
       ),
     })),
   );
