@@ -1,9 +1,15 @@
 // Import benchmark: N typical messages (default 5,000) in an mbox, imported into a fresh archive
 // through the real importer. The same run also times reading and splitting the mbox alone, so
-// the ratio between the two shows what parsing and writing cost, and imports the same mbox twice,
-// without and with originals kept (docs/evidence.md, "What it costs"): rate, CPU, size, backup.
+// the ratio between the two shows what parsing and writing cost, and imports the same mbox in up
+// to three ways (docs/import.md, "Performance"; docs/evidence.md, "What it costs"):
+//   before  parsed on the importer's own thread, no originals: the import as it was before
+//           originals were kept and parsing moved to threads (the baseline);
+//   threads parsed on worker threads, no originals: what the threads buy;
+//   now     parsed on worker threads, originals kept: the import as it runs now.
+// Each prints its rate, CPU, the rate of each tenth of the run, archive size and `backup` time.
+// Each archive is deleted after it is measured, so a 1,000,000-message run needs the disk of one.
 //
-//   npm run bench:import [-- --messages 20000]
+//   npm run bench:import [-- --messages 20000] [-- --runs before,now]
 import { createWriteStream, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,16 +55,37 @@ async function main(): Promise<void> {
     const splitSeconds = (performance.now() - t) / 1000;
     if (split !== count) throw new Error(`the splitter found ${split} messages, expected ${count}`);
 
-    // The same mbox twice: without keeping originals (the import as it was before they were kept),
-    // then as the importer runs now; each archive's size and backup time beside its rate.
+    const runsArg = process.argv.includes('--runs') ? process.argv[process.argv.indexOf('--runs') + 1]! : '';
+    const wanted = runsArg ? runsArg.split(',') : ['before', 'threads', 'now'];
+    const configs = {
+      before: { originals: false, parse: { threads: 0 } },
+      threads: { originals: false, parse: {} },
+      now: { originals: true, parse: {} },
+    } as const;
+    for (const name of wanted)
+      if (!(name in configs)) throw new Error(`--runs takes before, threads and now, not ${name}`);
     const runs = [];
-    for (const originals of [false, true]) {
-      const file = join(dir, `archive-${originals ? 'originals' : 'none'}.db`);
+    for (const name of wanted as Array<keyof typeof configs>) {
+      const { originals, parse } = configs[name];
+      const file = join(dir, `archive-${name}.db`);
       const db = openArchive(file);
       const accountId = addAccount(db, { name: 'Bench', emailAddress: 'person0@example.com' }).id;
-      const t0 = performance.now();
+      // The rate of each tenth of the run: whether it falls as the archive grows.
+      const tenths: number[] = [];
+      let mark = performance.now();
+      const t0 = mark;
       const cpu = process.cpuUsage();
-      const summary = await importPaths(db, [mbox], { accountId, originals });
+      const summary = await importPaths(db, [mbox], {
+        accountId,
+        originals,
+        parse,
+        onProgress: (p) => {
+          if (p.messages < ((tenths.length + 1) * count) / 10) return;
+          const now = performance.now();
+          tenths.push(rate(count / 10, (now - mark) / 1000));
+          mark = now;
+        },
+      });
       const seconds = (performance.now() - t0) / 1000;
       const { user, system } = process.cpuUsage(cpu);
       if (summary.imported !== count)
@@ -74,38 +101,40 @@ async function main(): Promise<void> {
       await db.backup(`${file}.backup`);
       const backupSeconds = (performance.now() - b0) / 1000;
       db.close();
-      runs.push({
-        originals,
-        seconds,
-        cpuSeconds: (user + system) / 1e6,
-        bytes: statSync(file).size,
-        kept,
-        backupSeconds,
-      });
+      const bytes = statSync(file).size;
+      for (const f of [file, `${file}.backup`, `${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
+      runs.push({ name, originals, seconds, cpuSeconds: (user + system) / 1e6, bytes, kept, backupSeconds, tenths });
+      console.log(
+        `Import ${name} (${originals ? 'originals kept' : 'no originals'}, ${name === 'before' ? 'parsed on its own thread' : 'parsed on threads'}): ` +
+          `${rate(count, seconds)} msg/s, ${seconds.toFixed(2)} s (${rate(count, (user + system) / 1e6)} msg per CPU-second); ` +
+          `archive ${(bytes / 1e6).toFixed(1)} MB (${(bytes / 1e6 / mb).toFixed(2)}x the mbox); backup ${backupSeconds.toFixed(2)} s.` +
+          (originals
+            ? ` Originals ${(kept.raw / 1e6).toFixed(1)} MB stored in ${(kept.stored / 1e6).toFixed(1)} MB.`
+            : '') +
+          `\n  msg/s by tenth of the run: ${tenths.join(', ')}`,
+      );
     }
     const splitRate = rate(count, splitSeconds);
     console.log(
       `Read + split only: ${splitRate} msg/s (${(mb / splitSeconds).toFixed(0)} MB/s), ${splitSeconds.toFixed(2)} s.`,
     );
-    for (const r of runs) {
-      // CPU time as well: on a shared machine it stays put while wall-clock time does not.
+    const by = new Map<string, (typeof runs)[number]>(runs.map((r) => [r.name, r]));
+    const ratio = (a: string, b: string, what: string) => {
+      const x = by.get(a);
+      const y = by.get(b);
+      if (!x || !y) return;
       console.log(
-        `Import ${r.originals ? 'keeping originals' : 'without originals'}: ${rate(count, r.seconds)} msg/s, ${r.seconds.toFixed(2)} s ` +
-          `(${rate(count, r.cpuSeconds)} msg per CPU-second); archive ${(r.bytes / 1e6).toFixed(1)} MB (${(r.bytes / 1e6 / mb).toFixed(2)}x the mbox); ` +
-          `backup ${r.backupSeconds.toFixed(2)} s.` +
-          (r.originals
-            ? ` Originals ${(r.kept.raw / 1e6).toFixed(1)} MB stored in ${(r.kept.stored / 1e6).toFixed(1)} MB.`
-            : ''),
+        `${what}: rate ${(y.seconds / x.seconds).toFixed(2)}x, CPU ${(y.cpuSeconds / x.cpuSeconds).toFixed(2)}x, ` +
+          `archive ${(x.bytes / y.bytes).toFixed(2)}x, backup ${(x.backupSeconds / y.backupSeconds).toFixed(2)}x.`,
       );
-    }
-    const [off, on] = runs as [(typeof runs)[0], (typeof runs)[0]];
-    const importRate = rate(count, on.seconds);
+    };
+    ratio('now', 'before', 'Now against before (target: rate >= 0.90x)');
+    ratio('threads', 'before', 'Parse threads against before');
+    ratio('now', 'threads', 'Keeping originals, both on threads');
+    const last = runs[runs.length - 1]!;
+    const importRate = rate(count, last.seconds);
     console.log(
-      `Keeping originals: rate ${(off.seconds / on.seconds).toFixed(2)}x, CPU ${(off.cpuSeconds / on.cpuSeconds).toFixed(2)}x ` +
-        `(target: within 10 %, >= 0.90x), archive ${(on.bytes / off.bytes).toFixed(2)}x, backup ${(on.backupSeconds / off.backupSeconds).toFixed(2)}x.`,
-    );
-    console.log(
-      `Target ${TARGET} msg/s: ${(importRate / TARGET).toFixed(2)}x. Parse + write cost ${(splitRate / importRate).toFixed(1)}x the read + split time.`,
+      `Target ${TARGET} msg/s (${last.name}): ${(importRate / TARGET).toFixed(2)}x. Parse + write cost ${(splitRate / importRate).toFixed(1)}x the read + split time.`,
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

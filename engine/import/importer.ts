@@ -5,7 +5,8 @@
 import { asAdmin } from '../sqlite/admin.js';
 import { type ArchiveAdmin } from '../store-contract.js';
 import type { Db } from '../sqlite/open.js';
-import { parseMessage, type ParsedMessage } from './parse.js';
+import type { ParsedMessage } from './parse.js';
+import { inOrder, MessageParser, ParserFailed, type ParserOptions } from './parsers.js';
 import type { Repair } from './repairs.js';
 import { planSources, readSources, type IgnoredFile, type RawMessage } from './sources.js';
 import type { ExtractLimits } from '../attachments/extract.js';
@@ -13,7 +14,6 @@ import { Extractor } from '../attachments/extractor.js';
 import { indexNewMessages } from '../attachments/index-texts.js';
 import { TextBudget } from '../attachments/budget.js';
 import { DEFAULT_IMPORT_LIMITS, tooLargeReason, type ImportLimits } from './limits.js';
-import { packOriginalAsync } from '../rules/originals.js';
 
 export interface ImportProgress {
   /** Source bytes read so far, and in all (0 when unknown). */
@@ -83,6 +83,8 @@ export interface ImportOptions {
    * for the import benchmark, which measures what keeping them costs against not keeping them.
    */
   originals?: boolean;
+  /** Where messages are parsed: threads, and how many are parsed here first (engine/import/parsers.ts). */
+  parse?: ParserOptions;
   /**
    * The attachment-text budget of the pass this import is part of (a sync pass spans several
    * folders); default: one for this import, from `limits.text`.
@@ -148,8 +150,6 @@ export async function importMessages(
     tooLarge: 0,
   };
   let pending: ParsedMessage[] = [];
-  /** The batch's originals being packed (packOriginalAsync). */
-  let packing: Array<Promise<void>> = [];
   let origins: string[] = [];
   let pendingSizes: number[] = [];
   const repaired: ImportSummary['repaired'] = {};
@@ -173,8 +173,6 @@ export async function importMessages(
       return;
     }
     const batch = pending;
-    const packed = packing;
-    packing = [];
     const from = origins;
     const sizes = pendingSizes;
     pending = [];
@@ -182,8 +180,6 @@ export async function importMessages(
     pendingSizes = [];
     pendingBytes = 0;
     await inflight;
-    // A failed compression is the writer's to redo: it packs what has no packedOriginal itself.
-    await Promise.allSettled(packed);
     inflight = writer.writeBatch(batch).then(async (ids) => {
       ids.forEach((id, i) => {
         if (id === null) return void progress.duplicates++;
@@ -218,37 +214,42 @@ export async function importMessages(
     inflight.catch(() => {});
   };
 
-  for await (const m of messages) {
-    lastRead = m;
-    progress.messages++;
-    progress.bytesDone += m.bytes;
-    try {
-      if (m.readError) throw new Error(m.readError);
-      if (m.bytes > limits.maxMessageBytes) throw new TooLarge(m.bytes);
-      const email = await parseMessage(m.raw, {
+  const keepOriginal = options.originals !== false;
+  // Parsed (and originals packed) on every core once the import proves long, taken here in the
+  // order read (engine/import/parsers.ts).
+  const parser = new MessageParser(options.parse);
+  const work = (m: RawMessage): Promise<ParsedMessage> => {
+    if (m.readError) throw new Error(m.readError);
+    if (m.bytes > limits.maxMessageBytes) throw new TooLarge(m.bytes);
+    return parser.parse({
+      raw: m.raw,
+      ctx: {
         accountId: account.id,
         accountEmail: account.emailAddress,
         folder: m.folder,
         fallbackDate: m.mtime,
         maxTnefFiles: limits.maxTnefFiles,
-      });
+      },
+      keepOriginal,
+    });
+  };
+  for await (const parsed of inOrder(messages, parser, (m) => m.raw.length, work)) {
+    const m = parsed.item;
+    lastRead = m;
+    progress.messages++;
+    progress.bytesDone += m.bytes;
+    try {
+      if (!parsed.ok) throw parsed.error;
+      const email = parsed.email;
       if (m.crLineEnds && !email.repairs.includes('crLineEnds')) email.repairs.unshift('crLineEnds');
       // The bytes as the reader gave them: a file's or a fetch's as read, an mbox entry unescaped.
-      if (options.originals !== false) {
-        email.original = m.raw;
-        // Hashed and compressed on libuv's threads while the next messages are parsed here; the
-        // batch waits for them before it is written (flush).
-        packing.push(
-          packOriginalAsync(m.raw).then((p) => {
-            email.packedOriginal = p;
-          }),
-        );
-      }
+      if (keepOriginal) email.original = m.raw;
       pending.push(email);
       origins.push(m.origin);
       pendingSizes.push(m.raw.length);
       pendingBytes += m.raw.length;
     } catch (err) {
+      if (err instanceof ParserFailed) throw err; // not this message's fault: the import stops
       if (err instanceof TooLarge) {
         // Recorded, not dropped in silence: counted, and a warning with its size.
         progress.tooLarge++;
@@ -269,6 +270,7 @@ export async function importMessages(
     await flush();
     await inflight;
   } finally {
+    await parser.close();
     await extractor?.close();
   }
   if (options.touchLastSync !== false) await admin.touchLastSync(account.id, Date.now());

@@ -25,6 +25,7 @@ import { releaseLockOfThread } from '../search/bitsets/build-lock.js';
 import { newPostCount } from '../search/bitsets/share.js';
 import type { WorkerData } from './worker.js';
 import { WarmUps } from './warm-up.js';
+import { WORKER_EXEC_ARGV } from './worker-argv.js';
 
 export type { Lane } from '../../shared/jobs.js';
 
@@ -199,18 +200,6 @@ function startBuilder(file: string, data: BuilderData | PgBuilderData): Worker {
   worker.on('error', () => {}); // a failed build leaves searches on SQL, which is always exact
   return worker;
 }
-
-/**
- * Piscina loads a worker's module with require() first and import() only if that throws. On
- * Node 20.19+ require() of our ES module succeeds through require(esm), and once, under a full
- * test run, Node 20 aborted the whole process in that path (an assertion in
- * CreateRequiredModuleFacade). Turning require(esm) off in the workers sends Piscina to import(),
- * the ordinary way to load an ES module; nothing in a worker relies on require(esm).
- */
-const NO_REQUIRE_ESM = '--no-experimental-require-module';
-const WORKER_EXEC_ARGV = process.allowedNodeEnvironmentFlags.has(NO_REQUIRE_ESM)
-  ? [...process.execArgv, NO_REQUIRE_ESM]
-  : process.execArgv;
 
 export class EnginePool {
   readonly #lanes: Record<Lane, Piscina>;

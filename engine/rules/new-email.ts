@@ -49,7 +49,7 @@ export interface NewEmail {
    * Stores that keep originals store it; absent for mail made up on the spot.
    */
   original?: Buffer;
-  /** `original` already hashed and compressed (engine/rules/originals.ts packOriginalAsync), when the writer had it done ahead. */
+  /** `original` already hashed and compressed (engine/rules/originals.ts packOriginal), when a parse thread did it ahead of the writer. */
   packedOriginal?: PackedOriginal;
 }
 

@@ -1,16 +1,16 @@
 // A message's original bytes at rest (docs/evidence.md, "Originals"): named by their SHA-256, stored
 // once per digest, compressed. Both stores keep them the same way where they keep them.
 //
-// Brotli at quality 1: measured on the import benchmark's typical mail (8 KB average, a fifth with
-// an attachment) it stores 47 % of the bytes at 85 µs a message on this machine's 2 vCPU, against
-// 141 µs for deflate level 1 at the same ratio and 280 µs for brotli 5 at 44 %; the import spends
-// about 1.3 ms a message, so quality 1 keeps its cost near 7 %. zstd level 1 (Node 24) does the
-// same ratio at 58 µs, but Node 20 (supported) has no zstd, and an archive written on Node 24 must
-// open on Node 20.
+// Brotli at quality 1: on the import benchmark's typical mail (8 KB average, a fifth with an
+// attachment) it stores 47 % of the bytes at 31 µs a message on this machine's 2 vCPU (quiet),
+// against 61 µs for deflate level 1 at the same ratio, 44 µs for brotli 2 at 46 % and 25 µs for
+// brotli 0 at 48 %. zstd level 1 (Node 24) is not taken: Node 20 (supported) has none, and an
+// archive written on Node 24 must open on Node 20. The importer packs on its parse threads
+// (engine/import/parsers.ts): zlib's async call costs this thread as much as the sync one (its
+// per-call setup runs here) and twice the CPU in all, so there is none here.
 // The codec is recorded per original, so a later choice never strands one already stored.
 import { createHash } from 'node:crypto';
-import { promisify } from 'node:util';
-import { brotliCompress, brotliCompressSync, brotliDecompressSync, constants, type BrotliOptions } from 'node:zlib';
+import { brotliCompressSync, brotliDecompressSync, constants, type BrotliOptions } from 'node:zlib';
 
 export type OriginalCodec = 'br' | 'none';
 
@@ -43,19 +43,6 @@ const packed = (bytes: Buffer, sha256: string, data: Buffer): PackedOriginal =>
 /** Compresses; bytes that do not shrink are kept as they are. */
 export function packOriginal(bytes: Buffer, sha256 = sha256Hex(bytes)): PackedOriginal {
   return packed(bytes, sha256, brotliCompressSync(bytes, brotliOptions(bytes)));
-}
-
-const compress = promisify(brotliCompress);
-
-/**
- * packOriginal with its compression on libuv's thread pool (zlib's async call), so that an
- * importer parsing on its own thread keeps a second core busy with it instead of doing it between
- * messages. The digest stays here (about 20 µs for 8 KB): WebCrypto's async digest costs more than
- * that in copying and checking its input on this thread (seen in a profile of the import).
- */
-export async function packOriginalAsync(bytes: Buffer): Promise<PackedOriginal> {
-  const sha256 = sha256Hex(bytes);
-  return packed(bytes, sha256, await compress(bytes, brotliOptions(bytes)));
 }
 
 /**
