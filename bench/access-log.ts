@@ -13,6 +13,7 @@ import { openArchive } from '../engine/sqlite/open.js';
 import { verifyAccessLog, writeAccessLog } from '../engine/sqlite/access-log.js';
 import type { AccessLogEntry } from '../shared/jobs.js';
 import { arg } from './lib/args.js';
+import { searchEntry } from './lib/access-entries.js';
 
 const SEARCH_CPU_MS = 2;
 
@@ -21,15 +22,7 @@ const batch = arg('--batch', 50);
 const dir = mkdtempSync(join(tmpdir(), 'mag-bench-log-'));
 try {
   const db = openArchive(join(dir, 'a.db'));
-  const make = (n: number): AccessLogEntry => ({
-    userId: 1,
-    type: 'Search',
-    at: Date.now(),
-    keyPrefix: 'ma_abcdefgh',
-    clientIp: '192.0.2.10',
-    searchParams: { q: `budget report ${n}`, from: '2024-01-01', pageSize: 20 },
-    source: 'api',
-  });
+  const make = (n: number) => searchEntry(1, n);
   const plain = db.prepare(
     `INSERT INTO access_log (user_id, type, at, key_prefix, client_ip, email_id, account_id, search_params, source)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,

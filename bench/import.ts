@@ -124,7 +124,7 @@ async function main(): Promise<void> {
       const y = by.get(b);
       if (!x || !y) return;
       console.log(
-        `${what}: rate ${(y.seconds / x.seconds).toFixed(2)}x, CPU ${(y.cpuSeconds / x.cpuSeconds).toFixed(2)}x, ` +
+        `${what}: rate ${(y.seconds / x.seconds).toFixed(2)}x, messages per CPU-second ${(y.cpuSeconds / x.cpuSeconds).toFixed(2)}x, ` +
           `archive ${(x.bytes / y.bytes).toFixed(2)}x, backup ${(x.backupSeconds / y.backupSeconds).toFixed(2)}x.`,
       );
     };
