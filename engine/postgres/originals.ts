@@ -6,6 +6,7 @@
 // archive_worm."ArchivedEmailSources" (docs/compat.md, "The GoBD fork's archive_worm"): where it
 // has a row for the message, those bytes are served as the original once their SHA-256 matches
 // the one it recorded; one that does not is damaged, never served as the original.
+import pg from 'pg';
 import { MESSAGE_COPY_BATCH_BYTES, type MessageCopy, type Viewer } from '../../shared/jobs.js';
 import { OriginalDamaged, sha256Hex, unpackOriginal } from '../rules/originals.js';
 import { reconstructMessage, storedMessageOf, type StoredRow } from '../rules/reconstruct.js';
@@ -15,7 +16,7 @@ import type { PgContext } from './context.js';
 import { WORM_SCHEMA, SOURCES_TABLE, type SourcesShape } from './shape.js';
 import { raw, sql, type Sql } from './sql.js';
 
-const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
+const ident = pg.escapeIdentifier;
 
 /** The fork's kept original of message `id` (bytes and recorded hash), as the detected columns name them. */
 function keptOriginal(sources: SourcesShape, id: number): Sql {
@@ -36,6 +37,32 @@ function checkedOriginal(kept: { bytes: Buffer | null; sha256: string | null }):
     throw new OriginalDamaged('its bytes no longer match the SHA-256 recorded when it was archived');
   }
   return { bytes: kept.bytes, sha256: actual };
+}
+
+/**
+ * The message's kept original, checked: the fork's where it has a row for it, else ours (mail this
+ * service imported: docs/postgres.md, "Originals and reconstructions"); OriginalDamaged when the
+ * one found fails its check, null when none is kept.
+ */
+async function keptCopy(
+  ctx: PgContext,
+  id: number,
+): Promise<{ bytes: Buffer; sha256: string } | OriginalDamaged | null> {
+  try {
+    if (ctx.sources) {
+      const [kept] = await ctx.read<{ bytes: Buffer | null; sha256: string | null }>(keptOriginal(ctx.sources, id));
+      if (kept) return checkedOriginal(kept);
+    }
+    const [ours] = await ctx.read<{ sha256: string; size: number; codec: string; data: Buffer }>(
+      sql`SELECT o.sha256, o.size::float8 AS size, o.codec, o.data
+            FROM mail_archive_gateway.email_originals eo JOIN mail_archive_gateway.originals o ON o.id = eo.original_id
+           WHERE eo.email_id = ${id}`,
+    );
+    return ours ? { bytes: unpackOriginal(ours), sha256: ours.sha256 } : null;
+  } catch (err) {
+    if (err instanceof OriginalDamaged) return err;
+    throw err;
+  }
 }
 
 export const RECONSTRUCTED_NOTE =
@@ -81,42 +108,17 @@ export async function messageCopies(
       from: row.from_addr,
       subject: row.subject,
     };
-    let marks: { note: string; damaged?: true } = { note: RECONSTRUCTED_NOTE };
-    if (ctx.sources) {
-      const [kept] = await ctx.read<{ bytes: Buffer | null; sha256: string | null }>(keptOriginal(ctx.sources, id));
-      if (kept) {
-        try {
-          const original = checkedOriginal(kept);
-          bytes += original.bytes.length;
-          copies.push({ ...base, copy: 'original', ...original });
-          continue;
-        } catch (err) {
-          if (!(err instanceof OriginalDamaged)) throw err;
-          // As on SQLite: flagged, and a reconstruction in its place for exports (the route answers 409).
-          marks = { note: `${err.message} A reconstruction is given instead.`, damaged: true };
-        }
-      }
+    const kept = await keptCopy(ctx, id);
+    if (kept && !(kept instanceof OriginalDamaged)) {
+      bytes += kept.bytes.length;
+      copies.push({ ...base, copy: 'original', ...kept });
+      continue;
     }
-    // Ours, for mail this service imported (docs/postgres.md, "Originals and reconstructions"):
-    // looked at only where the fork keeps none (or its copy failed).
-    const [ours] = marks.damaged
-      ? []
-      : await ctx.read<{ sha256: string; size: number; codec: string; data: Buffer }>(
-          sql`SELECT o.sha256, o.size::float8 AS size, o.codec, o.data
-            FROM mail_archive_gateway.email_originals eo JOIN mail_archive_gateway.originals o ON o.id = eo.original_id
-           WHERE eo.email_id = ${id}`,
-        );
-    if (ours) {
-      try {
-        const original = unpackOriginal(ours);
-        bytes += original.length;
-        copies.push({ ...base, copy: 'original', bytes: original, sha256: ours.sha256 });
-        continue;
-      } catch (err) {
-        if (!(err instanceof OriginalDamaged)) throw err;
-        marks = { note: `${err.message} A reconstruction is given instead.`, damaged: true };
-      }
-    }
+    // As on SQLite: a damaged original is flagged, and a reconstruction is given in its place for
+    // exports (the route answers 409).
+    const marks = kept
+      ? { note: `${kept.message} A reconstruction is given instead.`, damaged: true as const }
+      : { note: RECONSTRUCTED_NOTE };
     const attachments = await ctx.read<{
       fileName: string;
       contentType: string;

@@ -23,7 +23,7 @@ import { hasFileAttachments } from '../attachments/counts.js';
 import { prepareBody, STORED_BODY_LIMIT, type PreparedBody } from '../rules/body.js';
 import { toSecond } from '../search/fts-key.js';
 import { messageIdOnlyKey, normalizeFolder, type NewEmail } from '../rules/new-email.js';
-import { packOriginal, sha256Hex } from '../rules/originals.js';
+import { originalToStore } from '../rules/originals.js';
 import { T } from './columns.js';
 import { relinkFromHeaders } from './threads.js';
 import { sql } from './sql.js';
@@ -178,7 +178,7 @@ export class PgArchiveWriter {
     if (kept.length > 0) {
       const originals = await this.#originals(
         query,
-        kept.map((x) => x.e.original!),
+        kept.map((x) => x.e),
       );
       await query(
         sql`INSERT INTO mail_archive_gateway.email_originals (email_id, original_id)
@@ -189,24 +189,22 @@ export class PgArchiveWriter {
   }
 
   /**
-   * The rows of `originals` for these bytes, in order, storing the ones not there yet (once per
-   * SHA-256, packed as on SQLite: engine/rules/originals.ts). In the caller's transaction.
+   * The rows of `originals` for these messages' originals, in order, storing the ones not there
+   * yet (once per SHA-256, packed as on SQLite, by a parse thread where one did: engine/rules/originals.ts
+   * originalToStore). In the caller's transaction.
    */
-  async #originals(query: Query, bytes: readonly Buffer[]): Promise<number[]> {
-    const shas = bytes.map((b) => sha256Hex(b));
+  async #originals(query: Query, emails: readonly NewEmail[]): Promise<number[]> {
+    const originals = emails.map((e) => originalToStore(e.original!, e.packedOriginal));
     const known = new Map(
       (
         await query<{ id: number; sha256: string }>(
-          sql`SELECT id, sha256 FROM mail_archive_gateway.originals WHERE sha256 = ANY(${[...new Set(shas)]}::text[])`,
+          sql`SELECT id, sha256 FROM mail_archive_gateway.originals WHERE sha256 = ANY(${[...new Set(originals.map((o) => o.sha256))]}::text[])`,
         )
       ).map((r) => [r.sha256, r.id]),
     );
-    const missing = new Map<string, Buffer>();
-    shas.forEach((sha, i) => {
-      if (!known.has(sha)) missing.set(sha, bytes[i]!);
-    });
+    const missing = new Map(originals.filter((o) => !known.has(o.sha256)).map((o) => [o.sha256, o]));
     if (missing.size > 0) {
-      const packed = [...missing].map(([sha, b]) => packOriginal(b, sha));
+      const packed = [...missing.values()].map((o) => o.pack());
       // Another writer storing the same bytes meanwhile: theirs is as good as ours.
       await query(
         sql`INSERT INTO mail_archive_gateway.originals (sha256, size, codec, data)
@@ -219,7 +217,7 @@ export class PgArchiveWriter {
       );
       for (const r of added) known.set(r.sha256, r.id);
     }
-    return shas.map((sha) => known.get(sha)!);
+    return originals.map((o) => known.get(o.sha256)!);
   }
 
   /**
@@ -245,7 +243,7 @@ export class PgArchiveWriter {
     if (lacking.length === 0) return;
     const originals = await this.#originals(
       query,
-      lacking.map((r) => emails[r.n]!.original!),
+      lacking.map((r) => emails[r.n]!),
     );
     const linked = await query<{ email_id: number }>(
       sql`INSERT INTO mail_archive_gateway.email_originals (email_id, original_id)

@@ -46,10 +46,9 @@ export class ChainVerifier {
   constructor(readonly head?: string) {}
 
   #headSeen = false;
-  #previous = CHAIN_GENESIS;
-  #started = false;
   #entries = 0;
   #before = 0;
+  /** The last entry that followed: the next one must follow its hash. */
   #head: { id: number; hash: string } | null = null;
   #broken: { id: number; reason: string } | null = null;
 
@@ -57,7 +56,7 @@ export class ChainVerifier {
   feed(entry: ChainEntry): boolean {
     if (this.#broken) return false;
     if (entry.hash === null) {
-      if (!this.#started) {
+      if (this.#entries === 0) {
         this.#before++;
         return true;
       }
@@ -68,8 +67,7 @@ export class ChainVerifier {
       };
       return false;
     }
-    this.#started = true;
-    if (chainHash(this.#previous, entry.fields) !== entry.hash) {
+    if (chainHash(this.#head?.hash ?? CHAIN_GENESIS, entry.fields) !== entry.hash) {
       this.#broken = {
         id: entry.id,
         reason:
@@ -79,7 +77,6 @@ export class ChainVerifier {
       };
       return false;
     }
-    this.#previous = entry.hash;
     if (entry.hash === this.head) this.#headSeen = true;
     this.#head = { id: entry.id, hash: entry.hash };
     this.#entries++;

@@ -10,7 +10,7 @@
 // per-call setup runs here) and twice the CPU in all, so there is none here.
 // The codec is recorded per original, so a later choice never strands one already stored.
 import { createHash } from 'node:crypto';
-import { brotliCompressSync, brotliDecompressSync, constants, type BrotliOptions } from 'node:zlib';
+import { brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';
 
 export type OriginalCodec = 'br' | 'none';
 
@@ -31,18 +31,24 @@ export function sha256Hex(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-const brotliOptions = (bytes: Buffer): BrotliOptions => ({
-  params: { ...BROTLI.params, [constants.BROTLI_PARAM_SIZE_HINT]: bytes.length },
-});
-
-const packed = (bytes: Buffer, sha256: string, data: Buffer): PackedOriginal =>
-  data.length < bytes.length
-    ? { sha256, size: bytes.length, codec: 'br', data }
-    : { sha256, size: bytes.length, codec: 'none', data: bytes };
-
 /** Compresses; bytes that do not shrink are kept as they are. */
 export function packOriginal(bytes: Buffer, sha256 = sha256Hex(bytes)): PackedOriginal {
-  return packed(bytes, sha256, brotliCompressSync(bytes, brotliOptions(bytes)));
+  const data = brotliCompressSync(bytes, {
+    params: { ...BROTLI.params, [constants.BROTLI_PARAM_SIZE_HINT]: bytes.length },
+  });
+  return data.length < bytes.length
+    ? { sha256, size: bytes.length, codec: 'br', data }
+    : { sha256, size: bytes.length, codec: 'none', data: bytes };
+}
+
+/**
+ * An original on its way into a store, which keeps each digest once: the digest at once, the
+ * packed form only when the store lacks it. Where a parse thread packed it already (`ahead`,
+ * engine/import/parsers.ts), both come from there and nothing is hashed or compressed again.
+ */
+export function originalToStore(bytes: Buffer, ahead?: PackedOriginal): { sha256: string; pack: () => PackedOriginal } {
+  const sha256 = ahead?.sha256 ?? sha256Hex(bytes);
+  return { sha256, pack: () => ahead ?? packOriginal(bytes, sha256) };
 }
 
 /**

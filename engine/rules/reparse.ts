@@ -3,6 +3,7 @@
 // between what is stored and what a fresh parse of the kept original gives. Pure: the store reads
 // the stored form, engine/import/reparse.ts computes the fresh one, and the store writes the
 // fields named here.
+import type { NewEmail } from './new-email.js';
 
 /** A body as stored: the searchable text, and the longer or exact forms kept beside it (engine/rules/body.ts). */
 export interface StoredBody {
@@ -20,19 +21,14 @@ export interface StoredAttachment {
   sha256: string;
 }
 
-/** Every stored field of a message that comes from parsing it (its identity and place excluded). */
-export interface StoredForm {
-  messageId: string;
-  subject: string;
-  from: string;
-  to: string;
-  cc: string;
-  bcc: string;
-  /** Epoch milliseconds, to the second (as stored). */
-  sentDate: number;
-  /** Epoch milliseconds. */
-  receivedDate: number;
-  isOutgoing: boolean;
+/**
+ * Every stored field of a message that comes from parsing it (its identity and place excluded):
+ * NewEmail's header fields as stored (sentDate to the second), and what the store derives.
+ */
+export interface StoredForm extends Pick<
+  NewEmail,
+  'messageId' | 'subject' | 'from' | 'to' | 'cc' | 'bcc' | 'sentDate' | 'receivedDate' | 'isOutgoing'
+> {
   hasAttachments: boolean;
   /** The normalised subject conversations group by, and whether it had a reply prefix (engine/rules/threads.ts). */
   threadSubject: string;

@@ -9,13 +9,18 @@ import type { ReparseCandidate, ReparseChange, ReparseProgress, ReparseStore } f
 import type { Db } from './open.js';
 import { prepared } from './statements.js';
 import { OriginalDamaged, unpackOriginal } from '../rules/originals.js';
-import { needsRelink, type StoredAttachment, type StoredForm } from '../rules/reparse.js';
+import {
+  needsRelink,
+  REPARSE_FIELDS,
+  type ReparseField,
+  type StoredAttachment,
+  type StoredForm,
+} from '../rules/reparse.js';
 import { normaliseSubject } from '../rules/threads.js';
-import { ATTACHMENT_CHUNK_BYTES } from '../rules/new-email.js';
 import { keyBase } from '../search/fts-key.js';
 import { relinkReparsed } from './threads.js';
 import { bumpGeneration } from './users.js';
-import { freeFtsKey, LAST_SLOT_SQL } from './writer.js';
+import { freeFtsKey, storeContent } from './writer.js';
 import { refreshMessages } from './attachment-text.js';
 import type { RawDetail } from '../rules/summary.js';
 
@@ -67,33 +72,29 @@ export class SqliteReparse implements ReparseStore {
       }
       if (rows.length === 0) return [];
       const ids = JSON.stringify(rows.map((r) => r.id));
-      const attachments = new Map<number, StoredAttachment[]>();
-      for (const a of prepared(
-        db,
-        `SELECT a.email_id AS emailId, a.file_name AS fileName, a.content_type AS contentType, a.size,
-                a.is_inline AS isInline, c.sha256
-           FROM attachments a JOIN attachment_contents c ON c.id = a.content_id
-          WHERE a.email_id IN (SELECT value FROM json_each(?)) ORDER BY a.id`,
-      ).all(ids) as Array<Omit<StoredAttachment, 'isInline'> & { emailId: number; isInline: number }>) {
-        const list = attachments.get(a.emailId) ?? [];
-        list.push({
+      const attachments = byEmail(
+        prepared(
+          db,
+          `SELECT a.email_id AS emailId, a.file_name AS fileName, a.content_type AS contentType, a.size,
+                  a.is_inline AS isInline, c.sha256
+             FROM attachments a JOIN attachment_contents c ON c.id = a.content_id
+            WHERE a.email_id IN (SELECT value FROM json_each(?)) ORDER BY a.id`,
+        ).all(ids) as Array<Omit<StoredAttachment, 'isInline'> & { emailId: number; isInline: number }>,
+        (a): StoredAttachment => ({
           fileName: a.fileName,
           contentType: a.contentType,
           size: a.size,
           isInline: a.isInline === 1,
           sha256: a.sha256,
-        });
-        attachments.set(a.emailId, list);
-      }
-      const refs = new Map<number, string[]>();
-      for (const r of prepared(
-        db,
-        'SELECT email_id AS emailId, ref FROM email_refs WHERE email_id IN (SELECT value FROM json_each(?))',
-      ).all(ids) as Array<{ emailId: number; ref: string }>) {
-        const list = refs.get(r.emailId) ?? [];
-        list.push(r.ref);
-        refs.set(r.emailId, list);
-      }
+        }),
+      );
+      const refs = byEmail(
+        prepared(
+          db,
+          'SELECT email_id AS emailId, ref FROM email_refs WHERE email_id IN (SELECT value FROM json_each(?))',
+        ).all(ids) as Array<{ emailId: number; ref: string }>,
+        (r) => r.ref,
+      );
       return rows.map((r) => candidate(r, attachments.get(r.id) ?? [], (refs.get(r.id) ?? []).sort()));
     })();
   }
@@ -139,6 +140,17 @@ export class SqliteReparse implements ReparseStore {
   }
 }
 
+/** Each row's `value`, grouped by the message it belongs to, in the order read. */
+function byEmail<R extends { emailId: number }, V>(rows: readonly R[], value: (row: R) => V): Map<number, V[]> {
+  const grouped = new Map<number, V[]>();
+  for (const row of rows) {
+    const list = grouped.get(row.emailId);
+    if (list) list.push(value(row));
+    else grouped.set(row.emailId, [value(row)]);
+  }
+  return grouped;
+}
+
 function candidate(r: Row, attachments: StoredAttachment[], refs: string[]): ReparseCandidate {
   const stored: StoredForm = {
     messageId: r.message_id,
@@ -172,22 +184,10 @@ function candidate(r: Row, attachments: StoredAttachment[], refs: string[]): Rep
   }
 }
 
-/** Fields whose change rewrites the emails row. */
-const ROW_FIELDS = new Set([
-  'messageId',
-  'subject',
-  'from',
-  'to',
-  'cc',
-  'bcc',
-  'sentDate',
-  'receivedDate',
-  'direction',
-  'attachments',
-  'threads',
-]);
 /** Fields whose change rewrites the email_bodies row (attachments: its trigger indexes their file names). */
-const BODY_FIELDS = new Set(['textBody', 'htmlBody', 'tags', 'attachments']);
+const BODY_FIELDS = new Set<ReparseField>(['textBody', 'htmlBody', 'tags', 'attachments']);
+/** Fields whose change rewrites the emails row: every other, and attachments (has_attachments). */
+const ROW_FIELDS = new Set<ReparseField>(REPARSE_FIELDS.filter((f) => f === 'attachments' || !BODY_FIELDS.has(f)));
 
 function writeOne(db: Db, { id, fields, fresh }: ReparseChange): void {
   const current = prepared(
@@ -203,9 +203,7 @@ function writeOne(db: Db, { id, fields, fresh }: ReparseChange): void {
   if (fields.some((f) => ROW_FIELDS.has(f))) {
     // The full-text key orders by sent second (engine/search/fts-key.ts): a new second, a new key.
     const ftsKey =
-      keyBase(current.sentDate) === keyBase(fresh.sentDate)
-        ? current.ftsKey
-        : freeFtsKey(prepared(db, LAST_SLOT_SQL).pluck(), fresh.sentDate);
+      keyBase(current.sentDate) === keyBase(fresh.sentDate) ? current.ftsKey : freeFtsKey(db, fresh.sentDate);
     prepared(
       db,
       `UPDATE emails SET message_id = ?, subject = ?, from_addr = ?, to_addr = ?, cc_addr = ?, bcc_addr = ?,
@@ -280,7 +278,7 @@ function writeAttachments(db: Db, emailId: number, fresh: ReparseChange['fresh']
     emailId,
   ) as Array<{ id: number; contentId: number }>;
   fresh.forEach((a, i) => {
-    const contentId = storeContent(db, a.sha256, a.content);
+    const contentId = storeContent(db, a.content, a.sha256);
     const values = [a.fileName, a.contentType, a.size, a.isInline ? 1 : 0, contentId];
     if (i < old.length)
       prepared(
@@ -300,23 +298,4 @@ function writeAttachments(db: Db, emailId: number, fresh: ReparseChange['fresh']
     prepared(db, 'DELETE FROM attachment_chunks WHERE content_id = ?').run(contentId);
     prepared(db, 'DELETE FROM attachment_contents WHERE id = ?').run(contentId);
   }
-}
-
-/** The content's row, stored once per SHA-256 in chunks (as ArchiveWriter stores it). */
-function storeContent(db: Db, sha256: string, bytes: Buffer): number {
-  const existing = prepared(db, 'SELECT id FROM attachment_contents WHERE sha256 = ?').pluck().get(sha256) as
-    number | undefined;
-  if (existing !== undefined) return existing;
-  const chunks = Math.max(1, Math.ceil(bytes.length / ATTACHMENT_CHUNK_BYTES));
-  const id = Number(
-    prepared(db, 'INSERT INTO attachment_contents (sha256, size, chunks) VALUES (?, ?, ?)').run(
-      sha256,
-      bytes.length,
-      chunks,
-    ).lastInsertRowid,
-  );
-  const insert = prepared(db, 'INSERT INTO attachment_chunks (content_id, seq, data) VALUES (?, ?, ?)');
-  for (let seq = 0; seq < chunks; seq++)
-    insert.run(id, seq, bytes.subarray(seq * ATTACHMENT_CHUNK_BYTES, (seq + 1) * ATTACHMENT_CHUNK_BYTES));
-  return id;
 }

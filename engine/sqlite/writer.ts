@@ -1,7 +1,6 @@
 // The archive's one write path for mail: the importer, the demo builder and the benchmark
 // corpus generator all store messages through ArchiveWriter, so the body policy, attachment
 // de-duplication and the search index are the same whoever writes.
-import { createHash } from 'node:crypto';
 import type { Db } from './open.js';
 import { hasFileAttachments } from '../attachments/counts.js';
 import { prepareBody, STORED_BODY_LIMIT } from '../rules/body.js';
@@ -11,18 +10,15 @@ import { normaliseSubject } from '../rules/threads.js';
 import { linkNewMessage, relinkDuplicate } from './threads.js';
 import { bumpGeneration } from './users.js';
 import { ATTACHMENT_CHUNK_BYTES, messageIdOnlyKey, normalizeFolder, type NewEmail } from '../rules/new-email.js';
-import { packOriginal, sha256Hex, type PackedOriginal } from '../rules/originals.js';
+import { originalToStore, sha256Hex, type PackedOriginal } from '../rules/originals.js';
+import { prepared } from './statements.js';
 
 export class ArchiveWriter {
   readonly #db: Db;
   readonly #bodyLimit: number;
   readonly #insertEmail;
   readonly #insertBody;
-  readonly #findContent;
-  readonly #insertContent;
-  readonly #insertChunk;
   readonly #insertAttachment;
-  readonly #lastSlot;
   readonly #hasKey;
   readonly #otherWithMessageId;
   readonly #findOriginal;
@@ -53,10 +49,6 @@ export class ArchiveWriter {
     this.#otherWithMessageId = db
       .prepare('SELECT 1 FROM emails WHERE account_id = ? AND message_id = ? AND folder = ? AND id <> ? LIMIT 1')
       .pluck();
-    this.#lastSlot = db.prepare(LAST_SLOT_SQL).pluck();
-    this.#findContent = db.prepare('SELECT id FROM attachment_contents WHERE sha256 = ?').pluck();
-    this.#insertContent = db.prepare('INSERT INTO attachment_contents (sha256, size, chunks) VALUES (?, ?, ?)');
-    this.#insertChunk = db.prepare('INSERT INTO attachment_chunks (content_id, seq, data) VALUES (?, ?, ?)');
     this.#findOriginal = db.prepare('SELECT id FROM originals WHERE sha256 = ?').pluck();
     this.#insertOriginal = db.prepare('INSERT INTO originals (sha256, size, codec, data) VALUES (?, ?, ?, ?)');
     this.#linkOriginal = db.prepare('INSERT OR IGNORE INTO email_originals (email_id, original_id) VALUES (?, ?)');
@@ -93,7 +85,7 @@ export class ArchiveWriter {
       email.isOutgoing ? 1 : 0,
       hasFileAttachments(email.attachments) ? 1 : 0,
       email.dedupKey,
-      this.#ftsKey(sentDate),
+      freeFtsKey(this.#db, sentDate),
       subject.key,
       subject.reply ? 1 : 0,
     );
@@ -115,7 +107,7 @@ export class ArchiveWriter {
         a.contentType,
         a.content.length,
         a.isInline ? 1 : 0,
-        this.#content(a.content),
+        storeContent(this.#db, a.content),
       );
     }
     const text = prepareBody(email.textBody, this.#bodyLimit);
@@ -155,11 +147,6 @@ export class ArchiveWriter {
     })();
   }
 
-  /** The next free slot in this sent second (engine/search/fts-key.ts). */
-  #ftsKey(sentDate: number): number {
-    return freeFtsKey(this.#lastSlot, sentDate);
-  }
-
   /**
    * A message already stored whose copy came without an original (archived before originals were
    * kept) gets this one: importing the same source again completes the archive (docs/evidence.md).
@@ -174,31 +161,17 @@ export class ArchiveWriter {
 
   /** The original's row, stored once per SHA-256 (engine/rules/originals.ts). */
   #original(bytes: Buffer, ahead?: PackedOriginal): number {
-    const sha = ahead?.sha256 ?? sha256Hex(bytes);
-    const existing = this.#findOriginal.get(sha) as number | undefined;
+    const original = originalToStore(bytes, ahead);
+    const existing = this.#findOriginal.get(original.sha256) as number | undefined;
     if (existing !== undefined) return existing;
-    const packed = ahead ?? packOriginal(bytes, sha);
-    return Number(this.#insertOriginal.run(sha, packed.size, packed.codec, packed.data).lastInsertRowid);
-  }
-
-  #content(bytes: Buffer): number {
-    const sha = createHash('sha256').update(bytes).digest('hex');
-    const existing = this.#findContent.get(sha) as number | undefined;
-    if (existing !== undefined) return existing;
-    const chunks = Math.max(1, Math.ceil(bytes.length / ATTACHMENT_CHUNK_BYTES));
-    const id = Number(this.#insertContent.run(sha, bytes.length, chunks).lastInsertRowid);
-    for (let seq = 0; seq < chunks; seq++) {
-      this.#insertChunk.run(id, seq, bytes.subarray(seq * ATTACHMENT_CHUNK_BYTES, (seq + 1) * ATTACHMENT_CHUNK_BYTES));
-    }
-    return id;
+    const packed = original.pack();
+    return Number(this.#insertOriginal.run(packed.sha256, packed.size, packed.codec, packed.data).lastInsertRowid);
   }
 }
 
-/**
- * The next free full-text key in this sent second (engine/search/fts-key.ts); `lastSlot` is
- * `SELECT max(fts_key) FROM emails WHERE fts_key BETWEEN ? AND ?`, plucked.
- */
-export function freeFtsKey(lastSlot: { get: (...params: unknown[]) => unknown }, sentDate: number): number {
+/** The next free full-text key in this sent second (engine/search/fts-key.ts). */
+export function freeFtsKey(db: Db, sentDate: number): number {
+  const lastSlot = prepared(db, 'SELECT max(fts_key) FROM emails WHERE fts_key BETWEEN ? AND ?').pluck();
   for (let base = keyBase(sentDate); ; base += SLOTS) {
     const last = lastSlot.get(base, base + SLOTS - 1) as number | null;
     if (last === null) return base;
@@ -206,4 +179,21 @@ export function freeFtsKey(lastSlot: { get: (...params: unknown[]) => unknown },
   }
 }
 
-export const LAST_SLOT_SQL = 'SELECT max(fts_key) FROM emails WHERE fts_key BETWEEN ? AND ?';
+/** An attachment content's row, stored once per SHA-256 in chunks of ATTACHMENT_CHUNK_BYTES. */
+export function storeContent(db: Db, bytes: Buffer, sha256 = sha256Hex(bytes)): number {
+  const existing = prepared(db, 'SELECT id FROM attachment_contents WHERE sha256 = ?').pluck().get(sha256) as
+    number | undefined;
+  if (existing !== undefined) return existing;
+  const chunks = Math.max(1, Math.ceil(bytes.length / ATTACHMENT_CHUNK_BYTES));
+  const id = Number(
+    prepared(db, 'INSERT INTO attachment_contents (sha256, size, chunks) VALUES (?, ?, ?)').run(
+      sha256,
+      bytes.length,
+      chunks,
+    ).lastInsertRowid,
+  );
+  const insert = prepared(db, 'INSERT INTO attachment_chunks (content_id, seq, data) VALUES (?, ?, ?)');
+  for (let seq = 0; seq < chunks; seq++)
+    insert.run(id, seq, bytes.subarray(seq * ATTACHMENT_CHUNK_BYTES, (seq + 1) * ATTACHMENT_CHUNK_BYTES));
+  return id;
+}
