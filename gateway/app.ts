@@ -32,7 +32,7 @@ import { opsRoutes } from './ops/routes.js';
 import { Problem, problems } from './problem.js';
 import { connectRedis, RateLimiter } from './rate-limit.js';
 import { warmUpGateway, WarmUpTokens } from './warm-up.js';
-import { webSurface } from './web/routes.js';
+import { readingLimiter, webSurface } from './web/routes.js';
 import { LoginThrottle } from './web/throttle.js';
 
 export interface GatewayOptions {
@@ -105,13 +105,21 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
     ),
   };
   const throttle = new LoginThrottle(settings, logger, redis);
+  const webReading = readingLimiter(settings, logger, redis);
   const failureLog = new AuthFailureLog(logger);
   const metrics = settings.Metrics.Enabled
     ? new GatewayMetrics({
         engine,
         accessLog,
         redis,
-        limiters: [limiters.api, limiters.mcp, limiters.mcpFree, limiters.authFailures, ...throttle.limiters],
+        limiters: [
+          limiters.api,
+          limiters.mcp,
+          limiters.mcpFree,
+          limiters.authFailures,
+          ...throttle.limiters,
+          webReading,
+        ],
       })
     : undefined;
 
@@ -217,7 +225,16 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
   }
   if (settings.Api.Enabled || settings.Mcp.Enabled) {
     // Sign-in, API Keys and /apidocs: cookie sessions on their own paths only, never /api or /mcp.
-    app.use(webSurface(app, settings, { engine, logger, throttle, ...(redis ? { redis } : {}) }));
+    app.use(
+      webSurface(app, settings, {
+        engine,
+        logger,
+        throttle,
+        service,
+        readingLimiter: webReading,
+        ...(redis ? { redis } : {}),
+      }),
+    );
   }
   app.use(async (ctx) => {
     throw new Problem(404, `No resource at ${ctx.path}.`);

@@ -42,7 +42,7 @@ export function noTextReason(status: string): string {
 export interface Caller {
   key: KeyCheck;
   clientIp: string;
-  source: 'api' | 'mcp';
+  source: 'api' | 'mcp' | 'web';
 }
 
 const API_KEY_IN_TEXT = /ma_[A-Za-z0-9_-]{43}/g;
@@ -119,6 +119,24 @@ export class ArchiveService {
     const email = await caller.key.run({ kind: 'detailJson', id });
     if (email && options.record !== false) this.#log(caller, 'Open', { emailId: email.id, accountId: email.accountId });
     return email;
+  }
+
+  /**
+   * A message as the web shows it to a person: its detail and its HTML body made safe
+   * (engine/rules/mail-html.ts), `cid:` images pointing at `partUrl`. Logged as an Open, as
+   * `email` is, unless `record` is false (the body's frame, shown as part of an Open already logged).
+   */
+  async messageView(caller: Caller, id: number, options: { remoteImages: boolean; partUrl: string; record?: boolean }) {
+    this.#recordable();
+    const view = await caller.key.run({
+      kind: 'messageView',
+      id,
+      remoteImages: options.remoteImages,
+      partUrl: options.partUrl,
+    });
+    if (view && options.record !== false)
+      this.#log(caller, 'Open', { emailId: view.email.id, accountId: view.email.accountId });
+    return view;
   }
 
   /**

@@ -119,6 +119,18 @@ export class KeyCheck {
     return key;
   }
 
+  /**
+   * A signed-in person's request on the web pages (gateway/web/mail-routes.ts): there is no key;
+   * the session and its user were checked by the web surface on this request (session.ts re-reads
+   * the user every time), so the jobs run as that user, with the user's own account scope.
+   */
+  static forSession(engine: EnginePool, principal: Principal): KeyCheck {
+    const key = new KeyCheck(engine, '', () => Promise.resolve(principal));
+    key.#principal = principal;
+    key.#checked = Promise.resolve(principal);
+    return key;
+  }
+
   /** False for the warm-up request's check: what its jobs read goes in no access log. */
   get recorded(): boolean {
     return this.#principal !== WARM_UP_PRINCIPAL;

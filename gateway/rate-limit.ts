@@ -22,7 +22,16 @@ export const MEMORY_PARTITION_CAP = 50_000;
 
 export interface RateLimitPolicy {
   /** Also the Redis key prefix: `Api` and `Mcp` never share a budget. */
-  name: 'Api' | 'Mcp' | 'McpFree' | 'AuthFailIp' | 'LoginUser' | 'LoginUserAll' | 'LoginIp' | 'OAuthRegister';
+  name:
+    | 'Api'
+    | 'Mcp'
+    | 'McpFree'
+    | 'AuthFailIp'
+    | 'LoginUser'
+    | 'LoginUserAll'
+    | 'LoginIp'
+    | 'OAuthRegister'
+    | 'WebReading';
   pointsPerMinute: number;
 }
 

@@ -217,6 +217,13 @@ const schema = z.strictObject({
       // Active keys (neither revoked nor expired) one user may hold; creating more is refused
       // (web page and CLI), so one account cannot make key listings and checks slow for all.
       MaxActiveKeysPerUser: int(1, 100_000).default(100),
+      // The pages where people search and read their mail (/search, /emails/...; docs/web.md,
+      // "Reading mail"). They show what the REST API shows, so they are on only with Api:Enabled;
+      // false turns them off on their own. Off, their paths answer 404.
+      EnableReading: z.boolean().default(true),
+      // Requests to those pages per signed-in user per minute: every page, message body, inline
+      // image, preview and download counts one; past it 429 with Retry-After (Redis-shared).
+      ReadingRequestsPerMinute: int(1).default(600),
     })
     .prefault({}),
   Import: z

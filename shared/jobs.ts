@@ -274,6 +274,23 @@ export interface EncodedDetail {
   etag: string;
 }
 
+/** An HTML body made safe to show (engine/rules/mail-html.ts sanitizeMailHtml). */
+export interface SafeMailHtml {
+  /** Sanitized markup: no script, no event handler, no form, no remote load unless asked. */
+  html: string;
+  /** Remote images (and other remote loads) removed because remote images were not asked for. */
+  remoteBlocked: number;
+  /** True when the body was longer than what is shown and was cut. */
+  truncated: boolean;
+}
+
+/** What the web's message page shows (JobMap.messageView). */
+export interface MessageView {
+  email: EmailDetailDto;
+  /** The HTML body made safe, or null when the message has none. */
+  html: SafeMailHtml | null;
+}
+
 export interface JobMap {
   authenticate: { args: { keyHash: string; now: number }; result: AuthResult };
   accounts: { args: { principal: Principal }; result: MailAccountDto[] };
@@ -297,6 +314,16 @@ export interface JobMap {
   detailJson: {
     args: { principal: Principal; id: number; interactiveMaxBytes?: number };
     result: EncodedDetail | null;
+  };
+  /**
+   * A message as the web page shows it to a person (docs/web.md, "Reading mail"): its detail and
+   * its HTML body made safe to show (engine/rules/mail-html.ts), made on the worker. `partUrl` is
+   * where a `cid:` image is served, with `{attachmentId}` in it; `remoteImages` keeps remote image
+   * addresses (else they are removed and counted). Sized as `detail` is. null: missing or hidden.
+   */
+  messageView: {
+    args: { principal: Principal; id: number; remoteImages: boolean; partUrl: string; interactiveMaxBytes?: number };
+    result: MessageView | null;
   };
   /**
    * The conversation of a message, oldest first (at most MAX_THREAD_LENGTH members, engine/rules/threads.ts);

@@ -358,7 +358,7 @@ test('the authorization endpoint: PKCE S256 required, exact redirect URIs, no op
       password: 'alice-pass-123',
       next: '//evil.example/oauth/authorize?x',
     });
-  t.is(r2.headers.location, '/keys');
+  t.is(r2.headers.location, '/search');
 
   // Registration refuses redirect URIs that would make us redirect anywhere.
   for (const uri of [

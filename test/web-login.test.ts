@@ -13,10 +13,10 @@ test.before(async () => {
 });
 test.after.always(() => web?.close());
 
-test.serial('a correct password signs in and redirects to the API Keys page', async (t) => {
+test.serial('a correct password signs in and redirects to the search page (reading mail)', async (t) => {
   const { agent, res } = await signIn(web.url, 'alice', PASSWORDS.alice);
   t.is(res.status, 303);
-  t.is(res.headers.location, '/keys');
+  t.is(res.headers.location, '/search');
   const keys = await agent.get('/keys');
   t.is(keys.status, 200);
   t.regex(keys.text, /<span class="who">alice/);
@@ -67,14 +67,14 @@ test.serial('the next parameter only leads to pages of this site', async (t) => 
     .post('/login')
     .type('form')
     .send({ _csrf: csrfOf(form2.text), username: 'bob', password: PASSWORDS.bob, next: 'https://evil.example/' });
-  t.is(evil.headers.location, '/keys');
+  t.is(evil.headers.location, '/search');
 });
 
-test.serial('a signed-in user visiting /login goes straight to the keys page', async (t) => {
+test.serial('a signed-in user visiting /login goes straight to the search page', async (t) => {
   const { agent } = await signIn(web.url, 'bob', PASSWORDS.bob);
   const res = await agent.get('/login');
   t.is(res.status, 302);
-  t.is(res.headers.location, '/keys');
+  t.is(res.headers.location, '/search');
 });
 
 test.serial('repeated attempts on one username are throttled, even with the right password', async (t) => {

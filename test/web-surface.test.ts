@@ -91,10 +91,10 @@ test('/api and /mcp never honour the session cookie', async (t) => {
   t.is(mcp.headers['set-cookie'], undefined);
 });
 
-test('the site root leads to the API Keys page', async (t) => {
+test('the site root leads to the search page (reading mail)', async (t) => {
   const res = await request(web.url).get('/');
   t.is(res.status, 302);
-  t.is(res.headers.location, '/keys');
+  t.is(res.headers.location, '/search');
 });
 
 test('with the REST API and MCP both off, the web surface answers 404 too', async (t) => {

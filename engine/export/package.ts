@@ -50,7 +50,7 @@ export interface ExportDescription {
   /** The other search parameters as given (accountId, folder, from, to, direction). */
   filters: Record<string, unknown>;
   /** Who exported: a key's user and prefix, or the operator at the command line. */
-  who: { username: string; keyPrefix: string | null; via: 'api' | 'cli' };
+  who: { username: string; keyPrefix: string | null; via: 'api' | 'cli' | 'web' };
   createdAt: Date;
 }
 

@@ -51,6 +51,7 @@ export function freshForm(email: NewEmail, bodyLimit = STORED_BODY_LIMIT): Fresh
       size: a.content.length,
       isInline: a.isInline === true,
       sha256: sha256Hex(a.content),
+      contentId: a.contentId ?? null,
       content: a.content,
     })),
     refs: [...new Set(email.refs ?? [])].sort(),

@@ -93,7 +93,7 @@ export interface LaneStats {
 }
 
 /** Jobs that read a message's bodies, and are therefore sized before they run on the interactive lane. */
-type SizedKind = 'detail' | 'detailJson';
+type SizedKind = 'detail' | 'detailJson' | 'messageView';
 
 /**
  * What the pool does with a job kind, one row per kind (docs/architecture.md, "The life of an
@@ -123,6 +123,7 @@ export const JOB_KINDS: { readonly [K in JobKind]: JobKindPolicy<K> } = {
   accounts: { lane: 'interactive' },
   detail: { lane: 'interactive', sized: true },
   detailJson: { lane: 'interactive', sized: true }, // sized as detail is
+  messageView: { lane: 'interactive', sized: true }, // a detail and its HTML made safe, sized as detail is
   thread: { lane: 'interactive' }, // one conversation by index, bounded (MAX_THREAD_LENGTH)
   attachment: { lane: 'interactive' },
   attachmentText: { lane: 'interactive' },

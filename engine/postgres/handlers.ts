@@ -52,7 +52,8 @@ import { reused, sql } from './sql.js';
 import type { PgContext } from './context.js';
 import { SEARCH_PARAMS } from '../../shared/search-input.js';
 import { encodeDetail } from '../pool/encoded-detail.js';
-import { ATTACHMENT_ENTRY_BYTES, movedToQueryLane } from '../pool/large-detail.js';
+import { ATTACHMENT_ENTRY_BYTES, isMovedToQueryLane, movedToQueryLane } from '../pool/large-detail.js';
+import { messageView, type CidPart } from '../rules/mail-view.js';
 
 type PgHandlers = { [K in JobKind]: (ctx: PgContext, job: Job<K>) => Promise<JobResult<K>> };
 
@@ -185,6 +186,18 @@ async function detail(ctx: PgContext, viewer: Viewer, id: number): Promise<Email
           FROM ${T.attachments} WHERE "ArchivedEmailId" = ${id} ORDER BY "Id"`,
   );
   return toDetail(row, attachments);
+}
+
+/**
+ * A message's attachments with their Content-IDs (Mail Archiver keeps them without brackets; ''
+ * or NULL: none), in id order, for the web's message page (engine/rules/mail-view.ts). The caller
+ * has read the message's detail as its viewer, which checked visibility.
+ */
+async function cidParts(ctx: PgContext, emailId: number): Promise<CidPart[]> {
+  return ctx.read<CidPart>(
+    sql`SELECT "Id" AS "attachmentId", NULLIF("ContentId", '') AS cid
+          FROM ${T.attachments} WHERE "ArchivedEmailId" = ${emailId} ORDER BY "Id"`,
+  );
 }
 
 /**
@@ -447,6 +460,13 @@ export const pgHandlers: PgHandlers = {
     return detail(ctx, job.principal, job.id);
   },
   detailJson: async (ctx, job) => encodeDetail(await pgHandlers.detail(ctx, { ...job, kind: 'detail' })),
+  messageView: async (ctx, job) => {
+    const email = await pgHandlers.detail(ctx, { ...job, kind: 'detail' });
+    if (email === null) return null;
+    // Sized as detail is: the pool reruns the job on the query lane (engine/pool/large-detail.ts).
+    if (isMovedToQueryLane(email)) return email as never;
+    return messageView(email, await cidParts(ctx, email.id), job);
+  },
   thread: (ctx, job) => getThread(ctx, job.principal, job.id, job.excerpts === true),
   attachment: (ctx, job) => attachment(ctx, job.principal, job.emailId, job.attachmentId),
   attachmentText: (ctx, job) =>

@@ -19,6 +19,11 @@ export interface StoredAttachment {
   isInline: boolean;
   /** SHA-256 of the content, lowercase hex: the content's identity in the store. */
   sha256: string;
+  /**
+   * The part's Content-ID (NewAttachment.contentId), null when it has none or the store kept none
+   * (SQLite before migration 10): a fresh parse that finds one rewrites the attachment rows.
+   */
+  contentId: string | null;
 }
 
 /**
@@ -81,7 +86,8 @@ const sameAttachments = (a: readonly StoredAttachment[], b: readonly StoredAttac
       x.contentType === b[i]!.contentType &&
       x.size === b[i]!.size &&
       x.isInline === b[i]!.isInline &&
-      x.sha256 === b[i]!.sha256,
+      x.sha256 === b[i]!.sha256 &&
+      x.contentId === b[i]!.contentId,
   );
 
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);

@@ -21,7 +21,9 @@ import { getThread } from './threads.js';
 import { exchangeOAuthToken, getOAuthClient, issueOAuthCode, registerOAuthClient, revokeOAuthToken } from './oauth.js';
 import { aggregateEmails } from './aggregate.js';
 import { encodeDetail } from '../pool/encoded-detail.js';
-import { movedToQueryLane } from '../pool/large-detail.js';
+import { isMovedToQueryLane, movedToQueryLane } from '../pool/large-detail.js';
+import { messageView } from '../rules/mail-view.js';
+import { cidParts } from './mail-view.js';
 import { currentSnapshot, snapshotInfo } from './index-share.js';
 import { threadId } from 'node:worker_threads';
 import { NO_KEY_HASH, WARM_UP_PRINCIPAL, warmedUp, warmUpStep } from '../search/warm-up.js';
@@ -48,6 +50,15 @@ export const handlers: Handlers = {
     return getEmailDetail(db, job.principal, job.id);
   },
   detailJson: (db, job) => encodeDetail(handlers.detail(db, { ...job, kind: 'detail' })),
+  messageView: (db, job) =>
+    // One read transaction: the Content-IDs are those of the attachments the detail lists.
+    db.transaction(() => {
+      const email = handlers.detail(db, { ...job, kind: 'detail' });
+      if (email === null) return null;
+      // Sized as detail is: the pool reruns the job on the query lane (engine/pool/large-detail.ts).
+      if (isMovedToQueryLane(email)) return email as never;
+      return messageView(email, cidParts(db, email.id), job);
+    })(),
   thread: (db, job) => getThread(db, job.principal, job.id, job.excerpts === true),
   attachment: (db, job) => getAttachmentHandle(db, job.principal, job.emailId, job.attachmentId),
   attachmentText: (db, job) =>

@@ -428,4 +428,16 @@ export const migrations: Migration[] = [
       ALTER TABLE access_log ADD COLUMN hash TEXT;
     `,
   },
+  {
+    version: 10,
+    name: "Attachments' Content-IDs",
+    sql: /* sql */ `
+      -- The part's MIME Content-ID without its angle brackets (NewAttachment.contentId), as Mail
+      -- Archiver keeps it in EmailAttachments."ContentId": what a cid: link in the HTML body names,
+      -- so the web's message page can show inline images. Not content_id, which names the stored
+      -- bytes (attachment_contents). Rows written before this version have none; reparse fills it
+      -- for mail whose original is kept (docs/reparse.md).
+      ALTER TABLE attachments ADD COLUMN mime_content_id TEXT;
+    `,
+  },
 ];

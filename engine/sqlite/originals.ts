@@ -101,17 +101,26 @@ function storedMessage(db: Db, id: number): StoredMessage {
   ).get(id) as StoredRow;
   const attachments = prepared(
     db,
-    // attachments.content_id names the stored bytes (attachment_contents), not a Content-ID: the
-    // archive keeps no Content-ID, so the rebuild gives none.
-    `SELECT a.file_name AS fileName, a.content_type AS contentType, a.is_inline AS isInline, a.content_id AS bytesId, c.chunks
+    // attachments.content_id names the stored bytes (attachment_contents); the Content-ID is
+    // mime_content_id (migration 10), null for mail stored before it, whose rebuild gives none.
+    `SELECT a.file_name AS fileName, a.content_type AS contentType, a.is_inline AS isInline, a.content_id AS bytesId,
+            c.chunks, a.mime_content_id AS contentId
        FROM attachments a JOIN attachment_contents c ON c.id = a.content_id WHERE a.email_id = ? ORDER BY a.id`,
-  ).all(id) as Array<{ fileName: string; contentType: string; isInline: number; bytesId: number; chunks: number }>;
+  ).all(id) as Array<{
+    fileName: string;
+    contentType: string;
+    isInline: number;
+    bytesId: number;
+    chunks: number;
+    contentId: string | null;
+  }>;
   return storedMessageOf(
     row,
     attachments.map((a) => ({
       fileName: a.fileName,
       contentType: a.contentType,
       isInline: a.isInline === 1,
+      contentId: a.contentId,
       content: Buffer.concat(
         Array.from({ length: a.chunks }, (_, seq) => readAttachmentChunk(db, a.bytesId, seq) ?? Buffer.alloc(0)),
       ),

@@ -76,7 +76,7 @@ export class SqliteReparse implements ReparseStore {
         prepared(
           db,
           `SELECT a.email_id AS emailId, a.file_name AS fileName, a.content_type AS contentType, a.size,
-                  a.is_inline AS isInline, c.sha256
+                  a.is_inline AS isInline, c.sha256, a.mime_content_id AS contentId
              FROM attachments a JOIN attachment_contents c ON c.id = a.content_id
             WHERE a.email_id IN (SELECT value FROM json_each(?)) ORDER BY a.id`,
         ).all(ids) as Array<Omit<StoredAttachment, 'isInline'> & { emailId: number; isInline: number }>,
@@ -86,6 +86,7 @@ export class SqliteReparse implements ReparseStore {
           size: a.size,
           isInline: a.isInline === 1,
           sha256: a.sha256,
+          contentId: a.contentId,
         }),
       );
       const refs = byEmail(
@@ -279,16 +280,18 @@ function writeAttachments(db: Db, emailId: number, fresh: ReparseChange['fresh']
   ) as Array<{ id: number; contentId: number }>;
   fresh.forEach((a, i) => {
     const contentId = storeContent(db, a.content, a.sha256);
-    const values = [a.fileName, a.contentType, a.size, a.isInline ? 1 : 0, contentId];
+    const values = [a.fileName, a.contentType, a.size, a.isInline ? 1 : 0, contentId, a.contentId];
     if (i < old.length)
       prepared(
         db,
-        'UPDATE attachments SET file_name = ?, content_type = ?, size = ?, is_inline = ?, content_id = ? WHERE id = ?',
+        `UPDATE attachments SET file_name = ?, content_type = ?, size = ?, is_inline = ?, content_id = ?, mime_content_id = ?
+          WHERE id = ?`,
       ).run(...values, old[i]!.id);
     else
       prepared(
         db,
-        'INSERT INTO attachments (file_name, content_type, size, is_inline, content_id, email_id) VALUES (?, ?, ?, ?, ?, ?)',
+        `INSERT INTO attachments (file_name, content_type, size, is_inline, content_id, mime_content_id, email_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ).run(...values, emailId);
   });
   for (const gone of old.slice(fresh.length)) prepared(db, 'DELETE FROM attachments WHERE id = ?').run(gone.id);

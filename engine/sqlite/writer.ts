@@ -55,7 +55,8 @@ export class ArchiveWriter {
     this.#idOfKey = db.prepare('SELECT id FROM emails WHERE account_id = ? AND folder = ? AND dedup_key = ?').pluck();
     this.#hasOriginal = db.prepare('SELECT 1 FROM email_originals WHERE email_id = ?').pluck();
     this.#insertAttachment = db.prepare(
-      `INSERT INTO attachments (email_id, file_name, content_type, size, is_inline, content_id) VALUES (?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO attachments (email_id, file_name, content_type, size, is_inline, content_id, mime_content_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
   }
 
@@ -108,6 +109,7 @@ export class ArchiveWriter {
         a.content.length,
         a.isInline ? 1 : 0,
         storeContent(this.#db, a.content),
+        a.contentId ?? null,
       );
     }
     const text = prepareBody(email.textBody, this.#bodyLimit);

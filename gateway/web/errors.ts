@@ -4,6 +4,8 @@ import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { EngineOverloaded, EngineTimedOut, isArchiveUnavailable } from '../../engine/index.js';
 import { AuthorizePageError } from '../oauth/authorize.js';
+import { isInvalidInput } from '../../shared/search-input.js';
+import { Problem } from '../problem.js';
 import { CsrfError } from './csrf.js';
 import { errorPage, type Chrome } from './views.js';
 
@@ -55,6 +57,18 @@ function describe(ctx: Context, err: unknown): Described | null {
       message: 'The archive database cannot be reached right now; nothing was changed. Try again in a few seconds.',
     };
   }
+  if (err instanceof Problem && err.status >= 400 && err.status < 500) {
+    // The answers the REST API shares with these pages (gateway/downloads.ts, rate limits).
+    ctx.set(err.headers);
+    const titles: Record<number, string> = {
+      403: 'Not allowed',
+      404: 'Not found',
+      409: 'Not available',
+      429: 'Too many requests',
+    };
+    return { status: err.status, title: titles[err.status] ?? 'Request not accepted', message: err.detail };
+  }
+  if (isInvalidInput(err)) return { status: 400, title: 'Request not accepted', message: (err as Error).message };
   if (err instanceof CsrfError) {
     return {
       status: 403,
@@ -100,7 +114,11 @@ export function webErrors(logger: Logger, chromeOf: (ctx: Context) => Chrome): M
         chrome,
         described.title,
         described.message,
-        chrome.user ? { href: '/keys', text: 'Back to API Keys' } : { href: '/login', text: 'Sign in' },
+        !chrome.user
+          ? { href: '/login', text: 'Sign in' }
+          : chrome.readingEnabled
+            ? { href: '/search', text: 'Back to search' }
+            : { href: '/keys', text: 'Back to API Keys' },
       );
     }
   };

@@ -39,8 +39,17 @@ export function parseKeyForm(body: Record<string, unknown>, now: number): KeyFor
 }
 
 /** Where to go after signing in: only our own pages, so the parameter cannot redirect elsewhere. */
-export function safeNext(value: unknown): string {
+export function safeNext(value: unknown, fallback = '/keys'): string {
   if (value === '/apidocs' || value === '/keys') return value;
+  // Back to the reading page the visitor asked for (a bookmarked search or message): these paths
+  // only, without backslashes or white space, so it still cannot lead off-site.
+  if (
+    typeof value === 'string' &&
+    /^\/(?:search(?:\/export)?(?:\?|$)|emails\/\d{1,10}(?:[/?]|$))/.test(value) &&
+    value.length <= 8192 &&
+    !/[\\\s]/.test(value)
+  )
+    return value;
   // Back to an OAuth authorization request (gateway/oauth/authorize.ts): always this path, so
   // the parameter still cannot lead off-site; the request itself is checked again there.
   if (
@@ -50,5 +59,5 @@ export function safeNext(value: unknown): string {
     !/[\\\s]/.test(value)
   )
     return value;
-  return '/keys';
+  return fallback;
 }

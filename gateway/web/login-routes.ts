@@ -3,7 +3,7 @@
 import type Router from '@koa/router';
 import { checkCsrf } from './csrf.js';
 import { safeNext } from './forms.js';
-import type { PageKit } from './page-kit.js';
+import { readingPagesOn, type PageKit } from './page-kit.js';
 import { startSession, type WebState } from './session.js';
 import type { LoginThrottle } from './throttle.js';
 import { loginPage, signOutPage } from './views.js';
@@ -14,9 +14,11 @@ const MAX_PASSWORD = 1024;
 
 export function loginRoutes(router: Router<WebState>, kit: PageKit, throttle: LoginThrottle): void {
   const { engine, logger, session, form, chrome, page } = kit;
+  // Where signing in leads when no page asked for it: reading mail, where that is on.
+  const home = readingPagesOn(kit.settings) ? '/search' : '/keys';
 
   router.get('/login', session, (ctx) => {
-    const next = safeNext(ctx.query.next);
+    const next = safeNext(ctx.query.next, home);
     if (ctx.state.user) return ctx.redirect(next);
     page(
       ctx,
@@ -33,7 +35,7 @@ export function loginRoutes(router: Router<WebState>, kit: PageKit, throttle: Lo
     const body = ctx.request.body as Record<string, unknown>;
     const username = typeof body.username === 'string' ? body.username.trim() : '';
     const password = typeof body.password === 'string' ? body.password : '';
-    const next = safeNext(body.next);
+    const next = safeNext(body.next, home);
     const wait = await throttle.attempt(ctx.ip, username);
     if (wait !== null) {
       logger.warn({ ip: ctx.ip }, 'web sign-in throttled');

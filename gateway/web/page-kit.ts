@@ -15,6 +15,9 @@ import { loadUser, sessionMiddleware, type WebState } from './session.js';
 import { sessionSecret } from './session-secret.js';
 import type { Chrome } from './views.js';
 
+/** The reading pages show what the REST API shows: on with it, unless turned off on their own. */
+export const readingPagesOn = (settings: Settings) => settings.Api.Enabled && settings.Web.EnableReading;
+
 export type WebContext = Context & { state: WebState };
 
 export interface PageKit {
@@ -39,6 +42,7 @@ export function pageKit(
 ): PageKit {
   const { engine, logger, assets } = deps;
   const docsEnabled = settings.Api.Enabled && settings.Api.EnableSwaggerUi;
+  const readingEnabled = readingPagesOn(settings);
   const lifetimeMs = settings.Web.SessionLifetimeMinutes * 60_000;
   return {
     settings,
@@ -54,6 +58,7 @@ export function pageKit(
       user: ctx.state.user ?? null,
       csrf: ctx.state.user || current === 'login' ? csrfToken(ctx, lifetimeMs) : '',
       docsEnabled,
+      readingEnabled,
       assets: assets.urls,
       ...(current ? { current } : {}),
     }),

@@ -10,6 +10,8 @@ import type { Context, Middleware, Next } from 'koa';
 import compose from 'koa-compose';
 import type { Logger } from 'pino';
 import type { EnginePool } from '../../engine/index.js';
+import type { ArchiveService } from '../archive-service.js';
+import { RateLimiter } from '../rate-limit.js';
 import type { Settings } from '../../shared/config.js';
 import { buildApiDocs, DOCS_PATH } from './apidocs.js';
 import { sendAsset, SwaggerAssets, WebAssets } from './assets.js';
@@ -18,7 +20,8 @@ import { WebError, webErrors } from './errors.js';
 import { setPageHeaders } from './headers.js';
 import { keysRoutes } from './keys-routes.js';
 import { loginRoutes } from './login-routes.js';
-import { pageKit, type WebContext } from './page-kit.js';
+import { mailRoutes, READING_PREFIXES } from './mail-routes.js';
+import { pageKit, readingPagesOn, type WebContext } from './page-kit.js';
 import type { WebState } from './session.js';
 import { LoginThrottle } from './throttle.js';
 import { authorizeRoutes } from '../oauth/authorize.js';
@@ -33,6 +36,15 @@ export interface WebDeps {
   redis?: Redis;
   /** The sign-in throttle, when the gateway keeps it (for its rejection metrics). */
   throttle?: LoginThrottle;
+  /** What the reading pages run (the same service as REST and MCP); without it they are off. */
+  service?: ArchiveService;
+  /** The reading pages' per-user budget, when the gateway keeps it (for its rejection metrics). */
+  readingLimiter?: RateLimiter;
+}
+
+/** The reading pages' per-user budget (Web:ReadingRequestsPerMinute), Redis-shared when there is Redis. */
+export function readingLimiter(settings: Settings, logger: Logger, redis?: Redis): RateLimiter {
+  return new RateLimiter({ name: 'WebReading', pointsPerMinute: settings.Web.ReadingRequestsPerMinute }, logger, redis);
 }
 
 export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middleware {
@@ -41,8 +53,9 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
   const assets = new WebAssets();
   const kit = pageKit(app, settings, { engine, logger, assets });
   const router = new Router<WebState>();
+  const reading = readingPagesOn(settings) && deps.service !== undefined;
 
-  router.get('/', (ctx) => ctx.redirect('/keys'));
+  router.get('/', (ctx) => ctx.redirect(reading ? '/search' : '/keys'));
   router.get('/assets/:name', (ctx) => {
     const asset = assets.get(ctx.params.name!);
     if (!asset) throw new WebError(404, 'Not found', 'There is no such file.');
@@ -54,6 +67,12 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
   if (oauth) {
     const { session, form } = kit;
     authorizeRoutes(router, { settings, engine, logger, session, form, chrome: (ctx) => kit.chrome(ctx) });
+  }
+  if (reading) {
+    mailRoutes(router, kit, {
+      service: deps.service!,
+      limiter: deps.readingLimiter ?? readingLimiter(settings, logger, deps.redis),
+    });
   }
   if (docsEnabled) {
     const swagger = new SwaggerAssets();
@@ -70,7 +89,7 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
     router.allowedMethods() as unknown as Middleware,
   ]);
   return ownPathsOnly(stack, {
-    prefixes: ['/keys', '/assets', ...(docsEnabled ? [DOCS_PATH] : [])],
+    prefixes: ['/keys', '/assets', ...(docsEnabled ? [DOCS_PATH] : []), ...(reading ? READING_PREFIXES : [])],
     exact: ['/', '/login', '/logout', ...(oauth ? [AUTHORIZE_PATH] : [])],
   });
 }

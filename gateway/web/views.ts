@@ -10,18 +10,25 @@ export interface Chrome {
   /** The session's CSRF token, for the forms on the page. */
   csrf: string;
   docsEnabled: boolean;
+  /** Whether the reading pages (/search, /emails/...) are on (docs/web.md, "Reading mail"). */
+  readingEnabled?: boolean;
   assets: { css: string; js: string; icon: string };
-  current?: 'keys' | 'login';
+  current?: 'keys' | 'login' | 'search';
 }
 
 function csrfField(chrome: Chrome): SafeHtml {
   return html`<input type="hidden" name="_csrf" value="${chrome.csrf}" />`;
 }
 
-export function layout(chrome: Chrome, title: string, body: SafeHtml): string {
+export function layout(chrome: Chrome, title: string, body: SafeHtml, options: { wide?: boolean } = {}): string {
   const user = chrome.user;
   const nav = user
     ? html`<nav aria-label="Main">
+          ${
+            chrome.readingEnabled
+              ? html`<a href="/search" ${chrome.current === 'search' ? html` aria-current="page"` : ''}>Search</a>`
+              : ''
+          }
           <a href="/keys" ${chrome.current === 'keys' ? html` aria-current="page"` : ''}>API Keys</a>
           ${chrome.docsEnabled ? html`<a href="/apidocs">API docs</a>` : ''}
         </nav>
@@ -42,10 +49,10 @@ export function layout(chrome: Chrome, title: string, body: SafeHtml): string {
     </head>
     <body>
       <header class="top">
-        <a class="brand" href="/keys">Mail Archive</a>
+        <a class="brand" href="${chrome.readingEnabled ? '/search' : '/keys'}">Mail Archive</a>
         ${nav}
       </header>
-      <main>${body}</main>
+      <main ${options.wide ? html`class="wide"` : ''}>${body}</main>
     </body>
   </html> `}`;
 }
