@@ -70,6 +70,17 @@ export interface SearchModel {
 
 const number = new Intl.NumberFormat('en');
 
+/** A paper clip, drawn inline: no emoji font is needed, and the CSP allows markup, not remote images. */
+const CLIP = html`<svg class="icon" viewBox="0 0 16 16" width="14" height="14" aria-hidden="true" focusable="false">
+  <path
+    d="M11 4.5v6.25a3 3 0 0 1-6 0V3.75a2 2 0 0 1 4 0v6.5a1 1 0 0 1-2 0V4.5"
+    fill="none"
+    stroke="currentColor"
+    stroke-width="1.3"
+    stroke-linecap="round"
+  />
+</svg>`;
+
 /** A date as the pages show it: UTC, to the minute; the script adds the reader's own time. */
 function when(iso: string, precise = false): SafeHtml {
   const text = precise ? `${iso.slice(0, 19).replace('T', ' ')} UTC` : `${iso.slice(0, 16).replace('T', ' ')}`;
@@ -233,7 +244,7 @@ function resultItem(item: SearchResults['items'][number], accountName: (id: numb
     <div class="meta">
       ${when(item.sentDate)} · <span>${accountName(item.accountId)}</span> /
       <span class="folder">${item.folderName}</span>
-      ${item.hasAttachments ? html` · <span class="clip" title="Has attachments">📎<span class="sr-only">Has attachments</span></span>` : ''}
+      ${item.hasAttachments ? html` · <span class="clip" title="Has attachments">${CLIP}<span class="sr-only">Has attachments</span></span>` : ''}
       ${item.isOutgoing ? html` · <span class="badge">sent</span>` : ''}
     </div>
     ${

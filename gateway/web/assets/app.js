@@ -84,7 +84,11 @@ document.addEventListener('DOMContentLoaded', () => {
     const fit = () => {
       try {
         const doc = frame.contentDocument;
-        if (doc && doc.documentElement) frame.style.height = `${doc.documentElement.scrollHeight + 2}px`;
+        if (doc && doc.documentElement) {
+          frame.classList.add('fitted');
+          // The document's own height (its scrollHeight is never less than the frame's).
+          frame.style.height = `${Math.ceil(doc.documentElement.getBoundingClientRect().height) + 2}px`;
+        }
       } catch {
         // Not measurable: the frame keeps its minimum height and scrolls.
       }
