@@ -387,3 +387,23 @@ test('off: Web:EnableReading false, or the REST API off, and the reading paths a
     }
   }
 });
+
+test('has attachment joins any query: an open quote stays inside its own phrase; a long query is refused, not cut', async (t) => {
+  const agent = await as('admin');
+  const quoted = await agent.get('/search?q=%22Signed%20contract&has=attachment');
+  t.is(quoted.status, 200);
+  t.deepEqual(resultIds(quoted.text), [mail.pdf]);
+  const either = await agent.get('/search?q=offsite%20OR%20contract&has=attachment');
+  t.deepEqual(resultIds(either.text), [mail.pdf], 'OR stays inside the parentheses');
+  const long = await agent.get(`/search?q=${'a'.repeat(10_001)}`);
+  t.is(long.status, 400);
+  t.regex(long.text, /q is 10001 characters long; the limit is 10000/);
+});
+
+test.serial('HEAD of a message page reads it but logs no Open', async (t) => {
+  const agent = await as('alice');
+  const from = await lastLogId();
+  const head = await agent.head(`/emails/${f.emails.invoice!}`);
+  t.is(head.status, 200);
+  t.deepEqual(await logSince(from, f.users.alice), []);
+});

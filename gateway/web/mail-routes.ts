@@ -76,7 +76,7 @@ export function searchStateOf(query: Record<string, unknown>): SearchState {
   const sort = one(query.sort);
   const page = Number(one(query.page));
   return {
-    q: one(query.q).slice(0, 10_000),
+    q: one(query.q),
     accountId: one(query.accountId).trim(),
     folder: one(query.folder),
     from: one(query.from).trim(),
@@ -93,7 +93,9 @@ export function searchStateOf(query: Record<string, unknown>): SearchState {
  * access log keeps). has:attachment joins q: the query language already says it.
  */
 export function searchParamsOf(state: SearchState): Record<string, unknown> {
-  const q = state.hasAttachment ? (state.q.trim() ? `(${state.q}) has:attachment` : 'has:attachment') : state.q;
+  // A quote left open would take the closing parenthesis and has:attachment into its phrase.
+  const closed = (state.q.match(/"/g)?.length ?? 0) % 2 === 1 ? `${state.q}"` : state.q;
+  const q = state.hasAttachment ? (closed.trim() ? `(${closed}) has:attachment` : 'has:attachment') : state.q;
   return {
     ...(q.trim() ? { q } : {}),
     ...(state.accountId ? { accountId: state.accountId } : {}),
@@ -147,6 +149,8 @@ export function mailRoutes(
     const state = searchStateOf(ctx.query as Record<string, unknown>);
     const caller = callerOf(ctx);
     const accountsJob = service.accounts(caller);
+    // Awaited below on every path but a thrown error's, where nothing may be left unhandled.
+    accountsJob.catch(() => undefined);
     const model: SearchModel = {
       state,
       accounts: [],
@@ -188,9 +192,11 @@ export function mailRoutes(
     const id = idOf(ctx, 'id');
     const caller = callerOf(ctx);
     const remoteImages = one(ctx.query.remote) === '1';
+    // HEAD shows nothing: neither an Open nor a Search, as on the REST API.
+    const record = ctx.method !== 'HEAD';
     const [view, thread, accounts] = await Promise.all([
-      service.messageView(caller, id, { remoteImages, partUrl: partUrl(id) }),
-      service.thread(caller, id, { excerpts: true }),
+      service.messageView(caller, id, { remoteImages, partUrl: partUrl(id), record }),
+      service.thread(caller, id, { excerpts: true, record }),
       service.accounts(caller),
     ]);
     if (!view) throw noMessage();
