@@ -85,20 +85,29 @@ export class ArchiveService {
   async search(caller: Caller, query: SearchQuery, params: Record<string, unknown>) {
     this.#recordable();
     const result = await caller.key.run({ kind: 'search', query });
-    this.#log(caller, 'Search', {
-      searchParams: loggedParams(params),
-      ...(query.accountId !== undefined ? { accountId: query.accountId } : {}),
-    });
+    this.#logSearch(caller, params, query.accountId);
     return result;
+  }
+
+  /**
+   * The web's search page: the search (logged as `search` logs it), the accounts the caller sees
+   * and, with `folderTreeOf`, that account's folder tree, from one job.
+   */
+  async searchView(caller: Caller, query: SearchQuery, params: Record<string, unknown>, folderTreeOf?: number) {
+    this.#recordable();
+    const view = await caller.key.run({
+      kind: 'searchView',
+      query,
+      ...(folderTreeOf !== undefined ? { folderTreeOf } : {}),
+    });
+    this.#logSearch(caller, params, query.accountId);
+    return view;
   }
 
   /** The top groups of a search's matches; logged as the search it is (Search, with its parameters). */
   async aggregate(caller: Caller, aggregate: AggregateQuery, params: Record<string, unknown>) {
     const result = await caller.key.run({ kind: 'aggregate', aggregate });
-    this.#log(caller, 'Search', {
-      searchParams: loggedParams(params),
-      ...(aggregate.query.accountId !== undefined ? { accountId: aggregate.query.accountId } : {}),
-    });
+    this.#logSearch(caller, params, aggregate.query.accountId);
     return result;
   }
 
@@ -303,6 +312,14 @@ export class ArchiveService {
    */
   #recordable(): void {
     if (this.accessLog.full) throw new ArchiveUnavailable();
+  }
+
+  /** A search as the access log keeps it: the parameters as given (known ones only, keys redacted). */
+  #logSearch(caller: Caller, params: Record<string, unknown>, accountId: number | undefined): void {
+    this.#log(caller, 'Search', {
+      searchParams: loggedParams(params),
+      ...(accountId !== undefined ? { accountId } : {}),
+    });
   }
 
   #log(

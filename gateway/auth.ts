@@ -5,7 +5,17 @@
 import type { Middleware } from 'koa';
 import { createHash } from 'node:crypto';
 import { EngineOverloaded, WARM_UP_PRINCIPAL, type EnginePool } from '../engine/index.js';
-import type { AuthFailure, AuthResult, Job, JobResult, OwnedKind, Principal, UnownedJob } from '../shared/jobs.js';
+import {
+  sessionPrincipal,
+  type AuthFailure,
+  type AuthResult,
+  type Job,
+  type JobResult,
+  type OwnedKind,
+  type Principal,
+  type SessionClaim,
+  type UnownedJob,
+} from '../shared/jobs.js';
 import { Problem } from './problem.js';
 
 const KEY = /^ma_[A-Za-z0-9_-]{43}$/;
@@ -102,11 +112,19 @@ export class KeyCheck {
   #checked: Promise<Principal> | undefined;
   #principal: Principal | undefined;
 
+  /**
+   * `credential`: the key's SHA-256, or a signed-in web session's claim (the reading pages,
+   * gateway/web/mail-routes.ts), checked in the worker as a `sessionUser` job checks it.
+   */
   constructor(
     private readonly engine: EnginePool,
-    private readonly keyHash: string,
+    private readonly credential: string | SessionClaim,
     private readonly settle: (auth: AuthResult) => Promise<Principal>,
   ) {}
+
+  get #credential(): { keyHash: string } | { session: SessionClaim } {
+    return typeof this.credential === 'string' ? { keyHash: this.credential } : { session: this.credential };
+  }
 
   /**
    * The gateway's own warm-up request (warm-up.ts): no key to look up, its jobs run as the
@@ -116,18 +134,6 @@ export class KeyCheck {
     const key = new KeyCheck(engine, '', () => Promise.resolve(WARM_UP_PRINCIPAL));
     key.#principal = WARM_UP_PRINCIPAL;
     key.#checked = Promise.resolve(WARM_UP_PRINCIPAL);
-    return key;
-  }
-
-  /**
-   * A signed-in person's request on the web pages (gateway/web/mail-routes.ts): there is no key;
-   * the session and its user were checked by the web surface on this request (session.ts re-reads
-   * the user every time), so the jobs run as that user, with the user's own account scope.
-   */
-  static forSession(engine: EnginePool, principal: Principal): KeyCheck {
-    const key = new KeyCheck(engine, '', () => Promise.resolve(principal));
-    key.#principal = principal;
-    key.#checked = Promise.resolve(principal);
     return key;
   }
 
@@ -155,7 +161,7 @@ export class KeyCheck {
       const principal = await this.#checked;
       return this.engine.run({ ...job, principal } as Job<K>);
     }
-    const sent = this.engine.runAuthed<K>({ kind: 'authed', keyHash: this.keyHash, now: Date.now(), job });
+    const sent = this.engine.runAuthed<K>({ kind: 'authed', ...this.#credential, now: Date.now(), job });
     const checked = sent.then(
       (out) => this.#settled(out.auth),
       (err: unknown) => {
@@ -174,9 +180,18 @@ export class KeyCheck {
 
   /** The key's principal, looking the key up on its own when no job has carried the check. */
   check(): Promise<Principal> {
-    this.#checked ??= this.engine
-      .run({ kind: 'authenticate', keyHash: this.keyHash, now: Date.now() })
-      .then((auth) => this.#settled(auth));
+    if (!this.#checked) {
+      const credential = this.credential;
+      const auth: Promise<AuthResult> =
+        typeof credential === 'string'
+          ? this.engine.run({ kind: 'authenticate', keyHash: credential, now: Date.now() })
+          : this.engine
+              .run({ kind: 'sessionUser', ...credential })
+              .then((user) =>
+                user ? { ok: true, principal: sessionPrincipal(user) } : { ok: false, reason: 'inactive' },
+              );
+      this.#checked = auth.then((outcome) => this.#settled(outcome));
+    }
     return this.#checked;
   }
 

@@ -297,6 +297,14 @@ export interface JobMap {
   /** null when the account does not exist or is not visible. */
   folders: { args: { principal: Principal; accountId: number }; result: FolderNodeDto[] | null };
   search: { args: { principal: Principal; query: SearchQuery }; result: PagedResult<EmailSummaryDto> };
+  /**
+   * What the web's search page shows, in one crossing to a thread: the search, the accounts the
+   * caller sees, and with `folderTreeOf` that account's folder tree (null when it is not visible).
+   */
+  searchView: {
+    args: { principal: Principal; query: SearchQuery; folderTreeOf?: number };
+    result: { results: PagedResult<EmailSummaryDto>; accounts: MailAccountDto[]; folders: FolderNodeDto[] | null };
+  };
   /** The top groups of a search's matches, with exact counts (engine/rules/aggregate.ts). */
   aggregate: { args: { principal: Principal; aggregate: AggregateQuery }; result: AggregateResultDto };
   /** null when the message does not exist or is not visible. */
@@ -497,17 +505,35 @@ export type UnownedJob<K extends OwnedKind = OwnedKind> = {
   [P in K]: { kind: P } & Omit<JobMap[P]['args'], 'principal'>;
 }[K];
 
+/** A signed-in web session's claim (a signed cookie): checked as a `sessionUser` job checks it. */
+export interface SessionClaim {
+  userId: number;
+  stamp: string;
+  issuedAt: number;
+}
+
 /**
- * A key check and the job it admits, sent as one job so that a keyed request crosses to a
- * worker thread once (docs/decisions.md, ADR 7). The worker authenticates `keyHash` at `now`
- * exactly as an `authenticate` job does and, only when the key is genuine, runs `job` as the
- * key's principal. It runs on `job`'s lane and is shed as `job` would be.
+ * A key check (or a web session's check) and the job it admits, sent as one job so that a
+ * request crosses to a worker thread once (docs/decisions.md, ADR 7). The worker authenticates
+ * `keyHash` at `now` exactly as an `authenticate` job does (or the `session` as a `sessionUser`
+ * job does) and, only when it is genuine, runs `job` as its principal. It runs on `job`'s lane
+ * and is shed as `job` would be.
  */
 export interface AuthedJob<K extends OwnedKind = OwnedKind> {
   kind: 'authed';
-  keyHash: string;
   now: number;
   job: UnownedJob<K>;
+  /** The key's SHA-256; or else `session`: exactly one of the two. */
+  keyHash?: string;
+  session?: SessionClaim;
+}
+
+/**
+ * The principal a signed-in web user's jobs run as: no key (keyId 0, no prefix), the user's own
+ * scope, re-read on every request (gateway/web/session.ts).
+ */
+export function sessionPrincipal(user: WebUser): Principal {
+  return { userId: user.id, username: user.username, isAdmin: user.isAdmin, keyId: 0, keyPrefix: '' };
 }
 
 /**

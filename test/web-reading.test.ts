@@ -407,3 +407,22 @@ test.serial('HEAD of a message page reads it but logs no Open', async (t) => {
   t.is(head.status, 200);
   t.deepEqual(await logSince(from, f.users.alice), []);
 });
+
+test.serial(
+  'the session is checked with the page’s own job: a deactivated user is sent to sign in, and nothing is shown',
+  async (t) => {
+    const { agent } = await signIn(web.url, 'bob', PASSWORDS.bob);
+    t.is((await agent.get('/search')).status, 200);
+    withDb(f.dbPath, (db) => db.prepare("UPDATE users SET is_active = 0 WHERE username = 'bob'").run());
+    try {
+      for (const path of ['/search?q=reunion', `/emails/${f.emails.family!}`, `/emails/${f.emails.family!}/body`]) {
+        const res = await agent.get(path);
+        t.is(res.status, 302, path);
+        t.is(res.headers.location, `/login?next=${encodeURIComponent(path)}`);
+        t.false(res.text.includes('Family reunion'));
+      }
+    } finally {
+      withDb(f.dbPath, (db) => db.prepare("UPDATE users SET is_active = 1 WHERE username = 'bob'").run());
+    }
+  },
+);

@@ -133,6 +133,7 @@ export const JOB_KINDS: { readonly [K in JobKind]: JobKindPolicy<K> } = {
   createKeyFor: { lane: 'interactive', keepIfAbandoned: true },
   revokeKeyAs: { lane: 'interactive', keepIfAbandoned: true },
   search: { lane: 'query' },
+  searchView: { lane: 'query' }, // a search, and the accounts and a folder tree beside it
   aggregate: { lane: 'query' }, // a scan of the matches, like a search's count
   folders: { lane: 'query' },
   stats: { lane: 'query' },

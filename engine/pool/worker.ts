@@ -4,7 +4,16 @@ import { Piscina } from 'piscina';
 import { isEncodedDetail } from './encoded-detail.js';
 import { lowerThreadPriority } from './thread-priority.js';
 import { workerData } from 'node:worker_threads';
-import type { AuthedJob, AuthedResult, Job, JobKind, JobResult, OwnedKind } from '../../shared/jobs.js';
+import {
+  sessionPrincipal,
+  type AuthedJob,
+  type AuthedResult,
+  type AuthResult,
+  type Job,
+  type JobKind,
+  type JobResult,
+  type OwnedKind,
+} from '../../shared/jobs.js';
 import { openStore } from '../archive.js';
 import { type ArchiveStore } from '../store-contract.js';
 import { setPhraseScanWords } from '../sqlite/attachment-phrase.js';
@@ -85,13 +94,20 @@ function portable(err: unknown): Error {
  * key's outcome, for the gateway to charge the key's budget before it answers with the error.
  */
 async function authed(store: ArchiveStore, job: AuthedJob): Promise<AuthedResult> {
-  const auth = await store.run({ kind: 'authenticate', keyHash: job.keyHash, now: job.now });
+  const auth = await check(store, job);
   if (!auth.ok) return { auth };
   try {
     return { auth, result: await store.run({ ...job.job, principal: auth.principal } as Job<OwnedKind>) };
   } catch (err) {
     return { auth, error: portable(err) };
   }
+}
+
+/** The key's outcome, or a web session's: a session whose user is gone, inactive or re-passworded is refused. */
+async function check(store: ArchiveStore, job: AuthedJob): Promise<AuthResult> {
+  if (job.session === undefined) return store.run({ kind: 'authenticate', keyHash: job.keyHash ?? '', now: job.now });
+  const user = await store.run({ kind: 'sessionUser', ...job.session });
+  return user ? { ok: true, principal: sessionPrincipal(user) } : { ok: false, reason: 'inactive' };
 }
 
 export default async function run(job: Job | AuthedJob): Promise<unknown> {

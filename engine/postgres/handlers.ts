@@ -450,6 +450,14 @@ export const pgHandlers: PgHandlers = {
   accounts: (ctx, job) => accounts(ctx, job.principal),
   folders: (ctx, job) => folders(ctx, job.principal, job.accountId),
   search: (ctx, job) => searchPage(ctx, job.principal, job.query),
+  searchView: async (ctx, job) => {
+    const [results, visible, tree] = await Promise.all([
+      searchPage(ctx, job.principal, job.query),
+      accounts(ctx, job.principal),
+      job.folderTreeOf === undefined ? null : folders(ctx, job.principal, job.folderTreeOf),
+    ]);
+    return { results, accounts: visible, folders: tree };
+  },
   aggregate: (ctx, job) => aggregateEmails(ctx, job.principal, job.aggregate),
   detail: async (ctx, job) => {
     if (job.interactiveMaxBytes !== undefined) {

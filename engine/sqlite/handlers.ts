@@ -40,6 +40,11 @@ export const handlers: Handlers = {
   accounts: (db, job) => listVisibleAccounts(db, job.principal),
   folders: (db, job) => getFolderTree(db, job.principal, job.accountId),
   search: (db, job) => searchPage(db, job.principal, job.query),
+  searchView: (db, job) => ({
+    results: searchPage(db, job.principal, job.query),
+    accounts: listVisibleAccounts(db, job.principal),
+    folders: job.folderTreeOf === undefined ? null : getFolderTree(db, job.principal, job.folderTreeOf),
+  }),
   aggregate: (db, job) => aggregateEmails(db, job.principal, job.aggregate),
   detail: (db, job) => {
     if (job.interactiveMaxBytes !== undefined) {

@@ -18,8 +18,11 @@ const ENTITIES: Record<string, string> = {
   '`': '&#96;',
 };
 
+const SPECIAL = /[&<>"'`]/;
+
 export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"'`]/g, (c) => ENTITIES[c]!);
+  // Most values (dates, ids, plain names) have nothing to escape: no replace() call for them.
+  return SPECIAL.test(text) ? text.replace(/[&<>"'`]/g, (c) => ENTITIES[c]!) : text;
 }
 
 function render(value: unknown): string {

@@ -4,7 +4,6 @@
 // only), and the access log records it as REST's would, with source `web`.
 import type Router from '@koa/router';
 import type { Context, Middleware, Next } from 'koa';
-import type { Principal, WebUser } from '../../shared/jobs.js';
 import { isInvalidInput, parseInt32, parseSearchInput } from '../../shared/search-input.js';
 import { hasText, noTextReason, type ArchiveService, type Caller } from '../archive-service.js';
 import { KeyCheck } from '../auth.js';
@@ -22,6 +21,7 @@ import {
   type SearchState,
 } from './mail-views.js';
 import type { PageKit, WebContext } from './page-kit.js';
+import { sessionOf } from './session.js';
 import { WebError } from './errors.js';
 
 /** Where the reading pages live: the surface mounts these paths only when they are on. */
@@ -60,10 +60,8 @@ function bodyCsp(remoteImages: boolean): string {
 type ReaderState = WebContext['state'] & { caller?: Caller };
 type ReaderContext = WebContext & { state: ReaderState };
 
-/** The session's user as the engine's principal: no key, the user's own scope. */
-function principalOf(user: WebUser): Principal {
-  return { userId: user.id, username: user.username, isAdmin: user.isAdmin, keyId: 0, keyPrefix: '' };
-}
+/** The session's user is no longer there (deactivated, deleted, re-passworded): sign in again. */
+class SessionEnded extends Error {}
 
 function one(value: unknown): string {
   const v = Array.isArray(value) ? value[0] : value;
@@ -115,21 +113,45 @@ export function mailRoutes(
   kit: PageKit,
   deps: { service: ArchiveService; limiter: RateLimiter },
 ): void {
-  const { settings, session, chrome, page } = kit;
+  const { settings, cookie, chrome, page } = kit;
   const { service, limiter } = deps;
   const limits = { defaultPageSize: settings.Api.DefaultPageSize, maxPageSize: settings.Api.MaxPageSize };
 
   /**
-   * Every reading route: signed in (else to the sign-in page and back), one request of the
-   * user's budget (Web:ReadingRequestsPerMinute), then the request's caller.
+   * Every reading route: a signed-in session (else to the sign-in page and back), one request of
+   * the user's budget (Web:ReadingRequestsPerMinute), then the request's caller. The session's
+   * user is checked by the route's first engine job, in the same crossing to a worker thread
+   * (KeyCheck with the session's claim, as a key is checked with a REST route's job): a user
+   * deactivated, deleted or re-passworded since sign-in is sent to sign in again, and nothing the
+   * job read is shown.
    */
   const reader: Middleware = async (ctx: Context, next: Next) => {
     const c = ctx as ReaderContext;
-    const user = kit.requireUser(c, ctx.originalUrl);
-    if (!user) return;
-    await limiter.consume(`user:${user.id}`);
-    c.state.caller = { key: KeyCheck.forSession(service.engine, principalOf(user)), clientIp: ctx.ip, source: 'web' };
-    await next();
+    c.state.user = null;
+    const s = sessionOf(ctx);
+    if (!s || typeof s.uid !== 'number' || typeof s.stamp !== 'string') {
+      kit.requireUser(c, ctx.originalUrl);
+      return;
+    }
+    const stamp = s.stamp;
+    await limiter.consume(`user:${s.uid}`);
+    // A cookie from before `iat` began at most a lifetime before it expires (session.ts).
+    const claim = { userId: s.uid, stamp, issuedAt: typeof s.iat === 'number' ? s.iat : 0 };
+    const key = new KeyCheck(service.engine, claim, async (auth) => {
+      if (!auth.ok) throw new SessionEnded();
+      const { userId: id, username, isAdmin } = auth.principal;
+      c.state.user = { id, username, isAdmin, stamp };
+      return auth.principal;
+    });
+    c.state.caller = { key, clientIp: ctx.ip, source: 'web' };
+    try {
+      await next();
+    } catch (err) {
+      if (!(err instanceof SessionEnded)) throw err;
+      ctx.session = null;
+      c.state.user = null;
+      kit.requireUser(c, ctx.originalUrl);
+    }
   };
   const callerOf = (ctx: Context) => (ctx as ReaderContext).state.caller!;
   const idOf = (ctx: Context, name: string) => {
@@ -142,15 +164,12 @@ export function mailRoutes(
   const noMessage = () =>
     new WebError(404, 'Message not found', 'There is no such message, or it is not yours to read.');
 
-  router.get('/search', session, reader, async (ctx) => {
+  router.get('/search', cookie, reader, async (ctx) => {
     const c = ctx as ReaderContext;
     // A query-lane job: refused at once while that lane is full (as REST's shed()).
     service.engine.admit('search');
     const state = searchStateOf(ctx.query as Record<string, unknown>);
     const caller = callerOf(ctx);
-    const accountsJob = service.accounts(caller);
-    // Awaited below on every path but a thrown error's, where nothing may be left unhandled.
-    accountsJob.catch(() => undefined);
     const model: SearchModel = {
       state,
       accounts: [],
@@ -158,28 +177,24 @@ export function mailRoutes(
       results: null,
       exportAllowed: settings.Api.AllowAttachmentDownloads,
     };
-    let params: Record<string, unknown> | undefined;
     try {
-      params = searchParamsOf(state);
+      const params = searchParamsOf(state);
       const query = parseSearchInput(params, limits);
-      const [accounts, results, folders] = await Promise.all([
-        accountsJob,
-        service.search(caller, query, params),
-        query.accountId !== undefined ? service.folders(caller, query.accountId) : Promise.resolve(null),
-      ]);
-      model.accounts = accounts;
-      model.results = results;
-      model.folders = folders;
+      // One job: the search, the accounts list and the chosen account's folder tree.
+      const view = await service.searchView(caller, query, params, query.accountId);
+      model.accounts = view.accounts;
+      model.results = view.results;
+      model.folders = view.folders;
     } catch (err) {
       if (!isInvalidInput(err)) throw err;
-      model.accounts = await accountsJob;
+      model.accounts = await service.accounts(caller);
       model.error = (err as Error).message;
       ctx.status = 400;
     }
     page(c, ctx.status === 400 ? 400 : 200, searchPage(chrome(c, 'search'), model));
   });
 
-  router.get('/search/export', session, reader, async (ctx) => {
+  router.get('/search/export', cookie, reader, async (ctx) => {
     service.engine.admit('exportIds');
     const state = searchStateOf(ctx.query as Record<string, unknown>);
     const { page: _page, sortBy: _by, sortOrder: _order, snippets: _snippets, ...params } = searchParamsOf(state);
@@ -187,7 +202,7 @@ export function mailRoutes(
     await sendExport(ctx, { settings, service, limits }, callerOf(ctx), { ...params, format }, 'web');
   });
 
-  router.get('/emails/:id', session, reader, async (ctx) => {
+  router.get('/emails/:id', cookie, reader, async (ctx) => {
     const c = ctx as ReaderContext;
     const id = idOf(ctx, 'id');
     const caller = callerOf(ctx);
@@ -224,7 +239,7 @@ export function mailRoutes(
 
   // The HTML body as its own document, for the message page's sandboxed frame. Part of the Open
   // the page logged, so not logged again.
-  router.get('/emails/:id/body', session, reader, async (ctx) => {
+  router.get('/emails/:id/body', cookie, reader, async (ctx) => {
     const id = idOf(ctx, 'id');
     const remoteImages = one(ctx.query.remote) === '1';
     const view = await service.messageView(callerOf(ctx), id, { remoteImages, partUrl: partUrl(id), record: false });
@@ -235,12 +250,12 @@ export function mailRoutes(
     ctx.body = mailBodyDocument(view.html?.html ?? '');
   });
 
-  router.get('/emails/:id/raw', session, reader, async (ctx) => {
+  router.get('/emails/:id/raw', cookie, reader, async (ctx) => {
     downloadsAllowed(settings);
     await sendOriginal(ctx, service, callerOf(ctx), idOf(ctx, 'id'));
   });
 
-  router.get('/emails/:id/attachments/:attachmentId', session, reader, async (ctx) => {
+  router.get('/emails/:id/attachments/:attachmentId', cookie, reader, async (ctx) => {
     downloadsAllowed(settings);
     await sendAttachment(ctx, service, callerOf(ctx), {
       emailId: idOf(ctx, 'id'),
@@ -250,7 +265,7 @@ export function mailRoutes(
 
   // Shown by the browser itself: raster images (previews and the body's cid: images) and PDFs
   // (in the browser's own viewer). Anything else is not served inline.
-  router.get('/emails/:id/attachments/:attachmentId/inline', session, reader, async (ctx) => {
+  router.get('/emails/:id/attachments/:attachmentId/inline', cookie, reader, async (ctx) => {
     downloadsAllowed(settings);
     await sendAttachment(
       ctx,
@@ -267,7 +282,7 @@ export function mailRoutes(
     }
   });
 
-  router.get('/emails/:id/attachments/:attachmentId/preview', session, reader, async (ctx) => {
+  router.get('/emails/:id/attachments/:attachmentId/preview', cookie, reader, async (ctx) => {
     const c = ctx as ReaderContext;
     downloadsAllowed(settings);
     const emailId = idOf(ctx, 'id');

@@ -26,6 +26,11 @@ export interface PageKit {
   logger: Logger;
   /** Loads the session and its user (`ctx.state.user`). */
   session: Middleware;
+  /**
+   * Loads the session cookie only: for pages whose first engine job checks the session's user
+   * itself (the reading pages), so that checking it costs no crossing of its own.
+   */
+  cookie: Middleware;
   /** Parses a urlencoded form body of up to 16 kB. */
   form: Middleware;
   chrome(ctx: WebContext, current?: Chrome['current']): Chrome;
@@ -44,14 +49,13 @@ export function pageKit(
   const docsEnabled = settings.Api.Enabled && settings.Api.EnableSwaggerUi;
   const readingEnabled = readingPagesOn(settings);
   const lifetimeMs = settings.Web.SessionLifetimeMinutes * 60_000;
+  const cookie = sessionMiddleware(app, settings, sessionSecret(settings, logger));
   return {
     settings,
     engine,
     logger,
-    session: compose([
-      sessionMiddleware(app, settings, sessionSecret(settings, logger)),
-      loadUser(engine),
-    ]) as Middleware,
+    session: compose([cookie, loadUser(engine)]) as Middleware,
+    cookie,
     form: bodyParser({ enableTypes: ['form'], formLimit: '16kb' }) as Middleware,
     // Only pages with forms need the CSRF token, and asking for it creates the session.
     chrome: (ctx, current) => ({
