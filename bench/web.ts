@@ -9,7 +9,7 @@
 // 2. The search page under the varied stream with 8 connections, against REST's /api/v1/emails
 //    with the same searches (snippets on), each on a fresh server. Target: ≥ 80% of REST's rate.
 //
-//   npm run bench:web [-- --messages 1000000 --duration 10 --connections 8 --requests 300 --rounds 3]
+//   npm run bench:web [-- --messages 1000000 --duration 10 --connections 8 --requests 300 --rounds 4]
 import { hashPassword } from '../engine/rules/password-hash.js';
 import { openArchive } from '../engine/sqlite/open.js';
 import { setPasswordHash } from '../engine/sqlite/users.js';
@@ -206,7 +206,7 @@ async function main(): Promise<void> {
   // alternating rounds (REST, page, page, REST, ...): a shared machine's speed drifts by tens of
   // percent between minutes, and the medians of interleaved rounds compare like with like. The
   // server's CPU per request is read from /proc as well: what each answer costs the machine.
-  const rounds = arg('--rounds', 3);
+  const rounds = arg('--rounds', 4);
   const many = queryStream(Math.max(40_000, requests * 8), { addresses, seed: 11 }).map(expressible);
   const run = async (paths: string[], headers: (url: string) => Promise<Record<string, string>>) => {
     server = await startArchiveServer(dbPath, { env: UNLIMITED });

@@ -82,6 +82,11 @@ export const EmailSummaryDto = z
       description:
         'Only with `snippets=true` and words in `q`: the text around the matched words, each wrapped in <mark>…</mark>, the rest HTML-escaped (docs/search.md).',
     }),
+    // Additive (not in SPEC.md): only with snippets=true, when the snippet is from an attachment.
+    snippetAttachment: z.object({ id: int32(), fileName: z.string() }).optional().meta({
+      description:
+        'Only with `snippets=true`, when the words of `q` were found inside an attachment (attachment: terms) and not in the body: the attachment the `snippet` is taken from (docs/search.md, "Snippets").',
+    }),
     // Additive (not in SPEC.md): present only when the caller asked for it (include=threadId).
     threadId: int32(
       'The conversation this message belongs to (the smallest message id in it); only with include=threadId. Use it with thread:<id> in q or GET /api/v1/emails/{id}/thread.',

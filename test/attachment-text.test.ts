@@ -248,6 +248,34 @@ const search = async (h: ApiHarness, key: string, q: string) => {
   return (res.body as { items: Array<{ id: number }>; totalItems: number }).items.map((e) => e.id).sort();
 };
 
+test.serial('snippets=true shows the words found inside an attachment, and names the file', async (t) => {
+  const { h, a } = await api();
+  t.teardown(() => h.close());
+  type Item = { id: number; snippet?: string; snippetAttachment?: { id: number; fileName: string } };
+  const items = async (q: string, snippets = true) => {
+    const res = await h.request
+      .get('/api/v1/emails')
+      .query({ q, pageSize: 100, ...(snippets ? { snippets: 'true' } : {}) })
+      .set(bearer(a.fixture.keys.admin));
+    return res.body.items as Item[];
+  };
+  const pdfItem = (await items('attachment:zymurgical')).find((i) => i.id === a.emails.pdf)!;
+  t.regex(pdfItem.snippet!, /<mark>zymurgical<\/mark>/i);
+  t.deepEqual(pdfItem.snippetAttachment, { id: attachmentOf(a, 'pdf'), fileName: 'forecast.pdf' });
+  const docxItem = (await items('attachment:kerfuf*')).find((i) => i.id === a.emails.docx)!;
+  t.regex(docxItem.snippet!, /<mark>kerfuf\w*<\/mark>/i);
+  t.is(docxItem.snippetAttachment?.fileName, 'policy.docx');
+  // The body holds a word of the query: its snippet stays the body's.
+  const mixed = (await items('attachment:zymurgical bob')).find((i) => i.id === a.emails.hidden)!;
+  t.regex(mixed.snippet!, /<mark>bob<\/mark>/i);
+  t.is(mixed.snippetAttachment, undefined);
+  // Without snippets=true, items are as SPEC.md shows them.
+  for (const item of await items('attachment:zymurgical', false)) {
+    t.false('snippet' in item);
+    t.false('snippetAttachment' in item);
+  }
+});
+
 test.serial('attachment: finds words only inside attachments; plain words do not', async (t) => {
   const { h, a } = await api();
   t.teardown(() => h.close());

@@ -34,6 +34,7 @@ const MESSAGE_TEXT = [
     ['subject', 'from', 'to', 'folderName'].map((f) => `${s}.properties.${f}`),
   ),
   'EmailSummaryDto.properties.snippet',
+  'EmailSummaryDto.properties.snippetAttachment.properties.fileName',
   ...['cc', 'bcc', 'messageId', 'textBody', 'htmlBody'].map((f) => `EmailDetailDto.properties.${f}`),
   'AttachmentDto.properties.fileName',
   'AttachmentDto.properties.contentType',

@@ -325,11 +325,21 @@ test('components: fields, formats, nullability and references as SPEC.md, “Res
   // SPEC.md's fields, Mail Archiver's read flag where the archive has it (docs/compat.md), then
   // the additions a search item carries only when asked for (snippets=true, include=threadId);
   // like every field, optional in the document.
-  t.deepEqual(Object.keys(props('EmailSummaryDto')), [...summary, 'isRead', 'snippet', 'threadId']);
+  t.deepEqual(Object.keys(props('EmailSummaryDto')), [
+    ...summary,
+    'isRead',
+    'snippet',
+    'snippetAttachment',
+    'threadId',
+  ]);
   t.like(props('EmailSummaryDto').isRead, { type: 'boolean' });
   t.like(props('EmailDetailDto').isRead, { type: 'boolean' });
   t.like(props('EmailSummaryDto').snippet, { type: 'string' });
   t.like(props('EmailSummaryDto').threadId, int32);
+  t.like(props('EmailSummaryDto').snippetAttachment, {
+    type: 'object',
+    properties: { id: int32, fileName: { type: 'string' } },
+  });
   t.like(props('EmailSummaryDto').accountId, int32);
   t.like(props('EmailSummaryDto').sentDate, dateTime);
   t.falsy(props('EmailSummaryDto').sentDate!.nullable);

@@ -1,7 +1,15 @@
 // Snippets (docs/search.md, "Snippets"): the window chosen, what is marked and escaped, and the
 // REST parameter and MCP argument on the real gateway, on this run's store (TEST_STORE).
 import anyTest, { type TestFn } from 'ava';
-import { makeSnippet, snippetTermsOf, type SnippetTerms } from '../engine/search/snippet.js';
+import {
+  ATTACHMENT_SCAN_CHARS,
+  attachmentSnippetTerms,
+  makeSnippet,
+  snippetTermsOf,
+  withAttachmentSnippets,
+  type SnippetTerms,
+} from '../engine/search/snippet.js';
+import { parseQuery } from '../shared/query-language.js';
 import { scanTokens, tokenize, type TokenVisitor } from '../engine/search/unicode61.js';
 import type { EmailSummaryDto, PagedResult } from '../shared/dto.js';
 import { bearer, startApi, type ApiHarness } from './helpers/api.js';
@@ -170,4 +178,39 @@ test('MCP search_emails takes snippets: true', async (t) => {
   } finally {
     await client.close();
   }
+});
+
+test('an attachment snippet: the attachment: terms, marked and escaped, within the first 200,000 characters of text', (t) => {
+  const attached = attachmentSnippetTerms(
+    parseQuery('budget attachment:"net 30" -attachment:draft attachment:quart*'),
+  )!;
+  t.deepEqual([...attached.words].sort(), ['30', 'net']);
+  t.deepEqual(attached.prefixes, ['quart']);
+  t.is(attachmentSnippetTerms(parseQuery('budget -attachment:draft')), null);
+  const texts = new Map([
+    [
+      1,
+      [
+        { id: 10, fileName: 'empty.txt', text: 'nothing here' },
+        { id: 11, fileName: '<b>terms</b>.pdf', text: 'Payment <due> net 30 days & quarterly review.' },
+      ],
+    ],
+    [2, [{ id: 20, fileName: 'long.txt', text: `${'x '.repeat(ATTACHMENT_SCAN_CHARS / 2)} net 30` }]],
+  ]);
+  const out = withAttachmentSnippets(
+    [
+      { id: 1, subject: 's' },
+      { id: 2, subject: 's' },
+      { id: 3, subject: 's', snippet: 'the <mark>budget</mark>' },
+    ],
+    attached,
+    texts,
+  );
+  t.is(
+    out[0]!.snippet,
+    'Payment &lt;due&gt; <mark>net</mark> <mark>30</mark> days &amp; <mark>quarterly</mark> review.',
+  );
+  t.deepEqual(out[0]!.snippetAttachment, { id: 11, fileName: '<b>terms</b>.pdf' }, 'the file name is data');
+  t.deepEqual(out[1], { id: 2, subject: 's' }, 'a match past the first 200,000 characters is not looked for');
+  t.deepEqual(out[2], { id: 3, subject: 's', snippet: 'the <mark>budget</mark>' }, 'a body snippet with marks stays');
 });

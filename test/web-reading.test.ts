@@ -4,7 +4,9 @@
 import test from 'ava';
 import request from 'supertest';
 import { rawBody } from './helpers/api.js';
-import { createFixture, type Fixture } from './helpers/fixture.js';
+import { saveAttachmentTexts } from '../engine/sqlite/attachment-text.js';
+import { ArchiveWriter } from '../engine/sqlite/writer.js';
+import { createFixture, email, type Fixture } from './helpers/fixture.js';
 import { addReadingMail, ORIGINAL, PDF, PNG, type ReadingMail } from './helpers/reading.js';
 import { PASSWORDS, setPasswords, signIn, startWeb, withDb, type Agent, type WebFixture } from './helpers/web.js';
 
@@ -17,6 +19,19 @@ test.before(async () => {
   f = createFixture();
   await setPasswords(f.dbPath);
   mail = addReadingMail(f);
+  // The contract's text, as an import's extraction would have found it.
+  withDb(f.dbPath, (db) => {
+    const content = db
+      .prepare("SELECT content_id FROM attachments WHERE email_id = ? AND file_name = 'contract.pdf'")
+      .pluck()
+      .get(mail.pdf) as number;
+    saveAttachmentTexts(db, [
+      {
+        contentId: content,
+        result: { status: 'ok', text: 'Payment terms: net 30 days, by zeppelin post.', truncated: false },
+      },
+    ]);
+  });
   web = await startWeb({ fixture: f, overrides: loose });
 });
 test.after.always(async () => {
@@ -426,3 +441,40 @@ test.serial(
     }
   },
 );
+
+test.serial('a folder tree kept between pages still counts new mail, moves and deletions at once', async (t) => {
+  const tree = async () => {
+    const res = await request(web.url)
+      .get(`/api/v1/accounts/${f.accounts.shared}/folders`)
+      .set('Authorization', `Bearer ${f.keys.admin}`);
+    const counts: Record<string, number> = {};
+    const walk = (nodes: Array<{ fullPath: string; totalCount: number; children: unknown[] }>) =>
+      nodes.forEach((n) => {
+        counts[n.fullPath] = n.totalCount;
+        walk(n.children as typeof nodes);
+      });
+    walk(res.body);
+    return counts;
+  };
+  const before = await tree();
+  t.deepEqual(await tree(), before, 'asked twice, the same');
+  const id = withDb(f.dbPath, (db) => {
+    const writer = new ArchiveWriter(db);
+    return writer.add(email({ accountId: f.accounts.shared, folder: 'Cached/New', subject: 'New in a new folder' }))!;
+  });
+  t.is((await tree())['Cached/New'], 1, 'new mail');
+  withDb(f.dbPath, (db) => db.prepare("UPDATE emails SET folder = 'Cached/Moved' WHERE id = ?").run(id));
+  const moved = await tree();
+  t.is(moved['Cached/New'], undefined);
+  t.is(moved['Cached/Moved'], 1, 'a move');
+  withDb(f.dbPath, (db) => db.prepare('DELETE FROM emails WHERE id = ?').run(id));
+  t.deepEqual(await tree(), before, 'a deletion');
+});
+
+test('a hit inside an attachment is shown from its text, and the result says which file', async (t) => {
+  const agent = await as('alice');
+  const res = await agent.get('/search?q=attachment%3Azeppelin');
+  t.deepEqual(resultIds(res.text), [mail.pdf]);
+  t.regex(res.text, /In attachment: <strong>contract\.pdf<\/strong>/);
+  t.regex(res.text, /by <mark>zeppelin<\/mark> post\./);
+});

@@ -10,6 +10,7 @@ import {
   type AttachmentTextStore,
   type PendingContent,
 } from '../attachments/index-texts.js';
+import { ATTACHMENT_SCAN_CHARS, type AttachmentText } from '../search/snippet.js';
 import { T, visibleAccounts } from './columns.js';
 import { reindexDocuments } from './search-index.js';
 import { raw, sql } from './sql.js';
@@ -113,4 +114,33 @@ export async function attachmentText(
   if (!row) return null;
   const { status, text, truncated, ...attachment } = row;
   return pageOfText(attachment, status, text ?? '', truncated === true, offset, maxChars);
+}
+
+/**
+ * The beginnings of the extracted text of these messages' attachments, in attachment order, for
+ * snippets (engine/search/snippet.ts withAttachmentSnippets): only attachments that begin within
+ * a message's first ATTACHMENT_SCAN_CHARS characters of text, each cut to that many.
+ */
+export async function attachmentTextsOf(
+  ctx: PgContext,
+  emailIds: readonly number[],
+): Promise<Map<number, AttachmentText[]>> {
+  const rows = await ctx.read<{ emailId: number; id: number; fileName: string; text: string }>(
+    sql`SELECT "emailId", id, "fileName", text FROM (
+          SELECT a."ArchivedEmailId" AS "emailId", a."Id" AS id, a."FileName" AS "fileName",
+                 left(t.text, ${ATTACHMENT_SCAN_CHARS}::int) AS text,
+                 sum(least(t.chars, ${ATTACHMENT_SCAN_CHARS}::int)) OVER (PARTITION BY a."ArchivedEmailId" ORDER BY a."Id")
+                   - least(t.chars, ${ATTACHMENT_SCAN_CHARS}::int) AS before
+            FROM ${T.attachments} a JOIN ${TEXTS} t ON t.content_id = ${KEY}
+           WHERE a."ArchivedEmailId" = ANY(${[...emailIds]}::int[]) AND t.status = 'ok' AND t.chars > 0) s
+         WHERE before < ${ATTACHMENT_SCAN_CHARS}::int
+         ORDER BY "emailId", id`,
+  );
+  const out = new Map<number, AttachmentText[]>();
+  for (const { emailId, id, fileName, text } of rows) {
+    const list = out.get(emailId) ?? [];
+    list.push({ id, fileName, text });
+    out.set(emailId, list);
+  }
+  return out;
 }

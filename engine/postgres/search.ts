@@ -7,7 +7,8 @@ import type { EmailSummaryDto, PagedResult } from '../../shared/dto.js';
 import { hasReadTerm, parseQuery } from '../../shared/query-language.js';
 import { readTermsUnsupported } from '../../shared/search-input.js';
 import { compileSearch } from '../search/compile.js';
-import { snippetTermsOf, withSnippets } from '../search/snippet.js';
+import { allSnippetTermsOf, lacksMarks, withAttachmentSnippets, withSnippets } from '../search/snippet.js';
+import { attachmentTextsOf } from './attachment-text.js';
 import { pageOf, toSummary, type RawSummary } from '../rules/summary.js';
 import { SORT_COLUMNS, summaryColumns, T, visibleAccounts, zonedTimestamp } from './columns.js';
 import { compileMatch, compileTsQuery, DOCS, ensureSearchIndex } from './search-index.js';
@@ -135,13 +136,17 @@ export async function searchPage(
   if (result.items.length === 0) return result;
   let items = result.items;
   const ids = items.map((i) => i.id);
-  const terms = query.snippets ? snippetTermsOf(query.q) : null;
-  if (terms) {
+  const terms = query.snippets ? allSnippetTermsOf(query.q) : null;
+  if (terms?.body) {
     const rows = await ctx.read<{ id: number; body: string | null }>(
       sql`SELECT e."Id" AS id, e."Body" AS body FROM ${T.emails} e WHERE e."Id" = ANY(${ids}::int[])`,
     );
-    items = withSnippets(items, terms, new Map(rows.map((r) => [r.id, r.body])));
+    items = withSnippets(items, terms.body, new Map(rows.map((r) => [r.id, r.body])));
   }
+  // Words found inside attachments (attachment: terms): the snippet is from there, naming the file.
+  const unmarked = terms?.attachments ? items.filter(lacksMarks).map((i) => i.id) : [];
+  if (terms?.attachments && unmarked.length > 0)
+    items = withAttachmentSnippets(items, terms.attachments, await attachmentTextsOf(ctx, unmarked));
   if (query.includeThreadId) {
     const threads = await threadIdsOf(ctx, ids);
     items = items.map((i) => ({ ...i, threadId: threads.get(i.id) ?? i.id }));

@@ -53,6 +53,32 @@ export function snippetTermsOf(q: string | undefined): SnippetTerms | null {
   return q?.trim() ? snippetTerms(parseQuery(q)) : null;
 }
 
+/** The words a snippet marks inside attachment text: the query's positive `attachment:` terms. */
+export function attachmentSnippetTerms(root: Node | null): SnippetTerms | null {
+  const words = new Set<string>();
+  const prefixes: string[] = [];
+  const visit = (node: Node): void => {
+    if (node.type === 'and' || node.type === 'or') node.children.forEach(visit);
+    else if (node.type === 'attachment') {
+      const tokens = node.words.flatMap((w) => tokenize(w));
+      tokens.forEach((t, i) => (node.prefix && i === tokens.length - 1 ? prefixes.push(t) : words.add(t)));
+    }
+  };
+  if (root) visit(root);
+  return words.size || prefixes.length ? { words, prefixes } : null;
+}
+
+/** Both kinds of snippet terms of a query as given; null when it has neither. */
+export function allSnippetTermsOf(
+  q: string | undefined,
+): { body: SnippetTerms | null; attachments: SnippetTerms | null } | null {
+  if (!q?.trim()) return null;
+  const root = parseQuery(q);
+  const body = snippetTerms(root);
+  const attachments = attachmentSnippetTerms(root);
+  return body || attachments ? { body, attachments } : null;
+}
+
 interface Hit {
   start: number;
   end: number;
@@ -166,6 +192,51 @@ export function makeSnippet(subject: string, body: string | null, terms: Snippet
   const start = source.search(/\S/u);
   if (start < 0) return '';
   return render(source, start, cutEnd(source, Math.min(source.length, start + size), start + 1), []);
+}
+
+/** One attachment's extracted text, as a snippet reads it (its beginning: the store cuts it). */
+export interface AttachmentText {
+  id: number;
+  fileName: string;
+  text: string;
+}
+
+/**
+ * How much of one message's attachment text is looked through for a snippet, over all its
+ * attachments (the first ATTACHMENT_SCAN_FILES of them, in order): as SCAN_CHARS bounds a body.
+ */
+export const ATTACHMENT_SCAN_CHARS = 200_000;
+export const ATTACHMENT_SCAN_FILES = 20;
+
+/** Whether an item still needs a snippet from its attachments: its own shows none of the words. */
+export const lacksMarks = (item: { snippet?: string }) => !item.snippet?.includes('<mark>');
+
+/**
+ * Gives each item whose snippet shows none of the query's words (the words matched inside an
+ * attachment: `attachment:` terms) the window of its attachments' text around them instead, and
+ * names that attachment (`snippetAttachment`). Items without such a hit are left as they are.
+ */
+export function withAttachmentSnippets<T extends { id: number; snippet?: string }>(
+  items: T[],
+  terms: SnippetTerms,
+  texts: Map<number, AttachmentText[]>,
+  size = SNIPPET_CHARS,
+): Array<T & { snippetAttachment?: { id: number; fileName: string } }> {
+  return items.map((item) => {
+    if (!lacksMarks(item)) return item;
+    let budget = ATTACHMENT_SCAN_CHARS;
+    for (const file of (texts.get(item.id) ?? []).slice(0, ATTACHMENT_SCAN_FILES)) {
+      if (budget <= 0) break;
+      const text = file.text.length > budget ? file.text.slice(0, budget) : file.text;
+      budget -= text.length;
+      const hits = hitsIn(text, terms, text.length, size);
+      if (hits.length === 0) continue;
+      const { from, to } = bestWindow(text, hits, size);
+      const snippet = render(text, from, to, windowHits(text, from, to, terms));
+      return { ...item, snippet, snippetAttachment: { id: file.id, fileName: file.fileName } };
+    }
+    return item;
+  });
 }
 
 /** Adds a snippet to each item that has a body or subject in `texts`; keeps the order. */

@@ -4,6 +4,7 @@ import type { AttachmentTextPage, Viewer } from '../../shared/jobs.js';
 import type { ExtractResult } from '../attachments/extract.js';
 import type { AttachmentTextRow, AttachmentTextStore, PendingContent } from '../attachments/index-texts.js';
 import { pageOfText } from '../attachments/index-texts.js';
+import { ATTACHMENT_SCAN_CHARS, type AttachmentText } from '../search/snippet.js';
 import type { Db } from './open.js';
 import { prepared } from './statements.js';
 import { visibleAccountsClause } from './accounts.js';
@@ -129,4 +130,32 @@ export function getAttachmentText(
   if (!row) return null;
   const { status, text, truncated, ...attachment } = row;
   return pageOfText(attachment, status, text ?? '', truncated === 1, offset, maxChars);
+}
+
+/**
+ * The beginnings of the extracted text of these messages' attachments, in attachment order, for
+ * snippets (engine/search/snippet.ts withAttachmentSnippets): only attachments that begin within
+ * a message's first ATTACHMENT_SCAN_CHARS characters of text, each cut to that many.
+ */
+export function attachmentTextsOf(db: Db, emailIds: readonly number[]): Map<number, AttachmentText[]> {
+  const rows = prepared(
+    db,
+    `SELECT email_id, id, file_name, text FROM (
+       SELECT a.email_id, a.id, a.file_name, substr(t.text, 1, ${ATTACHMENT_SCAN_CHARS}) AS text,
+              sum(min(t.chars, ${ATTACHMENT_SCAN_CHARS})) OVER (PARTITION BY a.email_id ORDER BY a.id ROWS UNBOUNDED PRECEDING)
+                - min(t.chars, ${ATTACHMENT_SCAN_CHARS}) AS before
+         FROM attachments a JOIN attachment_texts t ON t.content_id = a.content_id
+        WHERE a.email_id IN (SELECT value FROM json_each(?)) AND t.status = 'ok' AND t.chars > 0)
+      WHERE before < ${ATTACHMENT_SCAN_CHARS}
+      ORDER BY email_id, id`,
+  )
+    .raw()
+    .all(JSON.stringify(emailIds)) as Array<[number, number, string, string]>;
+  const out = new Map<number, AttachmentText[]>();
+  for (const [emailId, id, fileName, text] of rows) {
+    const list = out.get(emailId) ?? [];
+    list.push({ id, fileName, text });
+    out.set(emailId, list);
+  }
+  return out;
 }

@@ -16,7 +16,8 @@ import { readTermsUnsupported } from '../../shared/search-input.js';
 import type { Db } from './open.js';
 import { prepared } from './statements.js';
 import { searchEmails } from './search.js';
-import { snippetTermsOf, withSnippets } from '../search/snippet.js';
+import { allSnippetTermsOf, lacksMarks, withAttachmentSnippets, withSnippets } from '../search/snippet.js';
+import { attachmentTextsOf } from './attachment-text.js';
 import { threadIdsOf } from './threads.js';
 import { ATTACHMENT_ENTRY_BYTES } from '../pool/large-detail.js';
 import { canSeeAccount, visibleAccountsClause } from './accounts.js';
@@ -39,16 +40,20 @@ export function searchPage(db: Db, viewer: Viewer, query: SearchQuery): PagedRes
   const result = searchEmails(db, viewer, query);
   if (result.items.length === 0) return result;
   let items = result.items;
-  const terms = query.snippets ? snippetTermsOf(query.q) : null;
-  if (terms) {
+  const terms = query.snippets ? allSnippetTermsOf(query.q) : null;
+  if (terms?.body) {
     const rows = prepared(
       db,
       'SELECT email_id, text_body FROM email_bodies WHERE email_id IN (SELECT value FROM json_each(?))',
     )
       .raw()
       .all(JSON.stringify(items.map((i) => i.id))) as Array<[number, string | null]>;
-    items = withSnippets(items, terms, new Map(rows));
+    items = withSnippets(items, terms.body, new Map(rows));
   }
+  // Words found inside attachments (attachment: terms): the snippet is from there, naming the file.
+  const unmarked = terms?.attachments ? items.filter(lacksMarks).map((i) => i.id) : [];
+  if (terms?.attachments && unmarked.length > 0)
+    items = withAttachmentSnippets(items, terms.attachments, attachmentTextsOf(db, unmarked));
   if (query.includeThreadId) {
     const threads = threadIdsOf(
       db,
@@ -96,10 +101,38 @@ export function storedBodyBytes(db: Db, id: number): number {
 /** null when the account does not exist or is not visible: the caller cannot tell which. */
 export function getFolderTree(db: Db, viewer: Viewer, accountId: number): FolderNodeDto[] | null {
   if (!canSeeAccount(db, viewer, accountId)) return null;
-  const counts = prepared(db, 'SELECT folder, count(*) AS count FROM emails WHERE account_id = ? GROUP BY folder').all(
-    accountId,
-  ) as Array<{ folder: string; count: number }>;
-  return buildFolderTree(counts);
+  return buildFolderTree(folderCounts(db, accountId));
+}
+
+type FolderCounts = Array<{ folder: string; count: number }>;
+/** Accounts whose folder counts one connection keeps: a bound on memory, not a tuning knob. */
+const FOLDER_CACHE_ACCOUNTS = 64;
+const folderCache = new WeakMap<Db, { mail: string; byAccount: Map<number, FolderCounts> }>();
+
+/**
+ * An account's messages per folder. Counting them reads every message of the account (5 to 8 ms
+ * at 50,000), and the web's search page shows the tree on every page of a chosen account, so each
+ * connection keeps the counts while the archive's mail is unchanged: the same test the search
+ * index's snapshot is current by (index-share.ts currentSnapshot), new mail raising the largest
+ * id and every rewrite (deletion, move, reparse) raising `rewrites`.
+ */
+function folderCounts(db: Db, accountId: number): FolderCounts {
+  const state = prepared(
+    db,
+    'SELECT coalesce((SELECT max(id) FROM emails), 0) AS maxId, rewrites FROM archive_state WHERE id = 1',
+  ).get() as { maxId: number; rewrites: number };
+  const mail = `${state.maxId}:${state.rewrites}`;
+  let cache = folderCache.get(db);
+  if (!cache || cache.mail !== mail) folderCache.set(db, (cache = { mail, byAccount: new Map() }));
+  let counts = cache.byAccount.get(accountId);
+  if (!counts) {
+    counts = prepared(db, 'SELECT folder, count(*) AS count FROM emails WHERE account_id = ? GROUP BY folder').all(
+      accountId,
+    ) as FolderCounts;
+    if (cache.byAccount.size >= FOLDER_CACHE_ACCOUNTS) cache.byAccount.clear();
+    cache.byAccount.set(accountId, counts);
+  }
+  return counts;
 }
 
 export function getAttachmentHandle(

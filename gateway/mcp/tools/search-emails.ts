@@ -54,6 +54,7 @@ export function searchEmailsTool({ mcp, limits, bound }: ToolConfig): McpTool {
         'snippets',
         `true adds to each item a snippet: about ${SNIPPET_CHARS} characters of the body (or subject) around the words of q, ` +
           'each matched word wrapped in <mark>…</mark>, the rest HTML-escaped; shows why a message matched without opening it. ' +
+          'When the words were found inside an attachment (attachment: terms), the snippet is from its text and snippetAttachment names it. ' +
           'Default false; needs words in q.',
       ).optional(),
       include: z
