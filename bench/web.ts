@@ -234,6 +234,8 @@ async function main(): Promise<void> {
   const restRound = async () => restRuns.push(await run(many.map(restPath), async () => rest));
   const pageRound = async () =>
     pageRuns.push(await run(many.map(pagePath), async (url) => ({ Cookie: await signIn(url, 'admin') })));
+  // A first run fills the operating system's page cache with the corpus, so no round is the cold one.
+  await run(many.map(restPath), async () => rest);
   for (let i = 0; i < rounds; i++) {
     if (i % 2 === 0) {
       await restRound();
@@ -243,7 +245,12 @@ async function main(): Promise<void> {
       await restRound();
     }
   }
-  const median = (xs: number[]) => percentile(xs, 50);
+  // The middle of the values (the mean of the two middle ones for an even count).
+  const median = (xs: number[]) => {
+    const sorted = [...xs].sort((a, b) => a - b);
+    const mid = sorted.length >> 1;
+    return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  };
   console.log('');
   console.log(`## The varied stream, ${connections} connections, ${duration} s each, ${rounds} rounds`);
   console.log('');
@@ -261,13 +268,20 @@ async function main(): Promise<void> {
         0,
       )} |`,
     );
-  const restRate = median(restRuns.map((r) => r.rps));
-  const pageRate = median(pageRuns.map((r) => r.rps));
+  // Each round's two runs are next to each other in time: their ratio is the least disturbed by
+  // the machine's drift. The CPU per request compares what each answer costs, whatever the drift.
+  const ratios = pageRuns.map((r, i) => r.rps / restRuns[i]!.rps);
+  const cpuRatio = median(restRuns.map((r) => r.cpuPerRequest)) / median(pageRuns.map((r) => r.cpuPerRequest));
+  console.log('');
+  console.log(
+    `Page / REST rate per round: ${ratios.map((x) => `${(x * 100).toFixed(0)}%`).join(', ')}; median ${(median(ratios) * 100).toFixed(0)}%. ` +
+      `REST's server CPU per request / the page's: ${(cpuRatio * 100).toFixed(0)}%.`,
+  );
   const non2xx = [...restRuns, ...pageRuns].reduce((n, r) => n + r.non2xx, 0);
   scorecard.atLeast(
     'search page under the varied stream',
-    "rate vs REST's",
-    pageRate / restRate,
+    "rate vs REST's (median of the rounds' ratios)",
+    median(ratios),
     0.8,
     (n) => `${(n * 100).toFixed(0)}%`,
   );
