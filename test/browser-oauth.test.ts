@@ -141,7 +141,8 @@ test.serial('Deny in Chromium sends access_denied to the client, with its state'
   await page.fill('input[name="username"]', 'bob');
   await page.fill('input[name="password"]', PASSWORDS.bob);
   await page.click('form[action="/login"] button[type="submit"]');
-  await page.waitForURL(/\/keys/);
+  // Signing in with no page to return to leads to the search page.
+  await page.waitForURL(/\/search$/);
   await page.goto(
     authorizeUrl({
       client_id: clientId,

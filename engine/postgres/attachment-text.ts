@@ -10,7 +10,7 @@ import {
   type AttachmentTextStore,
   type PendingContent,
 } from '../attachments/index-texts.js';
-import { ATTACHMENT_SCAN_CHARS, type AttachmentText } from '../search/snippet.js';
+import { ATTACHMENT_SCAN_CHARS, ATTACHMENT_SCAN_FILES, type AttachmentText } from '../search/snippet.js';
 import { T, visibleAccounts } from './columns.js';
 import { reindexDocuments } from './search-index.js';
 import { raw, sql } from './sql.js';
@@ -118,23 +118,33 @@ export async function attachmentText(
 
 /**
  * The beginnings of the extracted text of these messages' attachments, in attachment order, for
- * snippets (engine/search/snippet.ts withAttachmentSnippets): only attachments that begin within
- * a message's first ATTACHMENT_SCAN_CHARS characters of text, each cut to that many.
+ * snippets (engine/search/snippet.ts withAttachmentSnippets): each message's first
+ * ATTACHMENT_SCAN_FILES attachments that have text, and of those only what lies within its first
+ * ATTACHMENT_SCAN_CHARS characters of attachment text. `text` is read (a prefix of it, by left())
+ * only for the rows within that bound, not for every attachment of the message (docs/search.md,
+ * "Snippets").
  */
 export async function attachmentTextsOf(
   ctx: PgContext,
   emailIds: readonly number[],
 ): Promise<Map<number, AttachmentText[]>> {
   const rows = await ctx.read<{ emailId: number; id: number; fileName: string; text: string }>(
-    sql`SELECT "emailId", id, "fileName", text FROM (
-          SELECT a."ArchivedEmailId" AS "emailId", a."Id" AS id, a."FileName" AS "fileName",
-                 left(t.text, ${ATTACHMENT_SCAN_CHARS}::int) AS text,
-                 sum(least(t.chars, ${ATTACHMENT_SCAN_CHARS}::int)) OVER (PARTITION BY a."ArchivedEmailId" ORDER BY a."Id")
-                   - least(t.chars, ${ATTACHMENT_SCAN_CHARS}::int) AS before
-            FROM ${T.attachments} a JOIN ${TEXTS} t ON t.content_id = ${KEY}
-           WHERE a."ArchivedEmailId" = ANY(${[...emailIds]}::int[]) AND t.status = 'ok' AND t.chars > 0) s
-         WHERE before < ${ATTACHMENT_SCAN_CHARS}::int
-         ORDER BY "emailId", id`,
+    sql`WITH firsts AS (
+          SELECT "emailId", id, "fileName", key FROM (
+            SELECT a."ArchivedEmailId" AS "emailId", a."Id" AS id, a."FileName" AS "fileName", ${KEY} AS key,
+                   row_number() OVER (PARTITION BY a."ArchivedEmailId" ORDER BY a."Id") AS n
+              FROM ${T.attachments} a JOIN ${TEXTS} t ON t.content_id = ${KEY}
+             WHERE a."ArchivedEmailId" = ANY(${[...emailIds]}::int[]) AND t.status = 'ok') numbered
+           WHERE n <= ${ATTACHMENT_SCAN_FILES}::int
+        ), placed AS (
+          SELECT f.*, sum(least(t.chars, ${ATTACHMENT_SCAN_CHARS}::int)) OVER (PARTITION BY f."emailId" ORDER BY f.id)
+                        - least(t.chars, ${ATTACHMENT_SCAN_CHARS}::int) AS before
+            FROM firsts f JOIN ${TEXTS} t ON t.content_id = f.key
+        )
+        SELECT p."emailId", p.id, p."fileName", left(t.text, (${ATTACHMENT_SCAN_CHARS}::int - p.before)::int) AS text
+          FROM placed p JOIN ${TEXTS} t ON t.content_id = p.key
+         WHERE p.before < ${ATTACHMENT_SCAN_CHARS}::int AND t.chars > 0
+         ORDER BY p."emailId", p.id`,
   );
   const out = new Map<number, AttachmentText[]>();
   for (const { emailId, id, fileName, text } of rows) {

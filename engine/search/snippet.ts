@@ -156,7 +156,11 @@ function cutEnd(text: string, i: number, floor: number): number {
  * The window of at most `size` characters holding the most distinct terms (then the most hits),
  * starting a little before its first hit.
  */
-function bestWindow(text: string, hits: Hit[], size: number): { from: number; to: number } {
+function bestWindow(
+  text: string,
+  hits: Hit[],
+  size: number,
+): { from: number; to: number; distinct: number; count: number } {
   let best = { distinct: -1, count: -1, first: 0 };
   for (let i = 0; i < hits.length; i++) {
     const seen = new Set<string>();
@@ -171,7 +175,12 @@ function bestWindow(text: string, hits: Hit[], size: number): { from: number; to
   let from = Math.max(0, first.start - Math.min(LEAD_CHARS, slack >> 1));
   let to = Math.min(text.length, from + size);
   if (to === text.length) from = Math.max(0, Math.min(from, to - size)); // use the room before
-  return { from: cutStart(text, from, first.start), to: Math.max(cutEnd(text, to, last.end), last.end) };
+  return {
+    from: cutStart(text, from, first.start),
+    to: Math.max(cutEnd(text, to, last.end), last.end),
+    distinct: best.distinct,
+    count: best.count,
+  };
 }
 
 /**
@@ -208,13 +217,22 @@ export interface AttachmentText {
 export const ATTACHMENT_SCAN_CHARS = 200_000;
 export const ATTACHMENT_SCAN_FILES = 20;
 
+/**
+ * The longest file name a snippet names (longer ones are cut, with "…"): a name is the mail's to
+ * choose, and a search item must stay small (an MCP answer's bound counts it); `id` names the
+ * attachment exactly.
+ */
+export const SNIPPET_FILE_NAME_CHARS = 1_000;
+
 /** Whether an item still needs a snippet from its attachments: its own shows none of the words. */
 export const lacksMarks = (item: { snippet?: string }) => !item.snippet?.includes('<mark>');
 
 /**
  * Gives each item whose snippet shows none of the query's words (the words matched inside an
  * attachment: `attachment:` terms) the window of its attachments' text around them instead, and
- * names that attachment (`snippetAttachment`). Items without such a hit are left as they are.
+ * names that attachment (`snippetAttachment`). The window is chosen as a body's is, over all the
+ * files looked through: the most different words, then the most matches, the earlier file on a
+ * tie; a window holding every word ends the search. Items without such a hit are left as they are.
  */
 export function withAttachmentSnippets<T extends { id: number; snippet?: string }>(
   items: T[],
@@ -222,20 +240,28 @@ export function withAttachmentSnippets<T extends { id: number; snippet?: string 
   texts: Map<number, AttachmentText[]>,
   size = SNIPPET_CHARS,
 ): Array<T & { snippetAttachment?: { id: number; fileName: string } }> {
+  const all = terms.words.size + terms.prefixes.length;
   return items.map((item) => {
     if (!lacksMarks(item)) return item;
     let budget = ATTACHMENT_SCAN_CHARS;
+    let best: { file: AttachmentText; text: string; from: number; to: number; distinct: number; count: number } | null =
+      null;
     for (const file of (texts.get(item.id) ?? []).slice(0, ATTACHMENT_SCAN_FILES)) {
       if (budget <= 0) break;
       const text = file.text.length > budget ? file.text.slice(0, budget) : file.text;
       budget -= text.length;
       const hits = hitsIn(text, terms, text.length, size);
       if (hits.length === 0) continue;
-      const { from, to } = bestWindow(text, hits, size);
-      const snippet = render(text, from, to, windowHits(text, from, to, terms));
-      return { ...item, snippet, snippetAttachment: { id: file.id, fileName: file.fileName } };
+      const window = bestWindow(text, hits, size);
+      if (!best || window.distinct > best.distinct || (window.distinct === best.distinct && window.count > best.count))
+        best = { file, text, ...window };
+      if (best.distinct === all) break;
     }
-    return item;
+    if (!best) return item;
+    const snippet = render(best.text, best.from, best.to, windowHits(best.text, best.from, best.to, terms));
+    const name = best.file.fileName;
+    const fileName = name.length > SNIPPET_FILE_NAME_CHARS ? `${name.slice(0, SNIPPET_FILE_NAME_CHARS - 1)}…` : name;
+    return { ...item, snippet, snippetAttachment: { id: best.file.id, fileName } };
   });
 }
 

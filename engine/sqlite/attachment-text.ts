@@ -4,7 +4,7 @@ import type { AttachmentTextPage, Viewer } from '../../shared/jobs.js';
 import type { ExtractResult } from '../attachments/extract.js';
 import type { AttachmentTextRow, AttachmentTextStore, PendingContent } from '../attachments/index-texts.js';
 import { pageOfText } from '../attachments/index-texts.js';
-import { ATTACHMENT_SCAN_CHARS, type AttachmentText } from '../search/snippet.js';
+import { ATTACHMENT_SCAN_CHARS, ATTACHMENT_SCAN_FILES, type AttachmentText } from '../search/snippet.js';
 import type { Db } from './open.js';
 import { prepared } from './statements.js';
 import { visibleAccountsClause } from './accounts.js';
@@ -134,20 +134,33 @@ export function getAttachmentText(
 
 /**
  * The beginnings of the extracted text of these messages' attachments, in attachment order, for
- * snippets (engine/search/snippet.ts withAttachmentSnippets): only attachments that begin within
- * a message's first ATTACHMENT_SCAN_CHARS characters of text, each cut to that many.
+ * snippets (engine/search/snippet.ts withAttachmentSnippets): each message's first
+ * ATTACHMENT_SCAN_FILES attachments that have text, and of those only what lies within its first
+ * ATTACHMENT_SCAN_CHARS characters of attachment text. The bound is on what is read, not only on
+ * what is returned: `chars` sits after `text` in the row, so reading it walks the text's overflow
+ * pages, and it is read only for those first attachments; `text` only for the rows within the
+ * characters (docs/search.md, "Snippets").
  */
 export function attachmentTextsOf(db: Db, emailIds: readonly number[]): Map<number, AttachmentText[]> {
   const rows = prepared(
     db,
-    `SELECT email_id, id, file_name, text FROM (
-       SELECT a.email_id, a.id, a.file_name, substr(t.text, 1, ${ATTACHMENT_SCAN_CHARS}) AS text,
-              sum(min(t.chars, ${ATTACHMENT_SCAN_CHARS})) OVER (PARTITION BY a.email_id ORDER BY a.id ROWS UNBOUNDED PRECEDING)
+    `WITH firsts AS (
+       SELECT email_id, id, file_name, content_id FROM (
+         SELECT a.email_id, a.id, a.file_name, a.content_id,
+                row_number() OVER (PARTITION BY a.email_id ORDER BY a.id) AS n
+           FROM attachments a JOIN attachment_texts t ON t.content_id = a.content_id
+          WHERE a.email_id IN (SELECT value FROM json_each(?)) AND t.status = 'ok')
+        WHERE n <= ${ATTACHMENT_SCAN_FILES}
+     ), placed AS (
+       SELECT f.email_id, f.id, f.file_name, f.content_id,
+              sum(min(t.chars, ${ATTACHMENT_SCAN_CHARS})) OVER (PARTITION BY f.email_id ORDER BY f.id ROWS UNBOUNDED PRECEDING)
                 - min(t.chars, ${ATTACHMENT_SCAN_CHARS}) AS before
-         FROM attachments a JOIN attachment_texts t ON t.content_id = a.content_id
-        WHERE a.email_id IN (SELECT value FROM json_each(?)) AND t.status = 'ok' AND t.chars > 0)
-      WHERE before < ${ATTACHMENT_SCAN_CHARS}
-      ORDER BY email_id, id`,
+         FROM firsts f JOIN attachment_texts t ON t.content_id = f.content_id
+     )
+     SELECT p.email_id, p.id, p.file_name, substr(t.text, 1, ${ATTACHMENT_SCAN_CHARS} - p.before)
+       FROM placed p JOIN attachment_texts t ON t.content_id = p.content_id
+      WHERE p.before < ${ATTACHMENT_SCAN_CHARS} AND t.chars > 0
+      ORDER BY p.email_id, p.id`,
   )
     .raw()
     .all(JSON.stringify(emailIds)) as Array<[number, number, string, string]>;
