@@ -3,9 +3,18 @@
 // (browser-reading.test.ts) shows the same corpus in Chromium; this one checks the markup itself.
 import test from 'ava';
 import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MAIL_HTML_MAX_CHARS, sanitizeMailHtml, type MailHtmlOptions } from '../engine/rules/mail-html.js';
+import {
+  MAIL_HTML_MAX_CHARS,
+  mailSanitizerReady,
+  sanitizeMailHtml,
+  type MailHtmlOptions,
+} from '../engine/rules/mail-html.js';
+
+// The sanitizer loads sanitize-html asynchronously (mail-html.ts mailSanitizerReady).
+test.before(() => mailSanitizerReady);
 
 const CORPUS = fileURLToPath(new URL('../../test/fixtures/hostile-html/', import.meta.url));
 const samples = readdirSync(CORPUS)
@@ -247,4 +256,10 @@ test('bounds: 100,000 nested elements neither throw nor hang; the body is cut wh
   t.false(within.truncated);
   t.regex(within.html, /<div>deep<\/div>.*<p>after<\/p>$/);
   t.is((within.html.match(/<div>/g) ?? []).length, 256);
+});
+
+test('the sanitizer module has no top-level await, so worker threads load it without it (Node 24 crashed on one)', (t) => {
+  // A module with a top-level await cannot be require()d (ERR_REQUIRE_ASYNC_MODULE); one without can.
+  const required = createRequire(import.meta.url)('../engine/rules/mail-html.js') as { sanitizeMailHtml?: unknown };
+  t.is(typeof required.sanitizeMailHtml, 'function');
 });

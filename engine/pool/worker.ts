@@ -15,6 +15,7 @@ import {
   type OwnedKind,
 } from '../../shared/jobs.js';
 import { openStore } from '../archive.js';
+import { mailSanitizerReady } from '../rules/mail-html.js';
 import { type ArchiveStore } from '../store-contract.js';
 import { setPhraseScanWords } from '../sqlite/attachment-phrase.js';
 
@@ -111,6 +112,7 @@ async function check(store: ArchiveStore, job: AuthedJob): Promise<AuthResult> {
 }
 
 export default async function run(job: Job | AuthedJob): Promise<unknown> {
+  await mailSanitizerReady;
   if (job.kind !== 'authed') return movingDetail(await runJob(job));
   try {
     const out = await authed(await connection(), job);

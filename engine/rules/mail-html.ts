@@ -56,7 +56,21 @@ type DepthParserClass = new (
   options: { decodeEntities: boolean },
 ) => { startIndex: number; write(html: string): void; end(): void };
 
-const { sanitize, Parser } = await loadSanitizer();
+let loaded: { sanitize: typeof sanitizeHtml; Parser: DepthParserClass } | undefined;
+
+/**
+ * Resolves once sanitizeMailHtml may be called (loadSanitizer above). Not a top-level await: on
+ * Node 24 a worker thread whose modules hold one crashed now and then (a V8 check, SIGTRAP), so
+ * the engine's worker awaits this before its first job (engine/pool/worker.ts).
+ */
+export const mailSanitizerReady: Promise<void> = loadSanitizer().then((found) => {
+  loaded = found;
+});
+
+function sanitizer(): { sanitize: typeof sanitizeHtml; Parser: DepthParserClass } {
+  if (!loaded) throw new Error('sanitizeMailHtml was called before mailSanitizerReady resolved');
+  return loaded;
+}
 
 export interface MailHtmlOptions {
   /** Keep remote (http/https) image addresses; otherwise remove them and count them in remoteBlocked. */
@@ -206,6 +220,7 @@ const remoteUrls = (style: string): number => style.match(/url\(\s*['"]?\s*(?:ht
  * parser with the same options as sanitize-html's (so it counts the elements that parse opens).
  */
 function findDepthCut(html: string): number {
+  const { Parser } = sanitizer();
   let open = 0;
   let cut = html.length;
   const parser = new Parser(
@@ -231,6 +246,7 @@ function findDepthCut(html: string): number {
 }
 
 export function sanitizeMailHtml(html: string, options: MailHtmlOptions): SafeMailHtml {
+  const { sanitize } = sanitizer();
   const max = options.maxChars ?? MAIL_HTML_MAX_CHARS;
   let truncated = html.length > max;
   // Never between the two halves of a surrogate pair: half a character is not text.
