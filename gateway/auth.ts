@@ -6,7 +6,7 @@ import type { Middleware } from 'koa';
 import { createHash } from 'node:crypto';
 import { EngineOverloaded, WARM_UP_PRINCIPAL, type EnginePool } from '../engine/index.js';
 import {
-  sessionPrincipal,
+  sessionAuth,
   type AuthFailure,
   type AuthResult,
   type Job,
@@ -185,11 +185,7 @@ export class KeyCheck {
       const auth: Promise<AuthResult> =
         typeof credential === 'string'
           ? this.engine.run({ kind: 'authenticate', keyHash: credential, now: Date.now() })
-          : this.engine
-              .run({ kind: 'sessionUser', ...credential })
-              .then((user) =>
-                user ? { ok: true, principal: sessionPrincipal(user) } : { ok: false, reason: 'inactive' },
-              );
+          : this.engine.run({ kind: 'sessionUser', ...credential }).then(sessionAuth);
       this.#checked = auth.then((outcome) => this.#settled(outcome));
     }
     return this.#checked;

@@ -536,6 +536,11 @@ export function sessionPrincipal(user: WebUser): Principal {
   return { userId: user.id, username: user.username, isAdmin: user.isAdmin, keyId: 0, keyPrefix: '' };
 }
 
+/** A `sessionUser` job's answer as a check's outcome: a user gone, inactive or re-passworded is refused. */
+export function sessionAuth(user: WebUser | null): AuthResult {
+  return user ? { ok: true, principal: sessionPrincipal(user) } : { ok: false, reason: 'inactive' };
+}
+
 /**
  * What an AuthedJob found: the key's outcome always; for a genuine key, the job's result, or
  * the error the job failed with (so the gateway still knows whose request it was).

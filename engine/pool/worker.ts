@@ -5,7 +5,7 @@ import { isEncodedDetail } from './encoded-detail.js';
 import { lowerThreadPriority } from './thread-priority.js';
 import { workerData } from 'node:worker_threads';
 import {
-  sessionPrincipal,
+  sessionAuth,
   type AuthedJob,
   type AuthedResult,
   type AuthResult,
@@ -108,7 +108,7 @@ async function authed(store: ArchiveStore, job: AuthedJob): Promise<AuthedResult
 async function check(store: ArchiveStore, job: AuthedJob): Promise<AuthResult> {
   if (job.session === undefined) return store.run({ kind: 'authenticate', keyHash: job.keyHash ?? '', now: job.now });
   const user = await store.run({ kind: 'sessionUser', ...job.session });
-  return user ? { ok: true, principal: sessionPrincipal(user) } : { ok: false, reason: 'inactive' };
+  return sessionAuth(user);
 }
 
 export default async function run(job: Job | AuthedJob): Promise<unknown> {
