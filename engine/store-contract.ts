@@ -54,6 +54,14 @@ export interface ArchiveContents {
 /** Writes mail in batches; each batch is one transaction. Null for a message already there. */
 export interface MailWriter {
   writeBatch(emails: readonly NewEmail[]): Promise<Array<number | null>>;
+  /** Waits for the work that follows the batches written so far (openWriter's `pipelined`); throws its failure. */
+  settle(): Promise<void>;
+  /**
+   * A module (URL) whose default export the importer runs on each parsed message where it was
+   * parsed (a parse thread, engine/import/parsers.ts), so that per-message work of this store's
+   * write happens on every core: PostgreSQL builds the search document there. None on SQLite.
+   */
+  readonly prepare?: string;
   /**
    * Messages stored so far that share their Message-ID with another message in their folder: the
    * same Message-ID, different content (engine/import/fingerprint.ts).
@@ -186,7 +194,12 @@ export interface ArchiveAdmin {
     onProgress?: (indexed: number) => void,
     onPairs?: (through: number, goal: number) => void,
   ): Promise<{ indexed: number; pruned: number }>;
-  openWriter(): MailWriter;
+  /**
+   * `pipelined`: the work that follows a committed batch (PostgreSQL: catching the side tables
+   * up, engine/postgres/writer.ts) may run behind the next batch's write, on another connection;
+   * `settle()` waits for it. Without it each writeBatch returns once that work is done.
+   */
+  openWriter(options?: { pipelined?: boolean }): MailWriter;
   /**
    * Re-deriving stored fields from kept originals (docs/reparse.md); absent where the store keeps
    * no originals of its own (PostgreSQL: Mail Archiver's database is never rewritten).

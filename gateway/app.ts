@@ -81,7 +81,7 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
       maxQueueWaitMs: settings.Engine.MaxQueueWaitMs,
       searchMemoryBytes: settings.Engine.SearchMemoryMB * 1024 * 1024,
       ...(settings.Engine.SearchIndexFile !== undefined ? { searchIndexFile: settings.Engine.SearchIndexFile } : {}),
-      log: (line) => logger.info(line),
+      log: (line, level) => (level === 'warn' ? logger.warn(line) : logger.info(line)),
       jobTimeoutMs: settings.Engine.JobTimeoutSeconds * 1000,
       phraseScanWords: settings.Engine.PhraseScanWords,
       faultInjection: options.faultInjection ?? false,

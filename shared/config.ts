@@ -183,7 +183,9 @@ const schema = z.strictObject({
       // attachment text (engine/sqlite/attachment-phrase.ts): what one message may cost a search.
       PhraseScanWords: int(2, 10_000_000).default(16_384),
       // Where that index is saved so that a restart loads it instead of rebuilding (ADR 23).
-      // Unset: beside a SQLite archive (`<archive>.index`); not saved for PostgreSQL. '': never saved.
+      // Unset: beside a SQLite archive (`<archive>.index`); for PostgreSQL
+      // `data/postgres-<database>-<hash>.index` under the working directory (engine/pool/pool.ts
+      // defaultPostgresIndexFile). '': never saved.
       SearchIndexFile: z.string().optional(),
       // Every engine job not finished this long after it was submitted is cancelled and answered
       // 503 with Retry-After (engine/pool/job-budget.ts): no request can hold a thread for minutes.

@@ -3,10 +3,11 @@
 // hashes, e-mail placeholders, access-log rows), and the mail write path (PgArchiveWriter).
 // Everything the two stores share is tested on both in test/cli.test.ts and test/import.test.ts.
 import test, { type ExecutionContext } from 'ava';
-import { cpSync } from 'node:fs';
+import { cpSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openAdmin, openStore } from '../engine/archive.js';
+import { importPaths } from '../engine/import/importer.js';
 import { STORED_BODY_LIMIT } from '../engine/rules/body.js';
 import { OWN_SCHEMA_VERSION } from '../engine/postgres/schema.js';
 import { verifyMailArchiverPasswordSync } from '../engine/rules/passwords.js';
@@ -243,6 +244,71 @@ test('import on PostgreSQL: bodies, attachments de-duplicated by SHA-256, duplic
   t.is(await a.count('emails'), 3);
   const [last] = await a.pgQuery<{ LastSync: Date }>('SELECT "LastSync" FROM mail_archiver."MailAccounts"');
   t.true(last!.LastSync.getUTCFullYear() > 1970, 'an import sets LastSync');
+});
+
+test('the import writes each search document itself, the very one the catch-up builds from the stored row', async (t) => {
+  const a = await cliArchive(t, 'postgres');
+  ok(t, await a.cli(['accounts', 'add', '--name', 'Alice', '--email', 'alice@example.com']));
+  const dir = join(a.dir, 'mail');
+  cpSync(FIXTURES, dir, { recursive: true });
+  // What the fixtures lack: a signature part (not a file), a type in capitals, a NUL in the subject.
+  writeFileSync(
+    join(dir, 'signed.eml'),
+    [
+      'From: Sig <sig@example.com>',
+      'To: alice@example.com',
+      'Subject: =?utf-8?B?U2lnbmVkACByZXBvcnQ=?=',
+      'Message-ID: <signed@example.com>',
+      'Content-Type: multipart/signed; boundary="b"; protocol="application/pgp-signature"',
+      '',
+      '--b',
+      'Content-Type: text/plain',
+      '',
+      'quarterly budget numbers attached twice over',
+      '--b',
+      'Content-Type: text/plain; name="first part.txt"',
+      'Content-Disposition: attachment; filename="first part.txt"',
+      '',
+      'one',
+      '--b',
+      'Content-Type: text/plain; name="second.txt"',
+      'Content-Disposition: attachment; filename="second.txt"',
+      '',
+      'two',
+      '--b',
+      'Content-Type: APPLICATION/PGP-SIGNATURE; name="signature.asc"',
+      '',
+      '-----BEGIN PGP SIGNATURE-----',
+      '--b--',
+      '',
+    ].join('\r\n'),
+  );
+  // Without attachment text, which would have the catch-up rebuild the documents of messages with files.
+  const admin = await a.admin();
+  // Parsed on a thread from the first message: the document is built there (prepare.ts).
+  t.like(
+    await importPaths(admin, [dir], { accountId: 1, attachmentText: false, parse: { threads: 1, inlineFirst: 0 } }),
+    {
+      failed: 1, // mixed.mbox's malformed entry
+    },
+  );
+  const docs = async () =>
+    new Map(
+      (
+        await a.pgQuery<{ id: number; doc: string }>(
+          'SELECT email_id AS id, doc::text AS doc FROM mail_archive_gateway.search_docs ORDER BY email_id',
+        )
+      ).map((r) => [r.id, r.doc]),
+    );
+  const written = await docs();
+  t.true(written.size >= 15);
+  t.true([...written.values()].some((doc) => doc.includes("'N:txt second'") && doc.includes("'S:signed report'")));
+  await a.pgQuery(
+    `DELETE FROM mail_archive_gateway.search_docs;
+     UPDATE mail_archive_gateway.search_state SET indexed_through = 0`,
+  );
+  ok(t, await a.cli(['index']));
+  t.deepEqual(await docs(), written);
 });
 
 test('PgArchiveWriter: the body policy into Body, BodyUntruncatedText and OriginalBodyText, read back by the gateway', async (t) => {

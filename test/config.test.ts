@@ -12,7 +12,7 @@ import {
   parseSecretKey,
   syncEnabled,
 } from '../shared/config.js';
-import { savedIndexFile } from '../engine/pool/pool.js';
+import { defaultPostgresIndexFile, savedIndexFile } from '../engine/pool/pool.js';
 import { runCli } from './helpers/cli.js';
 import { tempDir } from './helpers/fixture.js';
 
@@ -463,12 +463,20 @@ test('Mcp:OAuth binds from the environment as a section inside Mcp; Server:Publi
   });
 });
 
-test('Engine:SearchIndexFile: beside a SQLite archive when unset, not saved for PostgreSQL unless set, off when empty', (t) => {
+test('Engine:SearchIndexFile: beside a SQLite archive when unset, in data/ for PostgreSQL, off when empty', (t) => {
   const cwd = workdir(t);
   const unset = loadSettings({ env: {}, cwd }).Engine.SearchIndexFile;
   t.is(unset, undefined);
   t.is(savedIndexFile('/data/archive.db', unset), '/data/archive.db.index');
-  t.is(savedIndexFile('postgres://gw@db/mailarchiver', unset), undefined);
+  t.is(
+    savedIndexFile('postgres://gw@db/mailarchiver', unset, '/srv/mag'),
+    defaultPostgresIndexFile('postgres://gw@db/mailarchiver', '/srv/mag'),
+  );
+  t.regex(
+    savedIndexFile('postgres://gw@db/mailarchiver', unset, '/srv/mag')!,
+    /^\/srv\/mag\/data\/postgres-mailarchiver-[0-9a-f]{12}\.index$/,
+  );
+  t.is(savedIndexFile('postgres://gw@db/mailarchiver', '', '/srv/mag'), undefined);
   const set = loadSettings({ env: { Engine__SearchIndexFile: '/var/cache/mag/search.index' }, cwd }).Engine;
   t.is(savedIndexFile('postgres://gw@db/mailarchiver', set.SearchIndexFile), '/var/cache/mag/search.index');
   const off = loadSettings({ env: {}, cwd: workdir(t, { engine: { searchindexfile: '' } }) }).Engine;

@@ -246,7 +246,12 @@ test.serial(
   'through the engine pool with a replica: readiness reports the index current, built from the replica',
   async (t) => {
     await waitForReplay(primary!, replica!);
-    const engine = new EnginePool({ dbPath: primary!.url(DB), readReplicas: [replica!.url(DB)], threads: 1 });
+    const engine = new EnginePool({
+      dbPath: primary!.url(DB),
+      readReplicas: [replica!.url(DB)],
+      threads: 1,
+      searchIndexFile: '', // its default is under the working directory, the repository's data/
+    });
     t.teardown(() => engine.close());
     await waitFor(
       'the index built from the replica',

@@ -641,7 +641,8 @@ test.serial(
   'through the engine pool: the builder thread builds the PostgreSQL index, readiness says so, and searches equal SQL',
   async (t) => {
     await catchUpSearchIndex(store);
-    const engine = new EnginePool({ dbPath: pgdb.url, timeZone: ZONE, threads: 1 });
+    // No saved file: its default is under the working directory, the repository's data/.
+    const engine = new EnginePool({ dbPath: pgdb.url, timeZone: ZONE, threads: 1, searchIndexFile: '' });
     try {
       let index: SearchIndexInfo | undefined;
       for (const deadline = Date.now() + 90_000; Date.now() < deadline;) {
@@ -761,6 +762,45 @@ test.serial(
     t.regex(pairedTsQuery(parseQuery('"a b c"*')!)!.paired, /'B:a b' & 'B:b c':\* & \('b:a' <-> 'b:b' <-> 'b:c':\*\)/);
     t.is(pairedTsQuery(parseQuery(`"${'q'.repeat(1500)} ${'r'.repeat(1500)}"`)!), null);
     t.is(pairedTsQuery(parseQuery('budget')!), null);
+  },
+);
+
+test.serial(
+  'each document comes with exactly the word pairs the server would derive (with_pairs), clamped positions too',
+  async (t) => {
+    const [top] = await store.primary<{ id: number }>(
+      sql`SELECT greatest((SELECT max("Id") FROM mail_archiver."ArchivedEmails"),
+                        (SELECT max(email_id) FROM mail_archive_gateway.search_docs)) AS id`,
+    );
+    // Past 16,383 words positions clamp (many words at the last one), past 256 a word's are dropped.
+    const words = Array.from({ length: 17_000 }, (_, i) => (i % 3 === 0 ? 'often' : `w${i % 700}`));
+    await insertRow(top!.id + 1, 'Quarterly budget review', words.join(' '));
+    await insertRow(top!.id + 2, 'One', 'word');
+    await catchUpSearchIndex(store);
+    const count = async (where: string) =>
+      (
+        await store.primary<{ n: number }>(
+          sql`SELECT count(*)::int AS n FROM mail_archive_gateway.search_docs WHERE ${raw(where)}`,
+        )
+      )[0]!.n;
+    t.true((await count('true')) > MESSAGES);
+    // As text: a document received in binary form may be laid out a byte longer, the same lexemes.
+    t.is(await count('doc::text <> mail_archive_gateway.with_pairs(doc)::text'), 0);
+    t.is(await count(`email_id = ${top!.id + 1} AND doc @@ '''S:quarterly budget''' AND doc @@ '''B:often w1'''`), 1);
+    // The trigger keeps a document that brings its pairs: one of pairs it would not derive stays.
+    await store.primary(
+      sql`UPDATE mail_archive_gateway.search_docs SET doc = doc || array_to_tsvector(ARRAY['B:not derived'])
+         WHERE email_id = ${top!.id + 1}`,
+    );
+    t.is(await count(`email_id = ${top!.id + 1} AND doc @@ '''B:not derived'''`), 1);
+    // One without pairs (an earlier release's writer) is paired by the trigger.
+    await store.primary(
+      sql`UPDATE mail_archive_gateway.search_docs SET doc = ts_delete(doc, ARRAY(SELECT u.lexeme FROM unnest(doc) u
+                  WHERE u.lexeme !~ '^[a-z]:')) WHERE email_id = ${top!.id + 1}`,
+    );
+    t.is(await count(`email_id = ${top!.id + 1} AND doc @@ '''B:often w1''' AND NOT doc @@ '''B:not derived'''`), 1);
+    await store.primary(sql`DELETE FROM mail_archiver."ArchivedEmails" WHERE "Id" > ${top!.id}`);
+    await store.primary(sql`DELETE FROM mail_archive_gateway.search_docs WHERE email_id > ${top!.id}`);
   },
 );
 

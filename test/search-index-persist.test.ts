@@ -266,7 +266,7 @@ test.serial(
   },
 );
 
-test.serial('the ready line says when the index is not saved, and names the setting that would keep it', async (t) => {
+test.serial('the ready line names its file, or says the index is not saved and names the setting', async (t) => {
   await withArchive(async (a) => {
     for (const [searchIndexFile, saved] of [
       ['', false],
@@ -278,6 +278,7 @@ test.serial('the ready line says when the index is not saved, and names the sett
         await current(pool);
         const line = await readyLine(log);
         t.is(line.includes('not saved') && line.includes('Engine:SearchIndexFile'), !saved, line);
+        t.is(line.endsWith(`; kept in ${a.path}.index`), saved, line);
       } finally {
         await pool.close();
       }

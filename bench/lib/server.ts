@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { isPostgresUrl } from '../../shared/config.js';
 import type { SearchIndexInfo } from '../../shared/jobs.js';
 
 const SERVER = resolve(dirname(fileURLToPath(import.meta.url)), '../../gateway/server.js');
@@ -26,8 +27,11 @@ export async function startServer(
   nodeOptions: string[] = [],
   onLine: (line: string) => void = () => {},
 ): Promise<RunningServer> {
+  // A PostgreSQL server saves its index under its working directory, here the repository's data/,
+  // unless told where: a benchmark that means to keep one names it (pg-corpus.ts pgIndexFile).
+  const unsaved = isPostgresUrl(env.Database__Path ?? '') ? { Engine__SearchIndexFile: '' } : {};
   const child = spawn(process.execPath, [...nodeOptions, script], {
-    env: { ...process.env, Server__Port: '0', Server__Host: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    env: { ...unsaved, ...process.env, Server__Port: '0', Server__Host: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout! });

@@ -93,6 +93,8 @@ export interface ImportOptions {
 }
 
 export const DEFAULT_BATCH_SIZE = 500;
+/** Batches written whose attachment text may still be read before the next write waits for it. */
+const TEXT_BATCHES_BEHIND = 2;
 // A batch is also cut at this many raw bytes, so a run of large attachments stays in bounds.
 const MAX_BATCH_BYTES = 64 * 1024 * 1024;
 
@@ -135,7 +137,7 @@ export async function importMessages(
   const started = performance.now();
   const admin = asAdmin(target);
   const account = await admin.requireAccount(options.accountId);
-  const writer = admin.openWriter();
+  const writer = admin.openWriter({ pipelined: true });
   const batchSize = Math.max(1, options.batchSize ?? DEFAULT_BATCH_SIZE);
   const limits = { ...DEFAULT_IMPORT_LIMITS, ...options.limits };
   const textBudget = options.textBudget ?? new TextBudget(limits.text);
@@ -163,6 +165,11 @@ export async function importMessages(
   // One batch may be in flight while the next is parsed: a PostgreSQL server stores it
   // meanwhile. (The SQLite writer finishes within the call, so there it changes nothing.)
   let inflight: Promise<void> = Promise.resolve();
+  // Attachment text follows the writes in order, one batch at a time, but does not hold up the
+  // next write (on PostgreSQL it reads the stored bytes back on another connection); at most
+  // TEXT_BATCHES_BEHIND batches wait for it.
+  let texts: Promise<void> = Promise.resolve();
+  let textsBehind = 0;
   const flush = async () => {
     const upTo = lastRead;
     if (pending.length === 0) {
@@ -205,13 +212,20 @@ export async function importMessages(
         bytes.set(id, sizes[i]!);
       });
       if (textOption !== false && withAttachments.length > 0) {
-        extractor ??= new Extractor(textOption === true ? {} : textOption);
-        const read = await indexNewMessages(admin.attachmentTexts(), extractor, withAttachments, textBudget, bytes);
-        textDeferred += read.deferred ?? 0;
+        textsBehind++;
+        texts = texts.then(async () => {
+          extractor ??= new Extractor(textOption === true ? {} : textOption);
+          const read = await indexNewMessages(admin.attachmentTexts(), extractor, withAttachments, textBudget, bytes);
+          textDeferred += read.deferred ?? 0;
+          textsBehind--;
+        });
+        // Seen by a later flush (or the end); not an unhandled rejection in between.
+        texts.catch(() => {});
       }
     });
     // Seen by the next flush (or the end); not an unhandled rejection in between.
     inflight.catch(() => {});
+    if (textsBehind >= TEXT_BATCHES_BEHIND) await texts;
   };
 
   const keepOriginal = options.originals !== false;
@@ -231,6 +245,7 @@ export async function importMessages(
         maxTnefFiles: limits.maxTnefFiles,
       },
       keepOriginal,
+      ...(writer.prepare ? { prepare: writer.prepare } : {}),
     });
   };
   for await (const parsed of inOrder(messages, parser, (m) => m.raw.length, work)) {
@@ -269,6 +284,8 @@ export async function importMessages(
   try {
     await flush();
     await inflight;
+    await texts;
+    await writer.settle();
   } finally {
     await parser.close();
     await extractor?.close();

@@ -16,7 +16,18 @@ export interface ParseTask {
   ctx: ParseContext;
   /** Hash and compress the bytes as the original (engine/rules/originals.ts) beside parsing them. */
   keepOriginal: boolean;
+  /** The writer's per-message preparation (MailWriter.prepare), run after parsing. */
+  prepare?: string;
 }
+
+type Prepare = (email: ParsedMessage) => void;
+/** Each thread loads a writer's prepare module once. */
+const prepares = new Map<string, Promise<Prepare>>();
+const loadPrepare = (url: string): Promise<Prepare> => {
+  let loaded = prepares.get(url);
+  if (!loaded) prepares.set(url, (loaded = import(url).then((m: { default: Prepare }) => m.default)));
+  return loaded;
+};
 
 const asBuffer = (bytes: Uint8Array): Buffer =>
   Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -26,6 +37,7 @@ export async function runParseTask(task: ParseTask): Promise<ParsedMessage> {
   const raw = asBuffer(task.raw);
   const email = await parseMessage(raw, task.ctx);
   if (task.keepOriginal) email.packedOriginal = packOriginal(raw);
+  if (task.prepare) (await loadPrepare(task.prepare))(email);
   return email;
 }
 
@@ -64,6 +76,7 @@ class ParseFailure extends Error {
 function revive(email: ParsedMessage): ParsedMessage {
   for (const a of email.attachments) a.content = asBuffer(a.content);
   if (email.packedOriginal) email.packedOriginal.data = asBuffer(email.packedOriginal.data);
+  if (email.searchDocument) email.searchDocument = asBuffer(email.searchDocument);
   return email;
 }
 

@@ -19,6 +19,8 @@ import { EngineOverloaded, EngineTimedOut, JobAbandoned } from '../../shared/err
 import { INTERACTIVE_DETAIL_MAX_BYTES, isMovedToQueryLane } from './large-detail.js';
 import { currentRequestSignal, TIMEOUT_REASON } from './job-budget.js';
 import { Worker } from 'node:worker_threads';
+import { createHash } from 'node:crypto';
+import { join, resolve } from 'node:path';
 import type { BuilderData } from '../sqlite/index-builder.js';
 import type { PgBuilderData } from '../postgres/search-snapshot-builder.js';
 import { releaseLockOfThread } from '../search/bitsets/build-lock.js';
@@ -57,11 +59,15 @@ export interface EnginePoolOptions {
   phraseScanWords?: number;
   /**
    * Engine:SearchIndexFile: where the search index is saved so a restart loads it (ADR 23).
-   * Unset: beside a SQLite archive (`<archive>.index`), not saved for PostgreSQL; '': not saved.
+   * Unset: beside a SQLite archive (`<archive>.index`), for PostgreSQL in the working directory's
+   * `data/` (defaultPostgresIndexFile); '': not saved.
    */
   searchIndexFile?: string;
-  /** Where the index builder's lines go (loaded, saved, ignored and why); default: nowhere. */
-  log?: (line: string) => void;
+  /**
+   * Where the index builder's lines go (loaded, saved, ignored and why), `warn` for the ones an
+   * operator should act on; default: nowhere.
+   */
+  log?: (line: string, level?: 'warn') => void;
   /**
    * Engine:JobTimeoutSeconds in milliseconds: a job not finished this long after it was submitted
    * is cancelled (engine/pool/job-budget.ts) and rejects with EngineTimedOut. Default: no budget.
@@ -190,9 +196,31 @@ const DEFAULT_SEARCH_MEMORY = 768 * 1024 * 1024;
 let pools = 0;
 
 /** Engine:SearchIndexFile resolved (EnginePoolOptions.searchIndexFile); undefined: not saved. */
-export function savedIndexFile(dbPath: string, setting: string | undefined): string | undefined {
+export function savedIndexFile(dbPath: string, setting: string | undefined, cwd = process.cwd()): string | undefined {
   if (setting !== undefined) return setting === '' ? undefined : setting;
-  return storeKind(dbPath) === 'sqlite' && dbPath !== ':memory:' ? `${dbPath}.index` : undefined;
+  if (storeKind(dbPath) === 'postgres') return defaultPostgresIndexFile(dbPath, cwd);
+  return dbPath !== ':memory:' ? `${dbPath}.index` : undefined;
+}
+
+/**
+ * Where a PostgreSQL archive's index is saved when Engine:SearchIndexFile is unset: a database
+ * has no file to sit beside, so `data/` under the working directory, where the SQLite default
+ * archive goes too. Named by the database and a hash of host, port and name, so two databases
+ * never share a file (a file of another would only be ignored, and rebuilt over, at each start);
+ * the name alone is kept readable, the hash tells apart the same name on two servers.
+ */
+export function defaultPostgresIndexFile(url: string, cwd = process.cwd()): string {
+  const u = new URL(url);
+  // A socket directory comes as a query parameter (`?host=/run/postgresql`); a host name is case-blind.
+  const host = u.searchParams.get('host') || u.hostname.toLowerCase() || 'localhost';
+  // Without a database in the URL, pg connects to the one named like the user.
+  const database = decodeURIComponent(u.pathname.slice(1)) || decodeURIComponent(u.username);
+  const hash = createHash('sha256')
+    .update(`${host}:${u.port || '5432'}/${database}`)
+    .digest('hex')
+    .slice(0, 12);
+  const name = database.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 40);
+  return join(resolve(cwd, 'data'), `postgres-${name}-${hash}.index`);
 }
 
 /** The search index's builder thread. It only reads; if it fails, searches are counted by SQL. */
@@ -297,9 +325,9 @@ export class EnginePool {
       },
       options.log,
     );
-    this.#builder?.on('message', (m: { error?: string; log?: string; built?: unknown }) => {
+    this.#builder?.on('message', (m: { error?: string; log?: string; level?: 'warn'; built?: unknown }) => {
       if (m.error !== undefined) this.#searchIndexError = m.error;
-      if (m.log !== undefined) options.log?.(m.log);
+      if (m.log !== undefined) options.log?.(m.log, m.level);
       // The builder says so after posting its snapshot, which each thread's channel then holds.
       if (m.built !== undefined) this.#warmUps.start();
     });

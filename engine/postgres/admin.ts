@@ -55,6 +55,9 @@ const AFTER_BATCH: ((ctx: PgContext) => Promise<void>) | undefined = async (ctx)
   await catchUpThreads(ctx); // conversations too (engine/postgres/threads.ts)
 };
 
+/** Builds each message's search document where it is parsed (MailWriter.prepare). */
+const PREPARE = new URL('./prepare.js', import.meta.url).href;
+
 /** Users.Email is NOT NULL, unique and at most 100 characters in Mail Archiver. */
 const MAX_EMAIL_LENGTH = 100;
 /**
@@ -131,7 +134,8 @@ export class PgAdmin implements ArchiveAdmin {
   ) {}
 
   static open(url: string, timeZone: string, where: string, secretKey?: string): PgAdmin {
-    const store = new PgStore({ url, timeZone, connections: 1 });
+    // Two: a pipelined import catches up one batch while it writes the next (writer.ts).
+    const store = new PgStore({ url, timeZone, connections: 2 });
     let box: SecretBox | undefined;
     return new PgAdmin(
       store,
@@ -415,10 +419,15 @@ export class PgAdmin implements ArchiveAdmin {
     return new PgAttachmentTexts(this.ctx);
   }
 
-  openWriter(): MailWriter {
-    const writer = new PgArchiveWriter(this.ctx, AFTER_BATCH ? { afterBatch: AFTER_BATCH } : {});
+  openWriter(options: { pipelined?: boolean } = {}): MailWriter {
+    const writer = new PgArchiveWriter(this.ctx, {
+      ...(AFTER_BATCH ? { afterBatch: AFTER_BATCH } : {}),
+      pipelined: options.pipelined ?? false,
+    });
     return {
       writeBatch: (emails) => writer.writeBatch(emails),
+      settle: () => writer.settle(),
+      prepare: PREPARE,
       get sameIdDifferentContent() {
         return writer.sameIdDifferentContent;
       },

@@ -14,11 +14,14 @@
 // watermark (the highest "Id" looked at) that have no row yet; a search first compares
 // max("Id") with the watermark (one index probe each) and catches up when behind. Deleted
 // messages never show: searches join ArchivedEmails.
-import { NOT_A_FILE } from '../attachments/counts.js';
+import { hasFileAttachments, NOT_A_FILE } from '../attachments/counts.js';
+import { prepareBody, STORED_BODY_LIMIT } from '../rules/body.js';
+import type { NewEmail } from '../rules/new-email.js';
 import type { Node } from '../../shared/query-language.js';
 import { parseQuery } from '../../shared/query-language.js';
 import { addressTags, ATTACHMENT_TAG, exactAddressTag } from '../search/tags.js';
 import { tokenize } from '../search/unicode61.js';
+import { tsvectorArray, tsvectorBinary } from './binary.js';
 import { nextBatch } from './catch-up.js';
 import { T } from './columns.js';
 import { join, raw, sql, type Sql } from './sql.js';
@@ -85,8 +88,11 @@ export interface IndexedText {
   attachmentText?: string;
 }
 
-/** The tsvector input text for one message. */
-export function documentVector(m: IndexedText): string {
+/**
+ * A message's document: each lexeme with its positions (distinct, ascending), the word pairs
+ * (no positions) last. The side index stores it as a tsvector (documentBinary).
+ */
+export function documentLexemes(m: IndexedText): Map<string, number[]> {
   const positions = new Map<string, number[]>();
   let lexemeText = 0;
   const add = (field: Field, text: string) => {
@@ -114,12 +120,99 @@ export function documentVector(m: IndexedText): string {
   add('body', m.body);
   // Last: a long document may lose its last distinct words to the size limit, never the body.
   add('attachment', m.attachmentText ?? '');
+  const stored = new Map<string, number[]>();
+  // Clamped positions repeat at 16383; PostgreSQL wants them distinct.
+  for (const [lex, list] of positions) stored.set(lex, list.length ? [...new Set(list)] : list);
+  for (const pair of wordPairs(stored)) stored.set(pair, []);
+  return stored;
+}
+
+/** The tsvector input text of a message's document (tests compare it with the server's). */
+export function documentVector(m: IndexedText): string {
   const parts: string[] = [];
-  for (const [lex, list] of positions) {
-    // Clamped positions repeat at 16383; PostgreSQL wants them distinct.
-    parts.push(list.length ? `${quote(lex)}:${[...new Set(list)].join(',')}` : quote(lex));
-  }
+  for (const [lex, list] of documentLexemes(m))
+    parts.push(list.length ? `${quote(lex)}:${list.join(',')}` : quote(lex));
   return parts.join(' ');
+}
+
+/** A message's document in tsvector's binary form, as insertDocuments and the writer send it. */
+export const documentBinary = (m: IndexedText): Buffer => tsvectorBinary(documentLexemes(m));
+
+/**
+ * The adjacent word pairs of a document (ADR 24), exactly as migration 10's with_pairs derives
+ * them from the stored positions: per field, each word at a position with each word at the next
+ * one, as `B:first second`; or `_:unpaired` when a pair would pass a lexeme's size or the pairs
+ * the document's 1 MB. Built here, since the server's SQL function took 1.5 ms a document (the
+ * larger part of a write's cost); the trigger now keeps a document that comes with its pairs
+ * (migration 13) and still pairs one from an earlier release.
+ */
+function wordPairs(stored: ReadonlyMap<string, readonly number[]>): string[] {
+  // field letter -> position -> the words there (clamped positions hold several)
+  const at = new Map<string, Map<number, string[]>>();
+  for (const [lex, list] of stored) {
+    if (list.length === 0) continue;
+    const field = lex[0]!;
+    let byPosition = at.get(field);
+    if (!byPosition) at.set(field, (byPosition = new Map()));
+    const word = lex.slice(2);
+    for (const p of list) {
+      const words = byPosition.get(p);
+      if (words) words.push(word);
+      else byPosition.set(p, [word]);
+    }
+  }
+  const pairs = new Set<string>();
+  for (const [field, byPosition] of at) {
+    const upper = field.toUpperCase();
+    for (const [p, words] of byPosition) {
+      const next = byPosition.get(p + 1);
+      if (next) for (const a of words) for (const b of next) pairs.add(`${upper}:${a} ${b}`);
+    }
+  }
+  if (pairs.size === 0) return [];
+  let bytes = 0;
+  for (const lex of stored.keys()) bytes += Buffer.byteLength(lex);
+  for (const pair of pairs) {
+    const size = Buffer.byteLength(pair);
+    bytes += size;
+    if (size > MAX_LEXEME_BYTES || bytes > MAX_LEXEME_TEXT) return ['_:unpaired'];
+  }
+  return [...pairs];
+}
+
+/**
+ * The document of a new message as the writer stores it (writer.ts; built ahead on a parse
+ * thread by prepare.ts), the very one the catch-up would build from the stored row: the stored
+ * fields (NUL dropped, the body as prepareBody keeps it, strings well-formed as the server stores
+ * them), attachment names in order, and no attachment text (a message whose attachment bytes
+ * were stored before, and may have text, is left to the catch-up).
+ */
+export function newEmailDocument(e: NewEmail, bodyLimit = STORED_BODY_LIMIT): Buffer {
+  const field = (text: string) => (text.includes('\0') ? text.replaceAll('\0', '') : text).toWellFormed();
+  return documentBinary({
+    subject: field(e.subject),
+    body: (prepareBody(e.textBody, bodyLimit).stored ?? '').toWellFormed(),
+    from: field(e.from),
+    to: field(e.to),
+    cc: field(e.cc),
+    bcc: field(e.bcc),
+    filenames: e.attachments.map((a) => field(a.fileName)).join(' '),
+    // As insertDocuments' SQL: HasAttachments, or a part whose type (before ';', lower case) is a file's.
+    hasAttachments:
+      hasFileAttachments(e.attachments) ||
+      e.attachments.some((a) => !NOT_A_FILE_TYPES.has(field(a.contentType).split(';')[0]!.toLowerCase())),
+  });
+}
+const NOT_A_FILE_TYPES = new Set<string>(NOT_A_FILE);
+
+/** Inserts documents (rows already there are kept), in the caller's transaction. */
+export async function insertBuilt(query: Query, ids: readonly number[], docs: readonly Buffer[]): Promise<void> {
+  if (ids.length === 0) return;
+  await query(
+    sql`INSERT INTO ${DOCS} (email_id, doc)
+        SELECT * FROM unnest(${[...ids]}::int[], ${tsvectorArray(docs)}::tsvector[])
+        ON CONFLICT (email_id) DO NOTHING`,
+  );
 }
 
 /** A filter tag of engine/search/tags.ts as tsquery input (the `g:` lexemes). */
@@ -292,11 +385,10 @@ async function insertDocuments(query: Query, ids: readonly number[]): Promise<vo
           FROM ${T.emails} e WHERE e."Id" = ANY(${[...ids]}::int[])`,
   );
   if (rows.length === 0) return;
-  const docs = rows.map(documentVector);
-  await query(
-    sql`INSERT INTO ${DOCS} (email_id, doc)
-        SELECT id, doc::tsvector FROM unnest(${rows.map((r) => r.id)}::int[], ${docs}::text[]) AS t(id, doc)
-        ON CONFLICT (email_id) DO NOTHING`,
+  await insertBuilt(
+    query,
+    rows.map((r) => r.id),
+    rows.map(documentBinary),
   );
 }
 

@@ -13,13 +13,14 @@
 // exporting transaction stays open while its snapshot serves, and a little after the next one
 // is posted, so a search that took the old token can still import it.
 //
-// With a saved index file (Engine:SearchIndexFile, ADR 23) the first refresh starts from the
+// With a saved index file (Engine:SearchIndexFile, ADR 23; unset, a file of this database in the
+// working directory's data/: pool.ts defaultPostgresIndexFile) the first refresh starts from the
 // file instead of from nothing: the same refresh that follows Mail Archiver's writes reads every
 // message's attributes again and adds only the side-index documents the file does not hold, so
 // what changed while the service was stopped is caught up exactly as a change while it runs.
 import { lowerThreadPriority } from '../pool/thread-priority.js';
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
-import { once, readyLine, SavedIndex } from '../search/bitsets/saved-index.js';
+import { once, readyLine, SavedIndex, type BuilderLog } from '../search/bitsets/saved-index.js';
 import { postSnapshot, type SnapshotMessage, type SnapshotOrigin } from '../search/bitsets/share.js';
 import { KEY_POSITIONS, Snapshot } from '../search/bitsets/snapshot.js';
 import { addWordPairs, catchUpSearchIndex } from './search-index.js';
@@ -53,7 +54,7 @@ export interface PgBuilderData {
    * whose counters do not see the primary's writes).
    */
   backstopMs?: number;
-  /** Where the index is saved and loaded from (Engine:SearchIndexFile); unset: not saved. */
+  /** Where the index is saved and loaded from (pool.ts savedIndexFile); unset: not saved. */
   indexFile?: string;
 }
 
@@ -71,9 +72,9 @@ const bc = new BroadcastChannel(data.channel);
 let current: ExportedSnapshot | undefined;
 let last: { at: number; maxId: number; ms: number; writes: number | null } = { at: 0, maxId: -1, ms: 0, writes: null };
 let origin: SnapshotOrigin = { kind: 'built', fromFile: false };
-const log = (line: string) => parentPort?.postMessage({ log: line });
+const log: BuilderLog = (line, level) => parentPort?.postMessage({ log: line, level });
 let saved: SavedIndex | undefined;
-const announce = once(() => readyLine(origin, current!.state.snapshot.rows, log, data.indexFile !== undefined));
+const announce = once(() => readyLine(origin, current!.state.snapshot.rows, log, saved?.keptIn));
 
 /** The saved file's owner: this database of this cluster (a file of another is ignored). */
 async function savedIndex(file: string): Promise<SavedIndex> {

@@ -33,6 +33,8 @@ const STATE = raw('mail_archive_gateway.thread_state');
 const LOCK = 'mail_archive_gateway.threads';
 /** Messages per catch-up transaction. */
 export const THREAD_BATCH = 200;
+/** Subject candidates read per message, nearest in time first. */
+const SUBJECT_CANDIDATES = 50;
 /** As the search index's: ids this far below the watermark are looked at again. */
 const RECHECK_WINDOW = 1000;
 
@@ -45,50 +47,168 @@ interface SourceRow {
   raw_headers: string | null;
 }
 
-async function linkOne(query: Query, m: SourceRow): Promise<void> {
-  const own = normaliseMessageId(m.message_id);
-  const subject = m.subject ?? '';
-  const { key } = normaliseSubject(subject);
-  const refs = referencedIdsFromHeaders(m.raw_headers, own);
-  const named = [...refs, ...(own ? [own] : [])];
-  const linked = await query<{ t: number }>(
-    sql`SELECT thread_id AS t FROM ${THREADS}
-         WHERE account_id = ${m.account_id} AND message_id = ANY(${named}::text[]) AND email_id <> ${m.id}
-        UNION
-        SELECT t.thread_id FROM ${REFS} r JOIN ${THREADS} t ON t.email_id = r.email_id
-         WHERE r.ref = ${own} AND ${own} <> '' AND t.account_id = ${m.account_id} AND t.email_id <> ${m.id}`,
+/** A message being linked, with what linking reads from it. */
+interface Linking {
+  id: number;
+  account: number;
+  own: string;
+  subject: string;
+  key: string;
+  sent: number;
+  refs: string[];
+  named: string[];
+}
+
+/** A conversation member as linking sees it: from the table, or linked earlier in this batch. */
+interface Member {
+  account: number;
+  thread: number;
+}
+
+/**
+ * Links a batch of messages (in id order) with a fixed number of statements, whatever its size:
+ * what the table already holds for the whole batch is read first (the members their ids and
+ * references name, and the subject candidates of each), then each message is linked in memory
+ * in id order, seeing the ones before it in the batch as if they had been written, exactly as
+ * one message at a time did with three statements each (the larger part of an import's round
+ * trips); then the merges, the rows and the references are written.
+ */
+async function linkBatch(query: Query, rows: readonly SourceRow[]): Promise<void> {
+  const batch: Linking[] = rows.map((m) => {
+    const own = normaliseMessageId(m.message_id);
+    const refs = referencedIdsFromHeaders(m.raw_headers, own);
+    const subject = m.subject ?? '';
+    return {
+      id: m.id,
+      account: m.account_id,
+      own,
+      subject,
+      key: normaliseSubject(subject).key,
+      sent: m.sent_ms,
+      refs,
+      named: [...refs, ...(own ? [own] : [])],
+    };
+  });
+  const ids = batch.map((m) => m.id);
+  const named = batch.flatMap((m) => m.named.map((n) => ({ account: m.account, id: n })));
+  const owns = [...new Set(batch.map((m) => m.own).filter((own) => own !== ''))];
+  const [byId, byRef] = await Promise.all([
+    named.length === 0
+      ? []
+      : query<{ account_id: number; message_id: string; thread_id: number }>(
+          sql`SELECT DISTINCT t.account_id, t.message_id, t.thread_id
+                FROM unnest(${named.map((n) => n.account)}::int[], ${named.map((n) => n.id)}::text[]) AS u(a, m)
+                JOIN ${THREADS} t ON t.account_id = u.a AND t.message_id = u.m
+               WHERE t.email_id <> ALL(${ids}::int[])`,
+        ),
+    owns.length === 0
+      ? []
+      : query<{ ref: string; account_id: number; thread_id: number }>(
+          sql`SELECT DISTINCT r.ref, t.account_id, t.thread_id FROM ${REFS} r JOIN ${THREADS} t ON t.email_id = r.email_id
+               WHERE r.ref = ANY(${owns}::text[]) AND t.email_id <> ALL(${ids}::int[])`,
+        ),
+  ]);
+  const members = new Map<string, Member[]>(); // account + Message-ID -> members with that id
+  const referrers = new Map<string, Member[]>(); // a Message-ID -> members whose references name it
+  const push = <K>(map: Map<K, Member[]>, key: K, m: Member) => {
+    const list = map.get(key);
+    if (list) list.push(m);
+    else map.set(key, [m]);
+  };
+  const idKey = (account: number, id: string) => `${account} ${id}`;
+  for (const r of byId)
+    push(members, idKey(r.account_id, r.message_id), { account: r.account_id, thread: r.thread_id });
+  for (const r of byRef) push(referrers, r.ref, { account: r.account_id, thread: r.thread_id });
+  // Subject candidates from the table, for the messages no stored member links by id.
+  const bySubject = batch.filter(
+    (m) =>
+      m.key !== '' &&
+      !m.named.some((n) => members.has(idKey(m.account, n))) &&
+      !(referrers.get(m.own) ?? []).some((r) => r.account === m.account),
   );
-  let threadId: number;
-  if (linked.length > 0) {
-    const decision = linkDecision(
-      m.id,
-      linked.map((r) => r.t),
-    );
-    threadId = decision.threadId;
-    if (decision.merge.length > 0)
-      await query(sql`UPDATE ${THREADS} SET thread_id = ${threadId} WHERE thread_id = ANY(${decision.merge}::int[])`);
-  } else {
-    const candidates =
-      key === ''
-        ? []
-        : await query<SubjectCandidate>(
-            sql`SELECT thread_id AS "threadId", sent_ms AS "sentDate", subject,
-                       EXISTS (SELECT 1 FROM ${REFS} r WHERE r.email_id = t.email_id) AS "hasRefs"
-                  FROM ${THREADS} t
-                 WHERE account_id = ${m.account_id} AND subject_key = ${key}
-                   AND sent_ms BETWEEN ${m.sent_ms - SUBJECT_WINDOW_MS}::float8 AND ${m.sent_ms + SUBJECT_WINDOW_MS}::float8
-                 ORDER BY abs(sent_ms - ${m.sent_ms}::float8) LIMIT 50`,
-          );
-    threadId = subjectMatch({ subject, sentDate: m.sent_ms }, candidates) ?? m.id;
+  const stored = new Map<number, SubjectCandidate[]>();
+  if (bySubject.length > 0)
+    for (const c of await query<SubjectCandidate & { n: number }>(
+      sql`SELECT u.n, c.thread_id AS "threadId", c.sent_ms AS "sentDate", c.subject, c.has_refs AS "hasRefs"
+            FROM unnest(${bySubject.map((m) => m.id)}::int[], ${bySubject.map((m) => m.account)}::int[],
+                        ${bySubject.map((m) => m.key)}::text[], ${bySubject.map((m) => m.sent)}::float8[]) AS u(n, a, k, s)
+            CROSS JOIN LATERAL (
+              SELECT t.thread_id, t.sent_ms, t.subject,
+                     EXISTS (SELECT 1 FROM ${REFS} r WHERE r.email_id = t.email_id) AS has_refs
+                FROM ${THREADS} t
+               WHERE t.account_id = u.a AND t.subject_key = u.k AND t.email_id <> ALL(${ids}::int[])
+                 AND t.sent_ms BETWEEN u.s - ${SUBJECT_WINDOW_MS}::float8 AND u.s + ${SUBJECT_WINDOW_MS}::float8
+               ORDER BY abs(t.sent_ms - u.s) LIMIT ${SUBJECT_CANDIDATES}) c`,
+    )) {
+      const list = stored.get(c.n) ?? [];
+      list.push({ threadId: c.threadId, sentDate: c.sentDate, subject: c.subject, hasRefs: c.hasRefs });
+      stored.set(c.n, list);
+    }
+
+  // Conversations merged so far: a merged id -> the one it joined (followed to the end).
+  const joined = new Map<number, number>();
+  const current = (thread: number): number => {
+    let t = thread;
+    while (joined.has(t)) t = joined.get(t)!;
+    return t;
+  };
+  const merges: Array<{ threadId: number; merge: number[] }> = [];
+  const linked: Array<Linking & { thread: number }> = [];
+  const earlier = new Map<string, Array<Linking & { thread: number }>>(); // account + subject key -> batch members
+  for (const m of batch) {
+    const threads = [
+      ...m.named.flatMap((n) => members.get(idKey(m.account, n)) ?? []),
+      ...(m.own === '' ? [] : (referrers.get(m.own) ?? []).filter((r) => r.account === m.account)),
+    ].map((r) => current(r.thread));
+    let thread: number;
+    if (threads.length > 0) {
+      const decision = linkDecision(m.id, threads);
+      thread = decision.threadId;
+      if (decision.merge.length > 0) {
+        merges.push(decision);
+        for (const t of decision.merge) joined.set(t, thread);
+      }
+    } else {
+      const near = [
+        ...(stored.get(m.id) ?? []),
+        ...(earlier.get(idKey(m.account, m.key)) ?? [])
+          .filter((e) => Math.abs(e.sent - m.sent) <= SUBJECT_WINDOW_MS)
+          .map((e) => ({ threadId: e.id, sentDate: e.sent, subject: e.subject, hasRefs: e.refs.length > 0 })),
+      ]
+        .map((c) => ({ ...c, threadId: current(c.threadId) }))
+        .sort((a, b) => Math.abs(a.sentDate - m.sent) - Math.abs(b.sentDate - m.sent))
+        .slice(0, SUBJECT_CANDIDATES);
+      thread = m.key === '' ? m.id : (subjectMatch({ subject: m.subject, sentDate: m.sent }, near) ?? m.id);
+    }
+    const member = { ...m, thread };
+    linked.push(member);
+    // Later members find it by its id, followed through `joined` to its conversation as it is
+    // then (no conversation but its own can have its id: it is new).
+    if (thread !== m.id) joined.set(m.id, thread);
+    const self = { account: m.account, thread: m.id };
+    if (m.own) push(members, idKey(m.account, m.own), self);
+    for (const ref of m.refs) push(referrers, ref, self);
+    if (m.key !== '') {
+      const list = earlier.get(idKey(m.account, m.key)) ?? [];
+      list.push(member);
+      earlier.set(idKey(m.account, m.key), list);
+    }
   }
+  for (const { threadId, merge } of merges)
+    await query(sql`UPDATE ${THREADS} SET thread_id = ${threadId} WHERE thread_id = ANY(${merge}::int[])`);
   await query(
     sql`INSERT INTO ${THREADS} (email_id, account_id, thread_id, message_id, subject_key, subject, sent_ms)
-        VALUES (${m.id}, ${m.account_id}, ${threadId}, ${own}, ${key}, ${subject}, ${m.sent_ms}::float8)
+        SELECT * FROM unnest(${linked.map((m) => m.id)}::int[], ${linked.map((m) => m.account)}::int[],
+                             ${linked.map((m) => current(m.id))}::int[], ${linked.map((m) => m.own)}::text[],
+                             ${linked.map((m) => m.key)}::text[], ${linked.map((m) => m.subject)}::text[],
+                             ${linked.map((m) => m.sent)}::float8[])
         ON CONFLICT (email_id) DO NOTHING`,
   );
-  if (refs.length > 0)
+  const refRows = linked.flatMap((m) => m.refs.map((ref) => ({ id: m.id, ref })));
+  if (refRows.length > 0)
     await query(
-      sql`INSERT INTO ${REFS} (email_id, ref) SELECT ${m.id}, unnest(${refs}::text[]) ON CONFLICT DO NOTHING`,
+      sql`INSERT INTO ${REFS} (email_id, ref)
+          SELECT * FROM unnest(${refRows.map((r) => r.id)}::int[], ${refRows.map((r) => r.ref)}::text[]) ON CONFLICT DO NOTHING`,
     );
 }
 
@@ -106,8 +226,8 @@ async function threadBatch(
                  ${zonedMs('e."SentDate"', ctx.zone)} AS sent_ms, e."RawHeaders" AS raw_headers
             FROM ${T.emails} e WHERE e."Id" = ANY(${missing}::int[]) ORDER BY e."Id"`,
     );
-    // In id order, one at a time: each sees the ones before it, as on SQLite at import.
-    for (const row of rows) await linkOne(query, row);
+    // In id order: each sees the ones before it, as on SQLite at import.
+    await linkBatch(query, rows);
   }
   const last = ids.at(-1) ?? after;
   await query(sql`UPDATE ${STATE} SET threaded_through = greatest(threaded_through, ${last}) WHERE id = 1`);

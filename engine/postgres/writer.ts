@@ -24,7 +24,9 @@ import { prepareBody, STORED_BODY_LIMIT, type PreparedBody } from '../rules/body
 import { toSecond } from '../search/fts-key.js';
 import { messageIdOnlyKey, normalizeFolder, type NewEmail } from '../rules/new-email.js';
 import { originalToStore } from '../rules/originals.js';
+import { byteaArray, textArray } from './binary.js';
 import { T } from './columns.js';
+import { insertBuilt, newEmailDocument } from './search-index.js';
 import { relinkFromHeaders } from './threads.js';
 import { sql } from './sql.js';
 import type { PgContext, Query } from './context.js';
@@ -39,12 +41,22 @@ export interface PgWriterOptions {
   bodyLimit?: number;
   /** Runs after each committed batch (outside its transaction). */
   afterBatch?: (ctx: PgContext) => Promise<void>;
+  /**
+   * afterBatch runs behind the next batch's write (in order, one at a time) instead of before
+   * writeBatch returns; settle() waits for it. The server then catches one batch up on one
+   * connection while it stores the next on another: both cores work.
+   */
+  pipelined?: boolean;
 }
 
 export class PgArchiveWriter {
   readonly #ctx: PgContext;
   readonly #bodyLimit: number;
   readonly #afterBatch: PgWriterOptions['afterBatch'];
+  readonly #pipelined: boolean;
+  /** The afterBatch runs still to finish (pipelined), and the first failure among them. */
+  #following: Promise<void> = Promise.resolve();
+  #failed: { error: unknown } | undefined;
   /** Messages stored although another message in their folder has their Message-ID (their content differs). */
   sameIdDifferentContent = 0;
   /** Duplicates this importer stored before originals were kept, given theirs now. */
@@ -54,6 +66,7 @@ export class PgArchiveWriter {
     this.#ctx = ctx;
     this.#bodyLimit = options.bodyLimit ?? STORED_BODY_LIMIT;
     this.#afterBatch = options.afterBatch;
+    this.#pipelined = options.pipelined ?? false;
   }
 
   /**
@@ -62,10 +75,27 @@ export class PgArchiveWriter {
    * attachments), whatever its size, since a round trip per message would dominate.
    */
   async writeBatch(emails: readonly NewEmail[]): Promise<Array<number | null>> {
+    if (this.#failed) throw this.#failed.error;
     const ids = await this.#ctx.transaction((query) => this.#write(query, emails));
-    // ── The one call site for work that follows a committed batch (the search side-index). ──
-    if (this.#afterBatch) await this.#afterBatch(this.#ctx);
+    // ── The one call site for work that follows a committed batch (the side tables' catch-up). ──
+    const after = this.#afterBatch;
+    if (after && !this.#pipelined) await after(this.#ctx);
+    else if (after)
+      this.#following = this.#following.then(async () => {
+        if (this.#failed) return;
+        try {
+          await after(this.#ctx);
+        } catch (error) {
+          this.#failed = { error };
+        }
+      });
     return ids;
+  }
+
+  /** Waits for the afterBatch runs of the batches written so far; throws the first failure. */
+  async settle(): Promise<void> {
+    await this.#following;
+    if (this.#failed) throw this.#failed.error;
   }
 
   async #write(query: Query, emails: readonly NewEmail[]): Promise<Array<number | null>> {
@@ -147,15 +177,16 @@ export class PgArchiveWriter {
                  (to_timestamp(sent / 1000) AT TIME ZONE ${this.#ctx.zone}::text), (to_timestamp(received / 1000) AT TIME ZONE 'UTC'),
                  outgoing, has_att, folder, text_full, html_full, text_orig, html_orig, headers
             FROM unnest(${col((x) => x.id)}::int[], ${col((x) => x.e.accountId)}::int[], ${col((x) => noNul(x.e.messageId))}::text[],
-                        ${col((x) => noNul(x.e.subject))}::text[], ${col((_, t) => t.stored ?? '')}::text[],
-                        ${col((_, __, h) => h.stored ?? '')}::text[], ${col((x) => noNul(x.e.from))}::text[],
-                        ${col((x) => noNul(x.e.to))}::text[], ${col((x) => noNul(x.e.cc))}::text[], ${col((x) => noNul(x.e.bcc))}::text[],
+                        ${textArray(col((x) => noNul(x.e.subject)))}::text[], ${textArray(col((_, t) => t.stored ?? ''))}::text[],
+                        ${textArray(col((_, __, h) => h.stored ?? ''))}::text[], ${textArray(col((x) => noNul(x.e.from)))}::text[],
+                        ${textArray(col((x) => noNul(x.e.to)))}::text[], ${textArray(col((x) => noNul(x.e.cc)))}::text[],
+                        ${textArray(col((x) => noNul(x.e.bcc)))}::text[],
                         ${col((x) => toSecond(x.e.sentDate))}::float8[], ${col((x) => x.e.receivedDate)}::float8[],
                         ${col((x) => x.e.isOutgoing)}::bool[], ${col((x) => hasFileAttachments(x.e.attachments))}::bool[],
-                        ${col((x) => keys[x.i]!.folder)}::text[], ${col((_, t) => t.untruncated)}::text[],
-                        ${col((_, __, h) => h.untruncated)}::text[], ${col((_, t) => t.original)}::bytea[],
-                        ${col((_, __, h) => h.original)}::bytea[],
-                        ${col((x) => (x.e.rawHeaders === undefined ? null : noNul(x.e.rawHeaders)))}::text[])
+                        ${col((x) => keys[x.i]!.folder)}::text[], ${textArray(col((_, t) => t.untruncated))}::text[],
+                        ${textArray(col((_, __, h) => h.untruncated))}::text[], ${byteaArray(col((_, t) => t.original))}::bytea[],
+                        ${byteaArray(col((_, __, h) => h.original))}::bytea[],
+                        ${textArray(col((x) => (x.e.rawHeaders === undefined ? null : noNul(x.e.rawHeaders))))}::text[])
                  AS u(id, account, mid, subject, body, html, fr, t, cc, bcc, sent, received, outgoing, has_att, folder,
                       text_full, html_full, text_orig, html_orig, headers)`,
     );
@@ -163,8 +194,12 @@ export class PgArchiveWriter {
     const attachments = fresh.flatMap((x) =>
       x.e.attachments.map((a) => ({ emailId: x.id!, a, hash: createHash('sha256').update(a.content).digest('hex') })),
     );
+    // Bytes stored before this batch may have text already: those messages' documents are left
+    // to the catch-up, which reads it; the others are written here (no read back, no trigger work).
+    const storedBefore = new Set<number>();
     if (attachments.length > 0) {
-      const contentIds = await this.#contents(query, attachments);
+      const { ids: contentIds, existing } = await this.#contents(query, attachments);
+      for (const x of attachments) if (existing.has(x.hash)) storedBefore.add(x.emailId);
       await query(
         sql`INSERT INTO ${T.attachments} ("ArchivedEmailId", "FileName", "ContentType", "Size", "AttachmentContentId", "ContentId")
             SELECT * FROM unnest(${attachments.map((x) => x.emailId)}::int[], ${attachments.map((x) => noNul(x.a.fileName))}::text[],
@@ -174,6 +209,25 @@ export class PgArchiveWriter {
                                  ${attachments.map((x) => (x.a.contentId ? noNul(x.a.contentId) : null))}::text[])`,
       );
     }
+    const documents = fresh.flatMap((x) =>
+      storedBefore.has(x.id!)
+        ? []
+        : [
+            {
+              id: x.id!,
+              // Built where the message was parsed (prepare.ts) unless this writer cuts bodies elsewhere.
+              doc:
+                x.e.searchDocument && this.#bodyLimit === STORED_BODY_LIMIT
+                  ? x.e.searchDocument
+                  : newEmailDocument(x.e, this.#bodyLimit),
+            },
+          ],
+    );
+    await insertBuilt(
+      query,
+      documents.map((d) => d.id),
+      documents.map((d) => d.doc),
+    );
     const kept = fresh.filter((x) => x.e.original !== undefined);
     if (kept.length > 0) {
       const originals = await this.#originals(
@@ -209,7 +263,7 @@ export class PgArchiveWriter {
       await query(
         sql`INSERT INTO mail_archive_gateway.originals (sha256, size, codec, data)
             SELECT * FROM unnest(${packed.map((p) => p.sha256)}::text[], ${packed.map((p) => p.size)}::bigint[],
-                                 ${packed.map((p) => p.codec)}::text[], ${packed.map((p) => p.data)}::bytea[])
+                                 ${packed.map((p) => p.codec)}::text[], ${byteaArray(packed.map((p) => p.data))}::bytea[])
             ON CONFLICT (sha256) DO NOTHING`,
       );
       const added = await query<{ id: number; sha256: string }>(
@@ -344,7 +398,7 @@ export class PgArchiveWriter {
   async #contents(
     query: Query,
     items: ReadonlyArray<{ hash: string; a: { content: Buffer } }>,
-  ): Promise<Map<string, number>> {
+  ): Promise<{ ids: Map<string, number>; existing: Set<string> }> {
     const bytes = new Map(items.map((x) => [x.hash, x.a.content]));
     const ids = new Map<string, number>();
     const find = async (hashes: string[]) => {
@@ -354,19 +408,21 @@ export class PgArchiveWriter {
       for (const r of rows) ids.set(r.hash, r.id);
     };
     await find([...bytes.keys()]);
+    const existing = new Set(ids.keys());
     const missing = [...bytes.keys()].filter((h) => !ids.has(h));
     if (missing.length > 0) {
       const rows = await query<{ id: number; hash: string }>(
         sql`INSERT INTO ${T.contents} ("Hash", "Content", "Size")
-            SELECT * FROM unnest(${missing}::text[], ${missing.map((h) => bytes.get(h)!)}::bytea[],
+            SELECT * FROM unnest(${missing}::text[], ${byteaArray(missing.map((h) => bytes.get(h)!))}::bytea[],
                                  ${missing.map((h) => bytes.get(h)!.length)}::bigint[])
             ON CONFLICT ("Hash") DO NOTHING RETURNING "Id" AS id, "Hash" AS hash`,
       );
       for (const r of rows) ids.set(r.hash, r.id);
       // Not returned: another writer stored the same bytes a moment ago; this statement sees them.
       const raced = missing.filter((h) => !ids.has(h));
+      for (const h of raced) existing.add(h);
       if (raced.length > 0) await find(raced);
     }
-    return ids;
+    return { ids, existing };
   }
 }

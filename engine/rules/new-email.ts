@@ -51,6 +51,12 @@ export interface NewEmail {
   original?: Buffer;
   /** `original` already hashed and compressed (engine/rules/originals.ts packOriginal), when a parse thread did it ahead of the writer. */
   packedOriginal?: PackedOriginal;
+  /**
+   * The store's search document for the message, built ahead of the write where the message was
+   * parsed (a writer's `prepare` module, engine/store-contract.ts MailWriter; PostgreSQL: the side
+   * index's tsvector in binary form). The writer builds it itself when absent.
+   */
+  searchDocument?: Buffer;
 }
 
 /**

@@ -88,6 +88,7 @@ export class SqliteAdmin implements ArchiveAdmin {
     return {
       // Synchronous inside: one better-sqlite3 transaction per batch, exactly as before.
       writeBatch: async (emails) => writer.batch(() => emails.map((e) => writer.add(e))),
+      settle: async () => {}, // the full-text index is kept in the batch's own transaction
       get sameIdDifferentContent() {
         return writer.sameIdDifferentContent;
       },

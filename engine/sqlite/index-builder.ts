@@ -13,7 +13,7 @@ import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import { openArchive } from './open.js';
 import { archiveState, buildSnapshot } from './index-build.js';
 import { extendSnapshot } from './index-extend.js';
-import { once, readyLine, SavedIndex } from '../search/bitsets/saved-index.js';
+import { once, readyLine, SavedIndex, type BuilderLog } from '../search/bitsets/saved-index.js';
 import { Snapshot } from '../search/bitsets/snapshot.js';
 import { postSnapshot, type SnapshotMessage, type SnapshotOrigin } from '../search/bitsets/share.js';
 import { describesArchive } from './index-verify.js';
@@ -52,13 +52,13 @@ let origin: SnapshotOrigin = { kind: 'built', fromFile: false };
 let loadedBehind = false;
 const QUIET_MS = 2000;
 
-const log = (line: string) => parentPort?.postMessage({ log: line });
+const log: BuilderLog = (line, level) => parentPort?.postMessage({ log: line, level });
 const saved = data.indexFile
   ? new SavedIndex({ file: data.indexFile, store: 'sqlite', identity: 'sqlite-archive', log })
   : undefined;
 
 const post = () => postSnapshot(bc, data.posted, { buffer: latest!, origin });
-const announce = once(() => readyLine(origin, latestSnapshot!.rows, log, saved !== undefined));
+const announce = once(() => readyLine(origin, latestSnapshot!.rows, log, saved?.keptIn));
 
 bc.onmessage = (event) => {
   const message = (event as { data: SnapshotMessage }).data;

@@ -6,7 +6,7 @@ import Database from '../../engine/sqlite/driver.js';
 import type { Db } from '../../engine/sqlite/open.js';
 import { pino, type Logger } from 'pino';
 import supertest from 'supertest';
-import { defaultSettings, type LoadOptions, type Settings } from '../../shared/config.js';
+import { defaultSettings, isPostgresUrl, type LoadOptions, type Settings } from '../../shared/config.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../../gateway/app.js';
 import { createFixture, type Fixture } from './fixture.js';
 import { serveArchive, type TestStore } from './store.js';
@@ -41,15 +41,30 @@ export interface ApiHarness {
 }
 
 /**
+ * Engine:SearchIndexFile for a test's gateway on `dbPath`: none saved on PostgreSQL, whose default
+ * file is under the working directory (the repository's data/ while tests run); a test that
+ * means to save one names it. A SQLite archive's default sits beside the fixture's file.
+ */
+export const testIndexFile = (dbPath: string): { SearchIndexFile?: string } =>
+  isPostgresUrl(dbPath) ? { SearchIndexFile: '' } : {};
+
+/**
  * Settings for tests: API on, one engine thread, budgets and an engine queue large enough not to
- * interfere (tests fire bursts at that one thread; test/overload.test.ts covers the bound).
+ * interfere (tests fire bursts at that one thread; test/overload.test.ts covers the bound), and
+ * no index file in the repository (testIndexFile).
  */
 export function apiSettings(dbPath: string, overrides: SettingsOverrides = {}): Settings {
   return defaultSettings({
     ...overrides,
     Api: { Enabled: true, RateLimitPerMinute: 1_000_000, ...overrides.Api },
     Database: { Path: dbPath, ...overrides.Database },
-    Engine: { Threads: 1, MaxQueue: TEST_QUEUE, MaxQueueWaitMs: TEST_QUEUE_WAIT_MS, ...overrides.Engine },
+    Engine: {
+      Threads: 1,
+      MaxQueue: TEST_QUEUE,
+      MaxQueueWaitMs: TEST_QUEUE_WAIT_MS,
+      ...testIndexFile(dbPath),
+      ...overrides.Engine,
+    },
     Mcp: { Enabled: false, ...overrides.Mcp },
     Server: { AuthFailuresPerIpPerMinute: 1_000_000, ...overrides.Server },
   });

@@ -15,7 +15,7 @@ import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { defaultSettings, type Settings } from '../../shared/config.js';
 import { createGateway, type Gateway } from '../../gateway/app.js';
-import { TEST_QUEUE, TEST_QUEUE_WAIT_MS } from './api.js';
+import { TEST_QUEUE, TEST_QUEUE_WAIT_MS, testIndexFile } from './api.js';
 import { createFixture, type Fixture } from './fixture.js';
 import { readAccessLog, serveArchive, type AccessLogRow } from './store.js';
 
@@ -51,7 +51,7 @@ export async function startMcpGateway(
     Mcp: { Enabled: true, RateLimitPerMinute: 1_000_000, ...overrides.Mcp },
     Server: { AuthFailuresPerIpPerMinute: 1_000_000, ...overrides.Server },
     Database: { Path: served.path },
-    Engine: { Threads: 1, MaxQueue: TEST_QUEUE, MaxQueueWaitMs: TEST_QUEUE_WAIT_MS },
+    Engine: { Threads: 1, MaxQueue: TEST_QUEUE, MaxQueueWaitMs: TEST_QUEUE_WAIT_MS, ...testIndexFile(served.path) },
   });
   const gateway = createGateway(settings, { logger: options.logger ?? pino({ level: 'silent' }) });
   const server: Server = createServer(gateway.app.callback());

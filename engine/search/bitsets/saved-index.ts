@@ -3,7 +3,7 @@
 // decide who builds when a full build is due (build-lock.ts: one process at a time, the others
 // serve by SQL and load the file it writes), and save what was built. The store supplies its
 // identity and checks that a loaded snapshot describes its archive; nothing here reads one.
-import { readdirSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { alive, BuildLock } from './build-lock.js';
 import { loadIndex, saveIndex, type Saved, type SavedMeta } from './persist.js';
@@ -12,23 +12,47 @@ import type { SnapshotOrigin } from './share.js';
 /** A snapshot caught up incrementally is saved again at most this often (a write is the whole index). */
 const SAVE_CAUGHT_UP_MS = 5 * 60 * 1000;
 
+/**
+ * Errors that say the file's place cannot be written at all (a read-only mount, a directory of
+ * another user, a file where the directory should be): no later save would do better.
+ */
+const UNWRITABLE = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST', 'EISDIR', 'ENOENT']);
+
+/** A builder's log: `warn` for a line an operator should act on. */
+export type BuilderLog = (line: string, level?: 'warn') => void;
+
 export class SavedIndex {
   readonly file: string;
   readonly #store: SavedMeta['store'];
   readonly #identity: string;
   readonly #lock: BuildLock;
-  readonly #log: (line: string) => void;
+  readonly #log: BuilderLog;
   /** The file as last looked at (mtime and size), so an unchanged file is not read again. */
   #seen = '';
   #savedAt = 0;
+  /** Its place proved unwritable: said once, and nothing is saved again by this process. */
+  #unwritable = false;
 
-  constructor(o: { file: string; store: SavedMeta['store']; identity: string; log: (line: string) => void }) {
+  constructor(o: { file: string; store: SavedMeta['store']; identity: string; log: BuilderLog }) {
     this.file = o.file;
     this.#store = o.store;
     this.#identity = o.identity;
     this.#lock = new BuildLock(o.file);
     this.#log = o.log;
+    // Made before the build lock is first taken in it: the PostgreSQL default's data/ may not
+    // exist yet. A place known unwritable now is said before the ready line, which then names no file.
+    try {
+      mkdirSync(dirname(o.file), { recursive: true });
+      accessSync(dirname(o.file), constants.W_OK);
+    } catch (err) {
+      this.#cannotWrite(err);
+    }
     removeAbandonedTemps(o.file);
+  }
+
+  /** The file the index is kept in, for the ready line; undefined once it proved unwritable. */
+  get keptIn(): string | undefined {
+    return this.#unwritable ? undefined : this.file;
   }
 
   /** The saved index if the file changed since the last look and is whole and this archive's. */
@@ -72,6 +96,8 @@ export class SavedIndex {
     snapshot: SharedArrayBuffer,
     o: { fullBuild: boolean; fullBuildRows: number; sections?: Uint8Array[]; extra?: Record<string, unknown> },
   ): void {
+    // Searches go on from memory; trying again would only repeat the warning at every refresh.
+    if (this.#unwritable) return this.#lock.release();
     const now = Date.now();
     if (!o.fullBuild && now - this.#savedAt < SAVE_CAUGHT_UP_MS) return;
     if (!this.#lock.tryTake()) return;
@@ -89,7 +115,8 @@ export class SavedIndex {
       this.#seen = fileStamp(this.file); // our own file: nothing to load
       this.#log(`search index: saved ${this.file} (${bytes} bytes) in ${Math.round(performance.now() - started)} ms`);
     } catch (err) {
-      this.#log(`search index: could not save ${this.file}: ${err instanceof Error ? err.message : String(err)}`);
+      if (UNWRITABLE.has((err as NodeJS.ErrnoException).code ?? '')) this.#cannotWrite(err);
+      else this.#log(`search index: could not save ${this.file}: ${err instanceof Error ? err.message : String(err)}`);
     } finally {
       this.#lock.release();
     }
@@ -98,6 +125,17 @@ export class SavedIndex {
   /** Gives the build lock back without saving (a build that failed). */
   releaseLock(): void {
     this.#lock.release();
+  }
+
+  /** One warning, never a failure: the index serves from memory, only a restart builds it again. */
+  #cannotWrite(err: unknown): void {
+    if (this.#unwritable) return;
+    this.#unwritable = true;
+    const reason = err instanceof Error ? err.message : String(err);
+    this.#log(
+      `search index: cannot save ${this.file} (${reason}), so every start builds it again; set Engine:SearchIndexFile to a file in a place this service can write ('' saves nothing)`,
+      'warn',
+    );
   }
 }
 
@@ -110,13 +148,21 @@ export function once(work: () => void): () => void {
   };
 }
 
-/** The builder's line when searches are first answered from the index (bench/cold-start.ts reads it). */
-export function readyLine(origin: SnapshotOrigin, rows: number, log: (line: string) => void, saved = true): void {
+/**
+ * The builder's line when searches are first answered from the index (bench/cold-start.ts reads
+ * it); `keptIn`: the file it is saved in (SavedIndex.keptIn), undefined when nothing is saved.
+ */
+export function readyLine(
+  origin: SnapshotOrigin,
+  rows: number,
+  log: (line: string) => void,
+  keptIn: string | undefined,
+): void {
   const how = origin.kind === 'built' ? 'built' : origin.fromFile ? `${origin.kind} from the saved file` : origin.kind;
-  // Unsaved (the default on PostgreSQL, which has no archive file to sit beside): say how a
-  // restart could skip this build, once, where the operator reads how long it took.
-  const hint = saved
-    ? ''
+  // Once, where the operator reads how long it took: which file spares the next start this
+  // build, or, unsaved ('' or an unwritable place), how a restart could skip it.
+  const hint = keptIn
+    ? `; kept in ${keptIn}`
     : '; not saved, so every start builds it again (Engine:SearchIndexFile names a file to keep it in)';
   log(
     `search index: ready, ${how}, ${rows} messages, ${Math.round(process.uptime() * 1000)} ms after the process started${hint}`,
