@@ -89,23 +89,49 @@ export interface IndexedText {
 }
 
 /**
- * A message's document: each lexeme with its positions (distinct, ascending), the word pairs
- * (no positions) last. The side index stores it as a tsvector (documentBinary).
+ * A message's document: each lexeme with its positions (distinct, ascending), then its adjacent
+ * word pairs (ADR 24; no positions) exactly as migration 10's with_pairs derives them from the
+ * stored positions: per field, each word stored at a position with each word stored at the next
+ * (`B:first second`), or `_:unpaired` when a pair would pass a lexeme's size or the pairs the
+ * document's 1 MB. Built here, where the server's SQL function took 1.5 ms a document (the
+ * larger part of a write's cost); migration 13's trigger keeps a document that brings its pairs.
  */
 export function documentLexemes(m: IndexedText): Map<string, number[]> {
   const positions = new Map<string, number[]>();
+  const pairs = new Set<string>();
   let lexemeText = 0;
   const add = (field: Field, text: string) => {
-    tokenize(text).forEach((token, i) => {
-      const lex = lexeme(field, token);
+    const prefix = `${FIELD[field]}:`;
+    const upper = `${FIELD[field].toUpperCase()}:`;
+    // The word stored at the previous position, and at 16382: every word clamped to 16383 follows it.
+    let previous: string | undefined;
+    let beforeLast: string | undefined;
+    const tokens = tokenize(text);
+    for (let i = 0; i < tokens.length; i++) {
+      const token = tokens[i]!;
+      // At most three bytes per UTF-16 unit: only a long token can pass the lexeme limit.
+      const lex = 2 + 3 * token.length <= MAX_LEXEME_BYTES ? prefix + token : lexeme(field, token);
+      const position = Math.min(i + 1, MAX_POSITION);
       let list = positions.get(lex);
       if (!list) {
         lexemeText += Buffer.byteLength(lex);
-        if (lexemeText > MAX_LEXEME_TEXT) return; // a huge body: its last distinct words are not indexed
+        if (lexemeText > MAX_LEXEME_TEXT) {
+          previous = undefined; // a huge body: its last distinct words are not indexed
+          continue;
+        }
         positions.set(lex, (list = []));
       }
-      if (list.length < MAX_POSITIONS) list.push(Math.min(i + 1, MAX_POSITION));
-    });
+      if (list.length >= MAX_POSITIONS) {
+        previous = undefined; // this occurrence keeps no position
+        continue;
+      }
+      list.push(position);
+      const word = lex.slice(2);
+      const before = position < MAX_POSITION ? previous : beforeLast;
+      if (before !== undefined) pairs.add(`${upper}${before} ${word}`);
+      previous = word;
+      if (position === MAX_POSITION - 1) beforeLast = word;
+    }
   };
   // Tags first: they are few and must never be lost to the size limit.
   const tags = addressTags(m);
@@ -120,11 +146,40 @@ export function documentLexemes(m: IndexedText): Map<string, number[]> {
   add('body', m.body);
   // Last: a long document may lose its last distinct words to the size limit, never the body.
   add('attachment', m.attachmentText ?? '');
-  const stored = new Map<string, number[]>();
   // Clamped positions repeat at 16383; PostgreSQL wants them distinct.
-  for (const [lex, list] of positions) stored.set(lex, list.length ? [...new Set(list)] : list);
-  for (const pair of wordPairs(stored)) stored.set(pair, []);
-  return stored;
+  for (const list of positions.values())
+    if (list.length > 1 && list[list.length - 1] === MAX_POSITION && list[list.length - 2] === MAX_POSITION)
+      list.splice(list.indexOf(MAX_POSITION) + 1);
+  for (const pair of pairsThatFit(positions, pairs, lexemeText)) positions.set(pair, []);
+  return positions;
+}
+
+/** The pairs, or `_:unpaired` when one passes a lexeme's size or all of them the document's 1 MB. */
+function pairsThatFit(
+  positions: ReadonlyMap<string, number[]>,
+  pairs: ReadonlySet<string>,
+  counted: number,
+): Iterable<string> {
+  if (pairs.size === 0) return pairs;
+  // UTF-8 takes at most three bytes per UTF-16 unit: most documents fit by that bound alone.
+  let bound = counted;
+  for (const [lex, list] of positions) if (list.length === 0) bound += 3 * lex.length; // the tags
+  for (const pair of pairs) {
+    if (3 * pair.length > MAX_LEXEME_BYTES) {
+      bound = Infinity;
+      break;
+    }
+    bound += 3 * pair.length;
+  }
+  if (counted <= MAX_LEXEME_TEXT && bound <= MAX_LEXEME_TEXT) return pairs;
+  let bytes = 0;
+  for (const lex of positions.keys()) bytes += Buffer.byteLength(lex);
+  for (const pair of pairs) {
+    const size = Buffer.byteLength(pair);
+    bytes += size;
+    if (size > MAX_LEXEME_BYTES || bytes > MAX_LEXEME_TEXT) return ['_:unpaired'];
+  }
+  return pairs;
 }
 
 /** The tsvector input text of a message's document (tests compare it with the server's). */
@@ -137,48 +192,6 @@ export function documentVector(m: IndexedText): string {
 
 /** A message's document in tsvector's binary form, as insertDocuments and the writer send it. */
 export const documentBinary = (m: IndexedText): Buffer => tsvectorBinary(documentLexemes(m));
-
-/**
- * The adjacent word pairs of a document (ADR 24), exactly as migration 10's with_pairs derives
- * them from the stored positions: per field, each word at a position with each word at the next
- * one, as `B:first second`; or `_:unpaired` when a pair would pass a lexeme's size or the pairs
- * the document's 1 MB. Built here, since the server's SQL function took 1.5 ms a document (the
- * larger part of a write's cost); the trigger now keeps a document that comes with its pairs
- * (migration 13) and still pairs one from an earlier release.
- */
-function wordPairs(stored: ReadonlyMap<string, readonly number[]>): string[] {
-  // field letter -> position -> the words there (clamped positions hold several)
-  const at = new Map<string, Map<number, string[]>>();
-  for (const [lex, list] of stored) {
-    if (list.length === 0) continue;
-    const field = lex[0]!;
-    let byPosition = at.get(field);
-    if (!byPosition) at.set(field, (byPosition = new Map()));
-    const word = lex.slice(2);
-    for (const p of list) {
-      const words = byPosition.get(p);
-      if (words) words.push(word);
-      else byPosition.set(p, [word]);
-    }
-  }
-  const pairs = new Set<string>();
-  for (const [field, byPosition] of at) {
-    const upper = field.toUpperCase();
-    for (const [p, words] of byPosition) {
-      const next = byPosition.get(p + 1);
-      if (next) for (const a of words) for (const b of next) pairs.add(`${upper}:${a} ${b}`);
-    }
-  }
-  if (pairs.size === 0) return [];
-  let bytes = 0;
-  for (const lex of stored.keys()) bytes += Buffer.byteLength(lex);
-  for (const pair of pairs) {
-    const size = Buffer.byteLength(pair);
-    bytes += size;
-    if (size > MAX_LEXEME_BYTES || bytes > MAX_LEXEME_TEXT) return ['_:unpaired'];
-  }
-  return [...pairs];
-}
 
 /**
  * The document of a new message as the writer stores it (writer.ts; built ahead on a parse

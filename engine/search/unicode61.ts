@@ -16,28 +16,15 @@ for (const entry of FOLD.split(',')) {
 }
 
 /**
- * The tokens FTS5 stores for `text`, in order (a token's position is its index). Kept apart from
- * tokenSpans(), which yields the same tokens: this one runs over every message when the search
- * index is built, and without a generator and an object per token it is 1.5 times faster.
+ * The tokens FTS5 stores for `text`, in order (a token's position is its index): scanTokens'
+ * tokens, which take runs of ASCII letters and digits at once (twice as fast as a code point at a
+ * time over typical mail; this runs over every message the PostgreSQL search index stores).
  */
 export function tokenize(text: string): string[] {
   const tokens: string[] = [];
-  let current = '';
-  let open = false;
-  for (const ch of text) {
-    const c = ch.codePointAt(0)!;
-    // A lone surrogate or NUL ends a token, as SQLite sees neither as a character.
-    if (c === 0 || (c >= 0xd800 && c < 0xe000) || separators.has(c)) {
-      if (open && current !== '') tokens.push(current);
-      current = '';
-      open = false;
-      continue;
-    }
-    open = true;
-    const f = folds.get(c);
-    current += f ?? ch;
-  }
-  if (open && current !== '') tokens.push(current);
+  scanTokens(text, text.length, (token) => {
+    tokens.push(token);
+  });
   return tokens;
 }
 
