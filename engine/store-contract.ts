@@ -191,7 +191,8 @@ export interface ArchiveAdmin {
    * and documents written before its word pairs (ADR 24) get them (`onPairs`: how far, of what).
    */
   refreshSearchIndex(
-    onProgress?: (indexed: number) => void,
+    /** After each batch: messages indexed so far, and how far through the archive's ids (`through` of `last`, the highest id at the start). */
+    onProgress?: (indexed: number, ids?: { through: number; last: number }) => void,
     onPairs?: (through: number, goal: number) => void,
   ): Promise<{ indexed: number; pruned: number }>;
   /**

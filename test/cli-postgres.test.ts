@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openAdmin, openStore } from '../engine/archive.js';
 import { importPaths } from '../engine/import/importer.js';
+import { progressOf } from '../engine/cli/commands/index.js';
 import { STORED_BODY_LIMIT } from '../engine/rules/body.js';
 import { OWN_SCHEMA_VERSION } from '../engine/postgres/schema.js';
 import { verifyMailArchiverPasswordSync } from '../engine/rules/passwords.js';
@@ -466,6 +467,34 @@ test('afterBatch runs once per committed batch, after its commit', async (t) => 
   await writer.writeBatch([email('a'), email('b')]);
   await writer.writeBatch([email('b'), email('c')]);
   t.deepEqual(seen, [2, 3]);
+});
+
+test('index on a database it has never indexed says how far it is and the time left', async (t) => {
+  const a = await cliArchive(t, 'postgres');
+  ok(t, await a.cli(['accounts', 'add', '--name', 'Work', '--email', 'work@example.com']));
+  await a.pgQuery(
+    `INSERT INTO mail_archiver."ArchivedEmails" ("MailAccountId", "MessageId", "Subject", "Body", "HtmlBody", "From",
+       "To", "Cc", "Bcc", "SentDate", "ReceivedDate", "IsOutgoing", "HasAttachments", "FolderName")
+     SELECT 1, '<' || i || '@example.com>', 'Subject ' || i, 'body words ' || i, '', 'a@example.com', 'b@example.com',
+            '', '', now(), now(), false, false, 'INBOX' FROM generate_series(1, 3000) i`,
+  );
+  const run = await a.cli(['index']);
+  t.is(run.code, 0, run.stderr);
+  // No terminal: a line at each tenth of the way, in order.
+  const lines = run.stderr.trim().split('\n');
+  t.true(lines.length >= 5, run.stderr);
+  const percents = lines.map((l) =>
+    Number(/^indexed [\d,]+ messages, (\d+) %(, about \d+ (s|min) left)?$/.exec(l)?.[1]),
+  );
+  t.false(percents.some(Number.isNaN), run.stderr);
+  t.deepEqual(
+    percents,
+    [...percents].sort((x, y) => x - y),
+  );
+  t.regex(run.stdout, /^Search index up to date: 3000 messages indexed/);
+  t.is(progressOf(0.25, 20_000), '25 %, about 60 s left');
+  t.is(progressOf(0.1, 60_000), '10 %, about 9 min left');
+  t.is(progressOf(0.5, 1_000), '50 %');
 });
 
 test('index catches the search index up with mail Mail Archiver wrote itself, and drops deleted mail', async (t) => {

@@ -404,10 +404,14 @@ export class PgAdmin implements ArchiveAdmin {
   }
 
   async refreshSearchIndex(
-    onProgress?: (indexed: number) => void,
+    onProgress?: (indexed: number, ids?: { through: number; last: number }) => void,
     onPairs?: (through: number, goal: number) => void,
   ): Promise<{ indexed: number; pruned: number }> {
-    const indexed = await catchUpSearchIndex(this.ctx, (p) => onProgress?.(p.indexed));
+    const [top] = await this.q<{ last: number }>(sql`SELECT coalesce(max("Id"), 0) AS last FROM ${T.emails}`);
+    const last = top!.last;
+    const indexed = await catchUpSearchIndex(this.ctx, (p) =>
+      onProgress?.(p.indexed, { through: Math.min(p.through, last), last }),
+    );
     await catchUpThreads(this.ctx);
     // Documents written before migration 10 get their word pairs here rather than from a serving
     // process's builder, five seconds per look (ADR 24).

@@ -19,13 +19,18 @@ export function registerIndex(program: Command): void {
       const tty = process.stderr.isTTY && !opts.json;
       let shown = 0;
       let pairsShown = 0;
+      // Without a terminal (a log, a pipe), a line at each tenth of the way instead of a redrawn one.
+      let tenthShown = 0;
       const result = await withArchive(cmd, (admin) =>
         admin.refreshSearchIndex(
-          (indexed) => {
-            if (tty && indexed - shown >= 10_000) {
-              shown = indexed;
-              process.stderr.write(`\rindexed ${indexed.toLocaleString('en')} messages`);
-            }
+          (indexed, ids) => {
+            const done = ids && ids.last > 0 ? ids.through / ids.last : undefined;
+            const tenth = done === undefined ? 0 : Math.floor(done * 10);
+            if (tty ? indexed - shown < 10_000 : opts.json || tenth <= tenthShown || indexed === 0) return;
+            shown = indexed;
+            tenthShown = tenth;
+            const line = `indexed ${indexed.toLocaleString('en')} messages${done === undefined ? '' : `, ${progressOf(done, Date.now() - started)}`}`;
+            process.stderr.write(tty ? `\r${line}\x1b[K` : `${line}\n`);
           },
           (through, goal) => {
             if (tty && (through - pairsShown >= 10_000 || through >= goal)) {
@@ -45,4 +50,16 @@ export function registerIndex(program: Command): void {
           `Search index up to date: ${result.indexed} messages indexed, ${result.pruned} entries of deleted messages removed (${seconds.toFixed(1)} s).\n`,
         );
     });
+}
+
+/**
+ * How far, and the time left at the rate so far (by ids: Mail Archiver's ids grow with its
+ * archive, so the share of ids passed is the share of messages read, near enough).
+ */
+export function progressOf(done: number, elapsedMs: number): string {
+  const percent = `${Math.min(100, Math.floor(done * 100))} %`;
+  if (done <= 0 || done >= 1 || elapsedMs < 2_000) return percent;
+  const left = (elapsedMs * (1 - done)) / done / 1000;
+  const when = left < 90 ? `${Math.ceil(left / 5) * 5} s` : `${Math.round(left / 60)} min`;
+  return `${percent}, about ${when} left`;
 }
