@@ -480,7 +480,7 @@ test('index on a database it has never indexed says how far it is and the time l
   );
   const run = await a.cli(['index']);
   t.is(run.code, 0, run.stderr);
-  // No terminal: a line at each tenth of the way, in order.
+  // No terminal: a line at each tenth of the way once 1,000 are done, in order.
   const lines = run.stderr.trim().split('\n');
   t.true(lines.length >= 5, run.stderr);
   const percents = lines.map((l) =>

@@ -1,6 +1,9 @@
 import type { Command } from 'commander';
 import { printJson, withArchive } from '../context.js';
 
+/** Messages indexed before a catch-up without a terminal prints its first progress line. */
+const LOGGED_FROM = 1000;
+
 /**
  * `index`: brings the search index up to date. On a PostgreSQL archive that Mail Archiver fills
  * itself, the service's side index (docs/search.md, "On PostgreSQL") catches up by itself before
@@ -26,7 +29,9 @@ export function registerIndex(program: Command): void {
           (indexed, ids) => {
             const done = ids && ids.last > 0 ? ids.through / ids.last : undefined;
             const tenth = done === undefined ? 0 : Math.floor(done * 10);
-            if (tty ? indexed - shown < 10_000 : opts.json || tenth <= tenthShown || indexed === 0) return;
+            // In a log, only a long catch-up speaks: a short one leaves stderr empty, as every
+            // command that succeeds does.
+            if (tty ? indexed - shown < 10_000 : opts.json || tenth <= tenthShown || indexed < LOGGED_FROM) return;
             shown = indexed;
             tenthShown = tenth;
             const line = `indexed ${indexed.toLocaleString('en')} messages${done === undefined ? '' : `, ${progressOf(done, Date.now() - started)}`}`;
