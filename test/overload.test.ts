@@ -391,3 +391,26 @@ test('a job that would wait is refused once the longest-waiting job has waited E
   await fresh.release();
   await t.notThrowsAsync(engine.run({ kind: 'stats', principal: ADMIN }));
 });
+
+test('jobs waiting for a lane start in the order they came', async (t) => {
+  // Piscina's own queue is not first come, first served: when a thread freed, it started the
+  // first waiting job and sent the next to the back, so under a steady load some jobs waited
+  // behind many later ones (docs/performance.md, "Reading one message on PostgreSQL").
+  const fixture = createFixture();
+  const engine = new EnginePool({ dbPath: fixture.dbPath, threads: 1, faultInjection: true });
+  t.teardown(async () => {
+    await engine.close();
+    fixture.cleanup();
+  });
+  await engine.ping('interactive');
+  const held = fill(engine, 'interactive', 1);
+  const started: number[] = [];
+  const waiting = Array.from({ length: 6 }, (_, i) =>
+    // A hold of 0 ms returns at once: each job only says when it ran.
+    engine.run({ kind: 'fault', mode: 'hold', lane: 'interactive', ms: 0 }).then(() => started.push(i)),
+  );
+  t.is(engine.stats('interactive').queueSize, 6, 'six wait behind the held thread');
+  await held.release();
+  await Promise.all(waiting);
+  t.deepEqual(started, [0, 1, 2, 3, 4, 5]);
+});

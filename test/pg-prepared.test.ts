@@ -1,10 +1,16 @@
 // Statements sent on nearly every request (reused() in engine/postgres/sql.ts) are prepared once
 // per connection: on a pool (store.ts) by the driver's named statements. The key lookup that
 // every request makes is one of them. A pooler that loses prepared names (PgBouncer in
-// transaction mode) turns it back to text for good (engine/postgres/prepared.ts).
+// transaction mode) turns it back to text for good (engine/postgres/prepared.ts). A message's
+// detail is one too: one prepared statement reads its size, its row and its attachments.
 import test from 'ava';
 import { PgStore } from '../engine/postgres/store.js';
 import { reused, sql } from '../engine/postgres/sql.js';
+import { hashKey } from '../engine/rules/keys.js';
+import { INTERACTIVE_DETAIL_MAX_BYTES, isMovedToQueryLane } from '../engine/pool/large-detail.js';
+import type { Principal } from '../shared/jobs.js';
+import { createFixture } from './helpers/fixture.js';
+import { serveArchive } from './helpers/store.js';
 import { createTestDatabase, interceptQueries, type TestDatabase } from './helpers/postgres.js';
 
 let db: TestDatabase;
@@ -66,6 +72,43 @@ test.serial('a reused statement on a pool is prepared once per connection, then 
   }
 });
 
+test.serial("a message's detail is one prepared statement: its size, its row and its attachments", async (t) => {
+  // Three statements as text (size, row, attachments), each parsed and planned, were three round
+  // trips of the interactive lane's one thread (docs/performance.md, "Reading one message on PostgreSQL").
+  const fixture = createFixture();
+  const served = await serveArchive(fixture.dbPath, 'postgres');
+  const store = new PgStore({ url: served.path, timeZone: 'UTC', connections: 1 });
+  t.teardown(async () => {
+    await store.close();
+    await served.drop();
+    fixture.cleanup();
+  });
+  const principal = async (key: string): Promise<Principal> => {
+    const auth = await store.run({ kind: 'authenticate', keyHash: hashKey(key), now: Date.now() });
+    if (!auth.ok) throw new Error(`key refused: ${auth.reason}`);
+    return auth.principal;
+  };
+  const [alice, bob] = [await principal(fixture.keys.alice), await principal(fixture.keys.bob)];
+  const id = fixture.emails.budget!;
+  const whole = await store.run({ kind: 'detail', id, principal: alice });
+  t.is(whole?.attachments.length, 2);
+
+  const sized = await recording(() =>
+    store.run({ kind: 'detail', id, principal: alice, interactiveMaxBytes: INTERACTIVE_DETAIL_MAX_BYTES }),
+  );
+  t.deepEqual(sized.result, whole, 'the same detail');
+  t.is(sized.names.length, 1, 'one statement');
+  t.regex(String(sized.names[0]), /^magq_[0-9a-f]{20}$/, 'prepared');
+
+  const large = await recording(() => store.run({ kind: 'detail', id, principal: alice, interactiveMaxBytes: 10 }));
+  t.true(isMovedToQueryLane(large.result), 'larger than the limit: moved, its bodies unread');
+  t.is(large.names.length, 1, 'sized in the same one statement');
+
+  t.is(await store.run({ kind: 'detail', id, principal: bob, interactiveMaxBytes: 10 }), null, 'hidden: none');
+  t.is(await store.run({ kind: 'detail', id: 999_999, principal: alice, interactiveMaxBytes: 10 }), null);
+});
+
+// Last: it turns preparing off for the rest of this file's thread.
 test.serial('a prepared name the server does not know sends the statement as text, from then on', async (t) => {
   const store = new PgStore({ url: db.url, timeZone: 'UTC', connections: 1 });
   try {

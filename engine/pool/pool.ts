@@ -1,15 +1,23 @@
 // The engine as the gateway sees it: typed jobs in, typed results out, on worker threads.
 //
 // Two lanes, each its own Piscina pool on the same file. Searches and other scans go to the
-// query lane (Engine:Threads threads); key checks and the other point reads go to a one-thread
-// interactive lane. A burst of heavy searches then queues only behind itself: `GET /accounts` or
-// an MCP `tools/list` never waits for someone's full-text scan. A key check that travels with
-// the job it admits (runAuthed) runs on that job's lane.
+// query lane (Engine:Threads threads); key checks and the other point reads go to the
+// interactive lane (one thread, two on PostgreSQL: defaultInteractiveThreads). A burst of heavy
+// searches then queues only behind itself: `GET /accounts` or an MCP `tools/list` never waits
+// for someone's full-text scan. A key check that travels with the job it admits (runAuthed) runs
+// on that job's lane.
 //
 // Each lane holds at most its threads' worth of running jobs plus `maxQueue` waiting ones, and
 // takes no job that would have to wait while the longest-waiting one has already waited
 // `maxQueueWaitMs`; a job past either is refused at once with EngineOverloaded (docs/decisions.md,
 // ADR 10), so a flood is shed instead of making every request wait until clients time out.
+//
+// The waiting jobs wait here, first come first served, and a lane's Piscina pool is handed at
+// most its threads and one more (#handable). Piscina's own queue is not fair under a steady load:
+// when a thread frees it starts the first waiting job and moves the next one to the back of the
+// queue (all of ours are there: a job with an AbortSignal waits in its `skipQueue`), so with a
+// few clients keeping a lane busy some jobs went to the back over and over and waited for
+// seconds (docs/performance.md, "Reading one message on PostgreSQL").
 import { Piscina } from 'piscina';
 import type { AuthedJob, AuthedResult, Job, JobKind, JobResult, OwnedKind } from '../../shared/jobs.js';
 import { storeKind } from '../archive.js';
@@ -20,6 +28,7 @@ import { INTERACTIVE_DETAIL_MAX_BYTES, isMovedToQueryLane } from './large-detail
 import { currentRequestSignal, TIMEOUT_REASON } from './job-budget.js';
 import { Worker } from 'node:worker_threads';
 import { createHash } from 'node:crypto';
+import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import { join, resolve } from 'node:path';
 import type { BuilderData } from '../sqlite/index-builder.js';
 import type { PgBuilderData } from '../postgres/search-snapshot-builder.js';
@@ -39,7 +48,7 @@ export interface EnginePoolOptions {
   readReplicas?: readonly string[];
   /** Threads of the query lane. */
   threads: number;
-  /** Threads of the interactive lane; default 1. */
+  /** Threads of the interactive lane; default: defaultInteractiveThreads. */
   interactiveThreads?: number;
   /** Jobs that may wait for a free thread, per lane, before run() refuses more; default: unbounded. */
   maxQueue?: Partial<Record<Lane, number>>;
@@ -93,7 +102,10 @@ export interface LaneStats {
   refused: number;
   /** Since the lane started. */
   durationMs: number;
-  /** Percentiles of run and queue-wait time over the lane's lifetime (Piscina's histograms). */
+  /**
+   * Percentiles of run and queue-wait time over the lane's lifetime: run time is Piscina's
+   * histogram, wait time the pool's own (jobs wait in the pool's queue, not in Piscina's).
+   */
   runTime: { mean: number; p50: number; p90: number; p99: number };
   waitTime: { mean: number; p50: number; p90: number; p99: number };
 }
@@ -193,6 +205,19 @@ export const ABANDONED_GRACE_MS = 250;
 export const SHORT_QUEUE_PER_THREAD = 8;
 
 const DEFAULT_SEARCH_MEMORY = 768 * 1024 * 1024;
+
+/**
+ * Threads of the interactive lane: one on SQLite, whose point reads run synchronously on their
+ * thread in well under a millisecond; two on PostgreSQL, whose jobs spend most of their time
+ * waiting for the server (a key check and a message detail are two round trips, an access-log
+ * batch a transaction). With one thread every such wait held all the others: with 8 clients
+ * reading messages it was busy most of the time while doing little, and each access-log batch
+ * stopped every read behind it (docs/performance.md, "Reading one message on PostgreSQL"). Each
+ * thread has its own connections (engine/postgres/store.ts).
+ */
+export function defaultInteractiveThreads(dbPath: string): number {
+  return storeKind(dbPath) === 'postgres' ? 2 : 1;
+}
 let pools = 0;
 
 /** Engine:SearchIndexFile resolved (EnginePoolOptions.searchIndexFile); undefined: not saved. */
@@ -240,6 +265,12 @@ export class EnginePool {
    * queue's delay can be read.
    */
   readonly #inFlight: Record<Lane, Map<number, number>> = { interactive: new Map(), query: new Map() };
+  /** Jobs waiting for a thread, in the order they came (#dispatch hands them over). */
+  readonly #waiting: Record<Lane, Array<{ id: number; start: () => void }>> = { interactive: [], query: [] };
+  /** Jobs handed to the lane's Piscina pool and not yet settled, in that order: at most #handable while open. */
+  readonly #handed: Record<Lane, Set<number>> = { interactive: new Set(), query: new Set() };
+  /** From submission to being handed over, in microseconds (stats().waitTime). */
+  readonly #waitTimes: Record<Lane, RecordableHistogram> = { interactive: createHistogram(), query: createHistogram() };
   #nextJob = 0;
   readonly #threads: Record<Lane, number>;
   readonly #capacity: Record<Lane, number>;
@@ -289,7 +320,10 @@ export class EnginePool {
         workerData,
       });
     };
-    const threads = { interactive: options.interactiveThreads ?? 1, query: options.threads };
+    const threads = {
+      interactive: options.interactiveThreads ?? defaultInteractiveThreads(options.dbPath),
+      query: options.threads,
+    };
     this.#threads = threads;
     this.#maxWaitMs = options.maxQueueWaitMs ?? Number.POSITIVE_INFINITY;
     this.#budgetMs = options.jobTimeoutMs ?? Number.POSITIVE_INFINITY;
@@ -319,7 +353,11 @@ export class EnginePool {
     this.#warmUps = new WarmUps(
       {
         threads: () => query.threads.length,
-        idle: () => !this.#closed && query.queueSize === 0 && query.idleThreads === query.threads.length,
+        idle: () =>
+          !this.#closed &&
+          this.#waiting.query.length === 0 &&
+          query.queueSize === 0 &&
+          query.idleThreads === query.threads.length,
         // Outside admission and the lanes' counts: the pool's own work, a few ms per thread, once.
         send: () => query.run({ kind: 'warmUp' }) as Promise<JobResult<'warmUp'>>,
       },
@@ -391,7 +429,8 @@ export class EnginePool {
     }
     const id = this.#nextJob++;
     const inFlight = this.#inFlight[lane];
-    inFlight.set(id, performance.now());
+    const submitted = performance.now();
+    inFlight.set(id, submitted);
     // A test's hold stands for admitted work of any length; a test that means to time it gives a budget.
     const unbounded = kind === 'accessLog' || (job.kind === 'fault' && job.mode === 'hold');
     const budgetMs = options.budgetMs ?? (unbounded ? Number.POSITIVE_INFINITY : this.#budgetMs);
@@ -400,7 +439,7 @@ export class EnginePool {
     const cancel = new AbortController();
     const timer = Number.isFinite(budgetMs) ? setTimeout(() => cancel.abort(TIMEOUT_REASON), budgetMs) : undefined;
     timer?.unref();
-    // A job still waiting leaves its queue at once. A running one is let finish for a while
+    // A job still waiting leaves the queue at once. A running one is let finish for a while
     // first: stopping it costs its lane a thread until Piscina has started another (about 200 ms
     // on a 2-vCPU VM, measured), and most jobs, and every interactive one, end long before that.
     // Stopping them at once let any client that hung up early, with any token, keep the
@@ -412,7 +451,17 @@ export class EnginePool {
       grace.unref();
     };
     client?.addEventListener('abort', gone, { once: true });
-    return (this.#lanes[lane].run(job, { signal: cancel.signal }) as Promise<unknown>)
+    const ran = this.#inTurn(
+      lane,
+      id,
+      () => {
+        this.#waitTimes[lane].record(Math.max(1, Math.round((performance.now() - submitted) * 1000)));
+        // Aborted once handed over, Piscina takes it off its queue or stops its thread.
+        return this.#lanes[lane].run(job, { signal: cancel.signal }) as Promise<unknown>;
+      },
+      cancel.signal,
+    );
+    return ran
       .catch((err: unknown) => {
         if (cancel.signal.aborted && (err as { name?: unknown } | null)?.name === 'AbortError') {
           const timedOut = cancel.signal.reason === TIMEOUT_REASON;
@@ -431,15 +480,67 @@ export class EnginePool {
   }
 
   /**
-   * Whether a job has a thread: Piscina hands jobs to a lane's threads first come, first served,
-   * so the running ones are the lane's oldest unsettled jobs, as many as it has threads. (While a
-   * stopped thread is being replaced the lane has one fewer: a waiting job then counts as running
-   * and leaves its queue after the grace instead of at once.)
+   * Calls `hand` (which gives the job to the lane's Piscina pool) once the lane has a thread for
+   * it, after every job asked before it (#dispatch); settles as that does. `cancel` takes a job
+   * still waiting out of the queue, rejected with an AbortError as Piscina rejects one.
+   */
+  #inTurn(lane: Lane, id: number, hand: () => Promise<unknown>, cancel?: AbortSignal): Promise<unknown> {
+    const handed = this.#handed[lane];
+    const waiting = this.#waiting[lane];
+    return new Promise<unknown>((resolve, reject) => {
+      const start = () => {
+        handed.add(id);
+        hand()
+          .finally(() => {
+            handed.delete(id);
+            this.#dispatch(lane);
+          })
+          .then(resolve, reject);
+      };
+      if (waiting.length === 0 && (handed.size < this.#handable(lane) || this.#closed)) return start();
+      const entry = { id, start };
+      waiting.push(entry);
+      cancel?.addEventListener(
+        'abort',
+        () => {
+          const at = waiting.indexOf(entry);
+          if (at === -1) return; // handed over meanwhile
+          waiting.splice(at, 1);
+          reject(Object.assign(new Error('The job left the queue.'), { name: 'AbortError' }));
+        },
+        { once: true },
+      );
+    });
+  }
+
+  /** Hands waiting jobs to the lane's threads in the order they came, one per free thread (all once closing). */
+  #dispatch(lane: Lane): void {
+    const waiting = this.#waiting[lane];
+    while (waiting.length > 0 && (this.#handed[lane].size < this.#handable(lane) || this.#closed))
+      waiting.shift()!.start();
+  }
+
+  /**
+   * Jobs a lane's Piscina pool may hold: its threads and one waiting. Piscina starts a waiting job
+   * the moment a thread frees, before it answers the job that ended; the pool's own hand-over
+   * comes a moment later, when the thread has gone to sleep, and waking it again cost a quarter
+   * of the rate of sub-millisecond jobs (SQLite's point reads). One waiting job is never
+   * reordered: Piscina sends a job to the back only when another waits beside it.
+   */
+  #handable(lane: Lane): number {
+    return this.#threads[lane] + 1;
+  }
+
+  /**
+   * Whether a job has a thread: it is one of the first jobs handed to the lane's Piscina pool, as
+   * many as the lane has threads (Piscina starts what it holds in the order handed: #handable).
+   * (While a stopped thread is being replaced the lane has one fewer: a job handed over meanwhile
+   * counts as running and leaves after the grace instead of at once.)
    */
   #running(lane: Lane, id: number): boolean {
     let ahead = 0;
-    for (const job of this.#inFlight[lane].keys()) {
-      if (job === id) return true;
+    for (const handed of this.#handed[lane]) {
+      if (handed === id) return true;
       if (++ahead >= this.#threads[lane]) return false;
     }
     return false;
@@ -486,12 +587,9 @@ export class EnginePool {
     if (inFlight.size >= this.#capacity[lane]) return true;
     const threads = this.#threads[lane];
     if (inFlight.size < threads * (1 + SHORT_QUEUE_PER_THREAD) || !Number.isFinite(this.#maxWaitMs)) return false;
-    // Piscina starts jobs in about the order they came, so the first `threads` in flight are
-    // (nearly always) running and the next one has waited longest: close enough to shed by.
-    let seen = 0;
-    for (const submitted of inFlight.values()) {
-      if (seen++ < threads) continue;
-      return performance.now() - submitted > this.#maxWaitMs;
+    // Jobs start in the order they came: the first not running has waited longest.
+    for (const [id, submitted] of inFlight) {
+      if (!this.#running(lane, id)) return performance.now() - submitted > this.#maxWaitMs;
     }
     return false;
   }
@@ -506,9 +604,11 @@ export class EnginePool {
     return this.#lanes.query.threads.length;
   }
 
-  /** Runs the readiness job on one lane's own threads. */
+  /** Runs the readiness job on one lane's own threads, in its turn. */
   ping(lane: Lane): Promise<JobResult<'ping'>> {
-    return (this.#lanes[lane].run({ kind: 'ping' }) as Promise<JobResult<'ping'>>).catch(restoreError).finally(() => {
+    // In turn, behind the jobs waiting: a lane whose queue keeps a ping waiting is busy (readiness).
+    const ping = () => this.#lanes[lane].run({ kind: 'ping' }) as Promise<unknown>;
+    return (this.#inTurn(lane, this.#nextJob++, ping) as Promise<JobResult<'ping'>>).catch(restoreError).finally(() => {
       if (lane === 'query') this.#warmUps.poke();
     });
   }
@@ -521,15 +621,22 @@ export class EnginePool {
   stats(lane: Lane): LaneStats {
     const pool = this.#lanes[lane];
     const summary = ({ mean, p50, p90, p99 }: LaneStats['runTime']) => ({ mean, p50, p90, p99 });
+    const waits = this.#waitTimes[lane];
+    const ms = (us: number) => us / 1000;
     return {
       threads: pool.threads.length,
       busyThreads: pool.threads.length - pool.idleThreads,
-      queueSize: pool.queueSize,
+      queueSize: this.#waiting[lane].length + pool.queueSize,
       completed: pool.completed,
       refused: this.#refused[lane],
       durationMs: pool.duration,
       runTime: summary(pool.histogram.runTime),
-      waitTime: summary(pool.histogram.waitTime),
+      waitTime: {
+        mean: ms(waits.mean),
+        p50: ms(waits.percentile(50)),
+        p90: ms(waits.percentile(90)),
+        p99: ms(waits.percentile(99)),
+      },
     };
   }
 
@@ -543,6 +650,8 @@ export class EnginePool {
 
   async close(): Promise<void> {
     this.#closed = true;
+    // What waits is handed over, so that Piscina's close lets it finish as it did before.
+    for (const lane of LANE_NAMES) this.#dispatch(lane);
     this.#warmUps.stop();
     const builderThread = this.#builder?.threadId;
     await Promise.all([this.#lanes.interactive.close(), this.#lanes.query.close(), this.#builder?.terminate()]);

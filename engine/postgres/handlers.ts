@@ -52,7 +52,12 @@ import { reused, sql } from './sql.js';
 import type { PgContext } from './context.js';
 import { SEARCH_PARAMS } from '../../shared/search-input.js';
 import { encodeDetail } from '../pool/encoded-detail.js';
-import { ATTACHMENT_ENTRY_BYTES, isMovedToQueryLane, movedToQueryLane } from '../pool/large-detail.js';
+import {
+  ATTACHMENT_ENTRY_BYTES,
+  isMovedToQueryLane,
+  movedToQueryLane,
+  type MovedToQueryLane,
+} from '../pool/large-detail.js';
 import { messageView, type CidPart } from '../rules/mail-view.js';
 
 type PgHandlers = { [K in JobKind]: (ctx: PgContext, job: Job<K>) => Promise<JobResult<K>> };
@@ -152,40 +157,55 @@ async function folders(ctx: PgContext, viewer: Viewer, accountId: number) {
 }
 
 /**
- * A message's size for routing its detail (engine/pool/large-detail.ts): its bodies' bytes (octet_length
- * takes the raw size from a TOAST pointer, never reading the value) and its attachments counted
- * at ATTACHMENT_ENTRY_BYTES each.
+ * A message's detail, or, when it is larger than `maxBytes` (the interactive lane's limit,
+ * engine/pool/large-detail.ts), only its size: its bodies' bytes (octet_length takes the raw size
+ * from a TOAST pointer, never reading the value) and its attachments counted at
+ * ATTACHMENT_ENTRY_BYTES each. One statement, prepared once per connection: a detail is read on
+ * nearly every request, and its three statements as text (the size, the row, the attachments)
+ * were three round trips, each parsed and planned, while an interactive thread waited
+ * (docs/performance.md, "Reading one message on PostgreSQL"). A message the viewer may not see
+ * is no row, whatever its size.
  */
-async function storedBodyBytes(ctx: PgContext, id: number): Promise<number> {
-  const rows = await ctx.read<{ bytes: number }>(
-    sql`SELECT (coalesce(octet_length(e."Body"), 0) + coalesce(octet_length(e."HtmlBody"), 0)
-              + coalesce(octet_length(e."BodyUntruncatedText"), 0) + coalesce(octet_length(e."BodyUntruncatedHtml"), 0)
-              + coalesce(octet_length(e."OriginalBodyText"), 0) + coalesce(octet_length(e."OriginalBodyHtml"), 0)
-              + (SELECT count(*) FROM ${T.attachments} a WHERE a."ArchivedEmailId" = e."Id") * ${ATTACHMENT_ENTRY_BYTES}::int
-             )::bigint AS bytes
-          FROM ${T.emails} e WHERE e."Id" = ${id}`,
-  );
-  return rows[0]?.bytes ?? 0;
-}
-
-async function detail(ctx: PgContext, viewer: Viewer, id: number): Promise<EmailDetailDto | null> {
-  // Mail Archiver stores '' for "no body"; an empty legacy untruncated body does not count.
-  const rows = await ctx.read<RawDetail>(
-    sql`SELECT ${summaryColumns(ctx)}, e."Cc" AS cc_addr, e."Bcc" AS bcc_addr,
-               ${utcMs('e."ReceivedDate"')} AS received_date, e."MessageId" AS message_id,
-               NULLIF(e."Body", '') AS text_body, NULLIF(e."HtmlBody", '') AS html_body,
-               NULLIF(e."BodyUntruncatedText", '') AS text_untruncated,
-               NULLIF(e."BodyUntruncatedHtml", '') AS html_untruncated,
-               e."OriginalBodyText" AS text_original, e."OriginalBodyHtml" AS html_original
-          FROM ${T.emails} e WHERE e."Id" = ${id} AND ${visibleAccounts(viewer, 'e."MailAccountId"')}`,
+async function detail(
+  ctx: PgContext,
+  viewer: Viewer,
+  id: number,
+  maxBytes = Number.MAX_SAFE_INTEGER,
+): Promise<EmailDetailDto | MovedToQueryLane | null> {
+  // Mail Archiver stores '' for "no body"; an empty legacy untruncated body does not count. CASE
+  // reads a body only for a message within the limit: a larger one's values stay in TOAST.
+  const rows = await ctx.read<RawDetail & { bytes: number; attachments: AttachmentDto[] | null }>(
+    reused(sql`SELECT ${summaryColumns(ctx)}, e."Cc" AS cc_addr, e."Bcc" AS bcc_addr,
+               ${utcMs('e."ReceivedDate"')} AS received_date, e."MessageId" AS message_id, s.bytes,
+               CASE WHEN s.small THEN NULLIF(e."Body", '') END AS text_body,
+               CASE WHEN s.small THEN NULLIF(e."HtmlBody", '') END AS html_body,
+               CASE WHEN s.small THEN NULLIF(e."BodyUntruncatedText", '') END AS text_untruncated,
+               CASE WHEN s.small THEN NULLIF(e."BodyUntruncatedHtml", '') END AS html_untruncated,
+               CASE WHEN s.small THEN e."OriginalBodyText" END AS text_original,
+               CASE WHEN s.small THEN e."OriginalBodyHtml" END AS html_original,
+               CASE WHEN s.small THEN
+                 (SELECT coalesce(json_agg(json_build_object('id', a."Id", 'fileName', a."FileName",
+                                                             'contentType', a."ContentType", 'size', a."Size")
+                                           ORDER BY a."Id"), '[]'::json)
+                    FROM ${T.attachments} a WHERE a."ArchivedEmailId" = e."Id")
+               END AS attachments
+          FROM ${T.emails} e
+          CROSS JOIN LATERAL (
+            SELECT b.bytes, b.bytes <= ${maxBytes}::bigint AS small
+              FROM (SELECT (coalesce(octet_length(e."Body"), 0) + coalesce(octet_length(e."HtmlBody"), 0)
+                          + coalesce(octet_length(e."BodyUntruncatedText"), 0)
+                          + coalesce(octet_length(e."BodyUntruncatedHtml"), 0)
+                          + coalesce(octet_length(e."OriginalBodyText"), 0)
+                          + coalesce(octet_length(e."OriginalBodyHtml"), 0)
+                          + (SELECT count(*) FROM ${T.attachments} a WHERE a."ArchivedEmailId" = e."Id")
+                            * ${ATTACHMENT_ENTRY_BYTES}::int)::bigint AS bytes OFFSET 0) b) s
+         WHERE e."Id" = ${id}::int AND ${visibleAccounts(viewer, 'e."MailAccountId"')}`),
   );
   const row = rows[0];
   if (!row) return null;
-  const attachments = await ctx.read<AttachmentDto>(
-    sql`SELECT "Id" AS id, "FileName" AS "fileName", "ContentType" AS "contentType", "Size" AS size
-          FROM ${T.attachments} WHERE "ArchivedEmailId" = ${id} ORDER BY "Id"`,
-  );
-  return toDetail(row, attachments);
+  // The pool takes this back and reruns the job on the query lane (engine/pool/large-detail.ts).
+  if (row.bytes > maxBytes) return movedToQueryLane(row.bytes);
+  return toDetail(row, row.attachments ?? []);
 }
 
 /**
@@ -459,14 +479,9 @@ export const pgHandlers: PgHandlers = {
     return { results, accounts: visible, folders: tree };
   },
   aggregate: (ctx, job) => aggregateEmails(ctx, job.principal, job.aggregate),
-  detail: async (ctx, job) => {
-    if (job.interactiveMaxBytes !== undefined) {
-      const bytes = await storedBodyBytes(ctx, job.id);
-      // The pool takes this back and reruns the job on the query lane (engine/pool/large-detail.ts).
-      if (bytes > job.interactiveMaxBytes) return movedToQueryLane(bytes) as never;
-    }
-    return detail(ctx, job.principal, job.id);
-  },
+  // A message over the limit answers "moved" (engine/pool/large-detail.ts), read in the same statement.
+  detail: async (ctx, job) =>
+    (await detail(ctx, job.principal, job.id, job.interactiveMaxBytes)) as EmailDetailDto | null,
   detailJson: async (ctx, job) => encodeDetail(await pgHandlers.detail(ctx, { ...job, kind: 'detail' })),
   messageView: async (ctx, job) => {
     const email = await pgHandlers.detail(ctx, { ...job, kind: 'detail' });
