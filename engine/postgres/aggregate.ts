@@ -52,9 +52,9 @@ export async function aggregateEmails(
   const conditions = filterConditions(ctx, viewer, query);
   let source = sql`FROM ${T.emails} e`;
   if (query.q !== undefined && query.q.trim() !== '') {
-    const match = compileMatch(query.q, threadCondition);
-    if (match === null) return empty;
-    await ensureSearchIndex(ctx);
+    if (compileMatch(query.q, threadCondition) === null) return empty;
+    const { pairs } = await ensureSearchIndex(ctx);
+    const match = compileMatch(query.q, threadCondition, pairs)!;
     if (match.hasThread) await ensureThreads(ctx);
     source = sql`FROM ${T.emails} e JOIN ${DOCS} d ON d.email_id = e."Id"`;
     conditions.push(match.sql);

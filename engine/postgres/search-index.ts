@@ -321,23 +321,52 @@ const holds = (node: Node, type: 'thread' | 'read'): boolean =>
 const readCondition = (read: boolean): Sql =>
   sql`EXISTS (SELECT 1 FROM ${T.emails} r WHERE r."Id" = d.email_id AND r."IsRead" = ${read})`;
 
+/** Whether a text node is a phrase that pairedTsQuery can answer by its word pairs. */
+const pairable = (node: Node): boolean => node.type === 'text' && pairedTsQuery(node) !== null;
+
+/** Whether the tree holds such a phrase. */
+const holdsPairable = (node: Node): boolean =>
+  pairable(node) ||
+  ((node.type === 'and' || node.type === 'or') && node.children.some(holdsPairable)) ||
+  (node.type === 'not' && holdsPairable(node.child));
+
+/**
+ * A phrase by its word pairs (pairedTsQuery), as two conditions ORed rather than one tsquery:
+ * a phrase operator anywhere in a tsquery makes GIN recheck every match in its document (read
+ * and decompressed from the table), while a pair lexeme alone is answered from its posting list.
+ * As two conditions the planner ORs two GIN bitmaps, and only the unpaired documents' matches
+ * are rechecked. A document is either paired or unpaired (migration 10), so the two never overlap.
+ */
+function pairedCondition(node: Node): Sql {
+  const { paired, unpaired } = pairedTsQuery(node)!;
+  return sql`(d.doc @@ ${paired}::tsquery OR d.doc @@ ${unpaired}::tsquery)`;
+}
+
 /**
  * `q` as a condition on the side-index row `d`, or null when q holds nothing searchable. One
  * tsquery when it can be (the GIN index answers it whole); a query with `thread:` or `is:`
  * terms, which are not in the index, becomes SQL (`bySql`) over a tsquery per leaf, `thread`
- * (engine/postgres/threads.ts) and the read flag.
+ * (engine/postgres/threads.ts) and the read flag. With `pairs` (every document has its word
+ * pairs: search_state), a phrase is matched by its pairs (pairedCondition) and the rest of the
+ * tree by tsqueries around it; `bySql` stays false, as the whole still ranks by one tsquery.
  */
 export function compileMatch(
   q: string,
   thread: (id: number) => Sql,
+  pairs = false,
 ): { sql: Sql; hasThread: boolean; bySql: boolean } | null {
   const root = parseQuery(q);
   if (!root) return null;
   const hasThread = holds(root, 'thread');
-  if (!hasThread && !holds(root, 'read')) {
+  const bySql = hasThread || holds(root, 'read');
+  const paired = pairs && holdsPairable(root);
+  if (!bySql && !paired) {
     return { sql: sql`d.doc @@ ${tsquery(root)}::tsquery`, hasThread: false, bySql: false };
   }
   const toSql = (node: Node): Sql => {
+    // A subtree with neither a thread:, an is: nor a paired phrase stays one tsquery.
+    if (!holds(node, 'thread') && !holds(node, 'read') && !(paired && holdsPairable(node)))
+      return sql`d.doc @@ ${tsquery(node)}::tsquery`;
     switch (node.type) {
       case 'thread':
         return thread(node.id);
@@ -352,11 +381,11 @@ export function compileMatch(
           node.type === 'and' ? ' AND ' : ' OR ',
         );
       default:
-        return sql`d.doc @@ ${tsquery(node)}::tsquery`;
+        return pairedCondition(node); // only a pairable phrase is left here
     }
   };
   // Parenthesised whole: callers AND it with the filters, and a top-level OR must stay inside.
-  return { sql: sql`(${toSql(root)})`, hasThread, bySql: true };
+  return { sql: sql`(${toSql(root)})`, hasThread, bySql };
 }
 
 /** `q` as tsquery input; null when q holds nothing searchable (nothing can match). */
@@ -466,11 +495,15 @@ export async function catchUpSearchIndex(
  * search will read (a replica shows the index as of its replay); when behind, the primary
  * catches up. Without replicas the search then sees every message that existed when it began.
  */
-export async function ensureSearchIndex(ctx: PgContext): Promise<void> {
-  const [state] = await ctx.read<{ behind: boolean }>(
-    sql`SELECT coalesce((SELECT max("Id") FROM ${T.emails}), 0) > (SELECT indexed_through FROM ${STATE}) AS behind`,
+export async function ensureSearchIndex(ctx: PgContext): Promise<{ pairs: boolean }> {
+  const [state] = await ctx.read<{ behind: boolean; pairs: boolean }>(
+    sql`SELECT coalesce((SELECT max("Id") FROM ${T.emails}), 0) > s.indexed_through AS behind,
+               s.pairs_through >= s.pairs_goal AS pairs
+          FROM ${STATE} s`,
   );
   if (state!.behind) await catchUpSearchIndex(ctx);
+  // Whether every document has its word pairs (migration 10; addWordPairs brings older ones).
+  return { pairs: state!.pairs };
 }
 
 /** Documents given their word pairs per transaction by addWordPairs. */
