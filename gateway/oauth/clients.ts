@@ -136,8 +136,6 @@ export class ClientMetadataDocuments {
   });
   readonly #pending = new Map<string, Promise<ResolvedClient>>();
   #open = 0;
-  /** Fetches started (for tests). */
-  fetches = 0;
 
   constructor(
     private readonly settings: OAuthSettings,
@@ -159,7 +157,6 @@ export class ClientMetadataDocuments {
         { 'Retry-After': '5' },
       );
     this.#open++;
-    this.fetches++;
     const fetching = fetchClientMetadata(clientId, url, allowed, this.settings).then(({ client, freshMs, bytes }) => {
       if (freshMs > 0) this.#cache.set(clientId, { ...client, bytes }, { ttl: freshMs });
       return client;
