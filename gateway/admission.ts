@@ -44,6 +44,7 @@ import {
   type Unauthorized,
 } from './auth.js';
 import type { AuthFailureLog } from './auth-failure-log.js';
+import { addressPartition } from './address.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { WarmUpTokens } from './warm-up.js';
 
@@ -57,7 +58,7 @@ export function admission(
   const front = policy.policy === 'Api' ? 'api' : 'mcp';
   return async (ctx, next) => {
     const token = bearerToken(ctx.get('Authorization') || undefined);
-    const ip = `ip:${ctx.ip}`;
+    const ip = addressPartition(ctx.ip);
     if (!token) {
       ctx.set(policy.headers(await policy.consume(ip)));
       return next();
@@ -79,7 +80,7 @@ export function admission(
     if (!keyHash) return refuse(malformedKey());
     const partition = `key:${token.slice(0, 11)}`;
     const key = new KeyCheck(engine, keyHash, async (auth) => {
-      if (!auth.ok) return refuse(refusedKey(auth.reason));
+      if (!auth.ok) return refuse(refusedKey(auth.reason, auth.oauth));
       // An OAuth access token is good for the resource it was issued for, /mcp, and nothing else.
       if (auth.principal.oauth && front !== 'mcp') return refuse(wrongResource());
       ctx.set(policy.headers(await policy.consume(partition)));

@@ -170,6 +170,11 @@ export function createGateway(settings: Settings, options: GatewayOptions = {}):
             logger,
             redis,
           ),
+          revocations: new RateLimiter(
+            { name: 'OAuthRevoke', pointsPerMinute: settings.Mcp.OAuth.RevocationsPerIpPerMinute },
+            logger,
+            redis,
+          ),
         }),
       );
     }

@@ -28,6 +28,14 @@ const REASONS: Record<AuthFailure, string> = {
   inactive: "The API key's owner is not active.",
 };
 
+/** The same refusals for an OAuth grant's access token, which its holder never saw as a key. */
+const GRANT_REASONS: Record<AuthFailure, string> = {
+  unknown: 'The access token is not valid.',
+  expired: 'The OAuth access token has expired; get a new one with the refresh token.',
+  revoked: 'The OAuth grant behind this access token has been revoked; sign in again to connect.',
+  inactive: "The OAuth grant's user is not active.",
+};
+
 /** An OAuth access token is for /mcp only (RFC 8707); elsewhere it is refused with this. */
 export const WRONG_RESOURCE = 'This token was issued by OAuth for the MCP server (/mcp) only; use an API key here.';
 
@@ -98,7 +106,8 @@ export const malformedKey = (): Unauthorized =>
 export const wrongResource = (): Unauthorized => unauthorized('audience', WRONG_RESOURCE, true);
 
 /** The 401 for a key the engine refused, saying why. */
-export const refusedKey = (reason: AuthFailure): Unauthorized => unauthorized(reason, REASONS[reason], true);
+export const refusedKey = (reason: AuthFailure, oauth = false): Unauthorized =>
+  unauthorized(reason, (oauth ? GRANT_REASONS : REASONS)[reason], true);
 
 /**
  * The key a request carries, and the one way its jobs reach the engine: every job the request

@@ -19,6 +19,7 @@ import type { Context, Middleware } from 'koa';
 import type { EnginePool } from '../engine/index.js';
 import type { Settings } from '../shared/config.js';
 import { bearerToken, keyHashOf, malformedKey, refusedKey, Unauthorized } from './auth.js';
+import { addressPartition } from './address.js';
 import { publicBase } from './oauth/urls.js';
 import { OAUTH_PATHS, SCOPE } from './oauth/endpoints.js';
 import { Problem } from './problem.js';
@@ -102,7 +103,8 @@ function protectedResource(ctx: Context, settings: Settings): void {
     bearer_methods_supported: ['header'],
     scopes_supported: [SCOPE],
     resource_name: 'mail-archive-gateway MCP server',
-    resource_documentation: `${base}/apidocs`,
+    // No documentation link: /apidocs needs a session and documents the REST API, and the
+    // service has no public page about its MCP server (RFC 9728 section 2 makes it optional).
   };
 }
 
@@ -125,7 +127,7 @@ function authorizationServer(ctx: Context, settings: Settings): void {
     revocation_endpoint_auth_methods_supported: ['none'],
     client_id_metadata_document_supported: true,
     authorization_response_iss_parameter_supported: true,
-    service_documentation: `${base}/apidocs`,
+    // No service_documentation, for the reason protectedResource() gives (RFC 8414 section 2: optional).
   };
 }
 
@@ -138,13 +140,13 @@ async function keyStatus(ctx: Context, engine: EnginePool, authFailures: RateLim
       ? 'The Authorization header sent is not of the form Bearer <key>.'
       : 'No key was sent: configure the client to send that header.';
   }
-  const ip = `ip:${ctx.ip}`;
+  const ip = addressPartition(ctx.ip);
   await authFailures.check(ip);
   const keyHash = keyHashOf(token);
   const refusal = keyHash
     ? await engine
         .run({ kind: 'authenticate', keyHash, now: Date.now() })
-        .then((auth) => (auth.ok ? undefined : refusedKey(auth.reason)))
+        .then((auth) => (auth.ok ? undefined : refusedKey(auth.reason, auth.oauth)))
     : malformedKey();
   if (!refusal) return `The key sent is valid: send it with every request to /mcp or /api/v1, and no OAuth is needed.`;
   await authFailures.consume(ip);

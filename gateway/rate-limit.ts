@@ -31,6 +31,8 @@ export interface RateLimitPolicy {
     | 'LoginUserAll'
     | 'LoginIp'
     | 'OAuthRegister'
+    | 'OAuthMetadataFetch'
+    | 'OAuthRevoke'
     | 'WebReading';
   pointsPerMinute: number;
 }

@@ -95,8 +95,21 @@ const schema = z.strictObject({
           CodeLifetimeSeconds: int(10, 600).default(60),
           // RFC 7591 registration for clients without a Client ID Metadata Document.
           AllowDynamicRegistration: z.boolean().default(true),
-          // Registrations per client IP per minute.
+          // Registrations per client address (an IPv6 one by its /64) per minute.
           RegistrationsPerIpPerMinute: int(1).default(10),
+          // A registered client that has not completed an authorization (no code was issued to it)
+          // is deleted this long after it registered.
+          UnusedClientMinutes: int(1, 7 * 24 * 60).default(60),
+          // Token revocations (RFC 7009) per client address per minute.
+          RevocationsPerIpPerMinute: int(1).default(30),
+          // Registered clients that have not completed an authorization, at most, over all
+          // addresses; past it registration answers 429 until some are used or pruned.
+          MaxUnusedClients: int(1, 1_000_000).default(1000),
+          // Client ID Metadata Documents fetched per client address (an IPv6 one by its /64) per
+          // minute, and at most at once over all addresses; a document is then kept as its HTTP
+          // caching headers allow (at most an hour), so a client is seldom fetched twice.
+          ClientMetadataFetchesPerIpPerMinute: int(1).default(10),
+          ClientMetadataMaxConcurrentFetches: int(1, 10_000).default(16),
           // Client ID Metadata Documents: fetched from https URLs on public addresses only, with
           // these bounds; no redirect is followed. Origins listed here (http://127.0.0.1:8123, or
           // without a port for any port) may also be used, over http and on private addresses.

@@ -72,7 +72,10 @@ export const MAX_THREAD_LENGTH = 1000;
 export type Lane = 'interactive' | 'query';
 
 export type AuthFailure = 'unknown' | 'expired' | 'revoked' | 'inactive';
-export type AuthResult = { ok: true; principal: Principal } | { ok: false; reason: AuthFailure };
+export type AuthResult =
+  | { ok: true; principal: Principal }
+  /** `oauth`: the key is an OAuth grant's access token, so the 401 names the grant (docs/mcp.md, "OAuth"). */
+  | { ok: false; reason: AuthFailure; oauth?: true };
 
 /** Attachment content is stored in chunks of this many bytes; downloads stream chunk by chunk. */
 export const ATTACHMENT_CHUNK_BYTES = 256 * 1024;
@@ -177,10 +180,23 @@ export interface OAuthClient {
   clientId: string;
   name: string;
   redirectUris: string[];
-  /** The registration response, as sent to the client (RFC 7591 section 3.2.1). */
+  /**
+   * What the registration response said beyond the columns above (its grant types): each
+   * registration is stored once, its redirect URIs only in `redirectUris`.
+   */
   metadata: Record<string, unknown>;
   createdAt: number;
 }
+
+/** Bounds on registered clients that never completed an authorization (docs/mcp.md, "OAuth"). */
+export interface OAuthRegisterLimits {
+  /** Such a client is pruned this long after it registered. */
+  unusedMs: number;
+  /** At most this many at once; past it a registration is refused ('full'). */
+  maxUnused: number;
+}
+
+export type OAuthRegisterResult = 'registered' | 'full';
 
 /** What the person approved on the consent page, to be bound to a one-time code. */
 export interface OAuthCodeInput {
@@ -408,7 +424,7 @@ export interface JobMap {
   revokeKeyAs: { args: { actorId: number; keyId: number; now: number }; result: WebKeyResult<KeyRow> };
   /** A dynamically registered OAuth client, or null. */
   oauthClient: { args: { clientId: string }; result: OAuthClient | null };
-  oauthRegister: { args: { client: OAuthClient }; result: null };
+  oauthRegister: { args: { client: OAuthClient; limits: OAuthRegisterLimits }; result: OAuthRegisterResult };
   /**
    * Stores a one-time authorization code for what the actor approved; refused when the actor is
    * not active or chose an account they do not see, or already holds `maxGrants` live grants.

@@ -251,7 +251,7 @@ test('codes: a wrong or reused code, a missing or wrong verifier, another redire
   t.is((await mcpPost(h.base, first.body.access_token)).status, 200);
   const replay = await exchange({ code: c.code, code_verifier: c.verifier });
   t.deepEqual(replay.body.error, 'invalid_grant');
-  t.regex(replay.body.error_description, /already been used/);
+  t.regex(replay.body.error_description, /already been used; the grant it was exchanged for is now revoked/);
   t.is((await mcpPost(h.base, first.body.access_token)).status, 401, 'a code used twice revokes what it gave');
   const refresh = await tokenRequest(h.base, {
     grant_type: 'refresh_token',
@@ -471,7 +471,10 @@ test('tokens: for /mcp only, expired and revoked ones refused, revoking on the k
   });
   const expired = await mcpPost(h.base, g.access_token, listAccounts);
   t.is(expired.status, 401);
-  t.regex(expired.headers['www-authenticate']!, /error="invalid_token", error_description="The API key has expired\."/);
+  t.regex(
+    expired.headers['www-authenticate']!,
+    /error="invalid_token", error_description="The OAuth access token has expired; get a new one with the refresh token\."/,
+  );
   const refreshed = await tokenRequest(h.base, {
     grant_type: 'refresh_token',
     refresh_token: g.refresh_token,
@@ -491,7 +494,7 @@ test('tokens: for /mcp only, expired and revoked ones refused, revoking on the k
   t.is(revoked.status, 303);
   const after = await mcpPost(h.base, refreshed.body.access_token, listAccounts);
   t.is(after.status, 401);
-  t.regex(after.headers['www-authenticate']!, /revoked/);
+  t.regex(after.headers['www-authenticate']!, /The OAuth grant behind this access token has been revoked/);
   const dead = await tokenRequest(h.base, {
     grant_type: 'refresh_token',
     refresh_token: refreshed.body.refresh_token,

@@ -551,7 +551,7 @@ export const pgHandlers: PgHandlers = {
     return { ok: true, value: row! };
   },
   oauthClient: (ctx, job) => pgOAuth.client(ctx, job.clientId),
-  oauthRegister: (ctx, job) => pgOAuth.register(ctx, job.client),
+  oauthRegister: (ctx, job) => pgOAuth.register(ctx, job.client, job.limits),
   oauthIssueCode: (ctx, job) => pgOAuth.issueCode(ctx, job.actorId, job.code, job.now, job.maxGrants),
   oauthToken: (ctx, job) => pgOAuth.token(ctx, job.request, job.now, job.accessMs),
   oauthRevoke: (ctx, job) => pgOAuth.revoke(ctx, job.tokenHash, job.clientId, job.now),

@@ -1,7 +1,14 @@
 // OAuth grants on a PostgreSQL archive (our migration 9): the access token is a row of Mail
 // Archiver's ApiKeys, everything else is in mail_archive_gateway. The rules are engine/rules/oauth.ts's,
 // shared with the SQLite store (engine/sqlite/oauth.ts). Everything runs on the primary.
-import type { OAuthClient, OAuthCodeInput, OAuthTokenRequest, OAuthTokenResult } from '../../shared/jobs.js';
+import type {
+  OAuthClient,
+  OAuthCodeInput,
+  OAuthRegisterLimits,
+  OAuthRegisterResult,
+  OAuthTokenRequest,
+  OAuthTokenResult,
+} from '../../shared/jobs.js';
 import {
   accessExpiry,
   codeRefusal,
@@ -36,13 +43,27 @@ export async function client(ctx: PgContext, clientId: string): Promise<OAuthCli
   };
 }
 
-export async function register(ctx: PgContext, c: OAuthClient): Promise<null> {
+/** As the SQLite store's registerOAuthClient: prune the stale unused clients, then register below the cap. */
+export async function register(
+  ctx: PgContext,
+  c: OAuthClient,
+  limits: OAuthRegisterLimits,
+): Promise<OAuthRegisterResult> {
+  const unused = sql`NOT EXISTS (SELECT 1 FROM mail_archive_gateway.oauth_codes k WHERE k.client_id = o.client_id)
+            AND NOT EXISTS (SELECT 1 FROM mail_archive_gateway.oauth_grants g WHERE g.client_id = o.client_id)`;
   await ctx.primary(
-    sql`INSERT INTO mail_archive_gateway.oauth_clients (client_id, name, redirect_uris, metadata, created_at)
-        VALUES (${c.clientId}, ${c.name}, ${JSON.stringify(c.redirectUris)}::jsonb, ${JSON.stringify(c.metadata)}::jsonb,
-                ${c.createdAt})`,
+    sql`DELETE FROM mail_archive_gateway.oauth_clients o WHERE o.created_at < ${c.createdAt - limits.unusedMs} AND ${unused}`,
   );
-  return null;
+  // One statement counts and inserts; registrations racing each other may pass the cap by as many
+  // as run at once, which the per-address budget keeps small.
+  const inserted = await ctx.primary<{ client_id: string }>(
+    sql`INSERT INTO mail_archive_gateway.oauth_clients (client_id, name, redirect_uris, metadata, created_at)
+        SELECT ${c.clientId}, ${c.name}, ${JSON.stringify(c.redirectUris)}::jsonb, ${JSON.stringify(c.metadata)}::jsonb,
+               ${c.createdAt}
+         WHERE (SELECT count(*) FROM mail_archive_gateway.oauth_clients o WHERE ${unused}) < ${limits.maxUnused}
+        RETURNING client_id`,
+  );
+  return inserted.length === 1 ? 'registered' : 'full';
 }
 
 export async function issueCode(

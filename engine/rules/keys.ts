@@ -81,14 +81,16 @@ export function toRow(r: RawKey, now: number): KeyRow {
 
 /** Why a key row is refused now (either store's row), or null when it is accepted. */
 export function refusal(
-  row: { revoked_at: number | null; expires_at: number | null; is_active: number } | undefined,
+  row:
+    { revoked_at: number | null; expires_at: number | null; is_active: number; grant_id?: number | null } | undefined,
   now: number,
 ): AuthResult | null {
   if (!row) return { ok: false, reason: 'unknown' };
   const status = statusOf(row, now);
-  if (status === 'revoked') return { ok: false, reason: 'revoked' };
-  if (status === 'expired') return { ok: false, reason: 'expired' };
-  if (status === 'owner inactive') return { ok: false, reason: 'inactive' };
+  const oauth = row.grant_id != null ? { oauth: true as const } : {};
+  if (status === 'revoked') return { ok: false, reason: 'revoked', ...oauth };
+  if (status === 'expired') return { ok: false, reason: 'expired', ...oauth };
+  if (status === 'owner inactive') return { ok: false, reason: 'inactive', ...oauth };
   return null;
 }
 

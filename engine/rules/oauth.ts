@@ -59,6 +59,8 @@ export interface CodeRow {
   resource: string;
   expires_at: number;
   used_at: number | null;
+  /** The grant the code was exchanged for, once it was. */
+  grant_id: number | null;
 }
 
 /**
@@ -72,7 +74,12 @@ export function codeRefusal(
   now: number,
 ): OAuthTokenResult | null {
   if (!row) return invalidGrant('The authorization code is not valid.');
-  if (row.used_at !== null) return invalidGrant('The authorization code has already been used.');
+  if (row.used_at !== null)
+    return invalidGrant(
+      row.grant_id !== null
+        ? 'The authorization code has already been used; the grant it was exchanged for is now revoked, as a code used twice may have leaked. Sign in again to connect.'
+        : 'The authorization code has already been used.',
+    );
   if (row.expires_at <= now) return invalidGrant('The authorization code has expired.');
   if (row.client_id !== request.clientId) return invalidGrant('The authorization code was issued to another client.');
   if (request.redirectUri !== row.redirect_uri)

@@ -1,6 +1,13 @@
 // OAuth grants on a SQLite archive (migration 7); the rules are engine/rules/oauth.ts's, shared with
 // the PostgreSQL store (engine/postgres/oauth.ts).
-import type { OAuthClient, OAuthCodeInput, OAuthTokenRequest, OAuthTokenResult } from '../../shared/jobs.js';
+import type {
+  OAuthClient,
+  OAuthCodeInput,
+  OAuthRegisterLimits,
+  OAuthRegisterResult,
+  OAuthTokenRequest,
+  OAuthTokenResult,
+} from '../../shared/jobs.js';
 import type { Db } from './open.js';
 import { prepared } from './statements.js';
 import {
@@ -31,18 +38,43 @@ export function getOAuthClient(db: Db, clientId: string): OAuthClient | null {
   };
 }
 
-export function registerOAuthClient(db: Db, client: OAuthClient): null {
-  prepared(
-    db,
-    'INSERT INTO oauth_clients (client_id, name, redirect_uris, metadata, created_at) VALUES (?, ?, ?, ?, ?)',
-  ).run(
-    client.clientId,
-    client.name,
-    JSON.stringify(client.redirectUris),
-    JSON.stringify(client.metadata),
-    client.createdAt,
-  );
-  return null;
+/**
+ * Registers a client unless the clients that never completed an authorization are already at
+ * `limits.maxUnused` (docs/mcp.md, "OAuth"). Those older than `limits.unusedMs` are pruned first:
+ * a client "completed an authorization" once a code was issued to it (a code row, or the grant
+ * it became). A registration flood thus holds at most that many rows, for that long.
+ */
+export function registerOAuthClient(db: Db, client: OAuthClient, limits: OAuthRegisterLimits): OAuthRegisterResult {
+  return db
+    .transaction((): OAuthRegisterResult => {
+      prepared(
+        db,
+        `DELETE FROM oauth_clients WHERE created_at < ?
+            AND NOT EXISTS (SELECT 1 FROM oauth_codes c WHERE c.client_id = oauth_clients.client_id)
+            AND NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.client_id = oauth_clients.client_id)`,
+      ).run(client.createdAt - limits.unusedMs);
+      const unused = prepared(
+        db,
+        `SELECT count(*) FROM oauth_clients o
+          WHERE NOT EXISTS (SELECT 1 FROM oauth_codes c WHERE c.client_id = o.client_id)
+            AND NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.client_id = o.client_id)`,
+      )
+        .pluck()
+        .get() as number;
+      if (unused >= limits.maxUnused) return 'full';
+      prepared(
+        db,
+        'INSERT INTO oauth_clients (client_id, name, redirect_uris, metadata, created_at) VALUES (?, ?, ?, ?, ?)',
+      ).run(
+        client.clientId,
+        client.name,
+        JSON.stringify(client.redirectUris),
+        JSON.stringify(client.metadata),
+        client.createdAt,
+      );
+      return 'registered';
+    })
+    .immediate();
 }
 
 export function issueOAuthCode(

@@ -19,7 +19,8 @@ import { checkCsrf } from '../web/csrf.js';
 import { PAGE_CSP, setPageHeaders } from '../web/headers.js';
 import type { WebState } from '../web/session.js';
 import { consentPage, type Chrome } from '../web/views.js';
-import { ClientProblem, resolveClient, type ResolvedClient } from './clients.js';
+import { addressPartition } from '../address.js';
+import { ClientMetadataDocuments, ClientProblem, resolveClient, type ResolvedClient } from './clients.js';
 import { AUTHORIZE_PATH } from './endpoints.js';
 import { isOurResource, mcpResource, publicBase } from './urls.js';
 
@@ -74,6 +75,8 @@ export interface AuthorizeDeps {
   session: Middleware;
   form: Middleware;
   chrome: (ctx: Context & { state: WebState }) => Chrome;
+  /** Client ID Metadata Documents, fetched with bounds and kept as their headers allow. */
+  documents: ClientMetadataDocuments;
 }
 
 export function authorizeRoutes(router: Router<WebState>, deps: AuthorizeDeps): void {
@@ -88,7 +91,7 @@ export function authorizeRoutes(router: Router<WebState>, deps: AuthorizeDeps): 
   async function read(ctx: Context, params: Record<string, unknown>): Promise<AuthorizationRequest> {
     let client: ResolvedClient;
     try {
-      client = await resolveClient(one(params, 'client_id'), engine, settings);
+      client = await resolveClient(one(params, 'client_id'), engine, deps.documents, addressPartition(ctx.ip));
     } catch (err) {
       if (err instanceof ClientProblem) throw new AuthorizePageError(err.message);
       throw err;
@@ -154,12 +157,16 @@ export function authorizeRoutes(router: Router<WebState>, deps: AuthorizeDeps): 
   }
 
   router.get(AUTHORIZE_PATH, deps.session, async (ctx) => {
+    // A visitor who is not signed in goes to the sign-in page before the client is resolved: a
+    // metadata document is fetched only for a person who can consent, so no anonymous request
+    // makes this server fetch a URL (docs/security.md, "OAuth for MCP"). The request is checked
+    // in full when the person comes back.
+    if (!ctx.state.user) {
+      ctx.status = 302;
+      ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
+      return;
+    }
     await withRequest(ctx, ctx.query as Record<string, unknown>, async (request) => {
-      if (!ctx.state.user) {
-        ctx.status = 302;
-        ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
-        return;
-      }
       setPageHeaders(
         ctx,
         `${PAGE_CSP.replace("form-action 'self'", `form-action 'self' ${formTarget(request.redirectUri)}`)}`,

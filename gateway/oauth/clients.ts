@@ -8,13 +8,18 @@
 // is followed; the body is cut at Mcp:OAuth:ClientMetadataMaxBytes and the whole exchange at
 // Mcp:OAuth:ClientMetadataTimeoutMs. Origins in Mcp:OAuth:ClientMetadataAllowedOrigins are let
 // through over http and on private addresses (tests, a client on the operator's own network).
+// Fetching at all is bounded too (ClientMetadataDocuments below): only for a signed-in person
+// (gateway/oauth/authorize.ts), cached as the document's headers allow, per address and in flight.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
+import { LRUCache } from 'lru-cache';
 import type { EnginePool } from '../../engine/index.js';
 import { clientDisplayName } from '../../engine/index.js';
 import type { Settings } from '../../shared/config.js';
+import { isPublicAddress } from '../address.js';
+import { Problem } from '../problem.js';
 
 /** A client as the authorization endpoint needs it. */
 export interface ResolvedClient {
@@ -32,9 +37,15 @@ export const MAX_REDIRECT_URIS = 10;
 const MAX_URI_LENGTH = 2000;
 
 /**
- * A redirect URI a client may register: absolute, without a fragment; https, or http to this
- * machine's loopback (RFC 8252 native apps: mcp-remote, desktop clients), or a private-use scheme
- * such as cursor:// or vscode://. Never javascript:, data:, file: or http to another host.
+ * A redirect URI a client may register (RFC 8252 section 7, and the MCP authorization spec's
+ * "Redirect URIs"): absolute, without a fragment or credentials, and one of
+ *   - https;
+ *   - http to a loopback address (section 7.3: mcp-remote and other native apps listen there);
+ *   - a private-use scheme in reverse-domain form, which contains a dot (section 7.1:
+ *     com.example.app:/callback).
+ * Anything else is refused: an allow-list, because a deny-list let through every scheme a
+ * browser or an operating system hands to something else (view-source:, ms-msdt:, search-ms:,
+ * jar:, mailto:).
  */
 export function redirectUriProblem(uri: unknown): string | null {
   if (typeof uri !== 'string' || uri.length === 0 || uri.length > MAX_URI_LENGTH)
@@ -49,14 +60,18 @@ export function redirectUriProblem(uri: unknown): string | null {
   if (url.username || url.password) return `The redirect URI ${uri} carries credentials.`;
   if (url.protocol === 'https:') return null;
   if (url.protocol === 'http:')
-    return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname)
+    return LOOPBACK_HOSTS.includes(url.hostname)
       ? null
       : `The redirect URI ${uri} uses http to another host; use https (http only for loopback).`;
-  if (['javascript:', 'data:', 'file:', 'blob:', 'about:', 'vbscript:', 'ftp:', 'ws:', 'wss:'].includes(url.protocol))
-    return `The redirect URI ${uri} has a scheme that cannot be a redirect target.`;
-  // A private-use scheme (RFC 8252 section 7.1): reverse domain names and app schemes alike.
-  return /^[a-z][a-z0-9+.-]*:$/.test(url.protocol) ? null : `The redirect URI ${uri} has an unusable scheme.`;
+  if (/^[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+:$/.test(url.protocol)) return null;
+  return (
+    `The redirect URI ${uri} has a scheme that cannot be a redirect target: use https, http to a loopback ` +
+    'address, or a private-use scheme in reverse-domain form such as com.example.app: (RFC 8252 section 7.1).'
+  );
 }
+
+/** The hosts http redirect URIs may name: this machine's loopback, as RFC 8252 section 7.3 and MCP clients write it. */
+const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]'];
 
 /** Whether a client_id is a URL naming a metadata document rather than a registered id. */
 export const isMetadataUrl = (clientId: string): boolean => /^https?:\/\//i.test(clientId);
@@ -64,44 +79,100 @@ export const isMetadataUrl = (clientId: string): boolean => /^https?:\/\//i.test
 export async function resolveClient(
   clientId: unknown,
   engine: EnginePool,
-  settings: Settings,
+  documents: ClientMetadataDocuments,
+  partition: string,
 ): Promise<ResolvedClient> {
   if (typeof clientId !== 'string' || clientId === '' || clientId.length > MAX_URI_LENGTH)
     throw new ClientProblem('The request does not name a client (client_id).');
-  if (isMetadataUrl(clientId)) return fetchClientMetadata(clientId, settings.Mcp.OAuth);
+  if (isMetadataUrl(clientId)) return documents.resolve(clientId, partition);
   const client = await engine.run({ kind: 'oauthClient', clientId });
   if (!client) throw new ClientProblem(`No client with the id ${clientId} is registered here.`);
   return { clientId, name: client.name, redirectUris: client.redirectUris, kind: 'registered' };
 }
 
-// Addresses a metadata document may not be fetched from: this host, private networks, link-local
-// (cloud metadata services), carrier-grade NAT, multicast, reserved, and IPv4 in IPv6 forms.
-const PRIVATE = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 3],
-] as const)
-  PRIVATE.addSubnet(net, bits, 'ipv4');
-for (const [net, bits] of [
-  ['::', 127],
-  ['::ffff:0:0', 96],
-  ['64:ff9b::', 96],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const)
-  PRIVATE.addSubnet(net, bits, 'ipv6');
+/** Documents kept at most, and their bytes at most, whatever their caching headers say. */
+export const DOCUMENT_CACHE_ENTRIES = 1000;
+export const DOCUMENT_CACHE_BYTES = 8_000_000;
+/** How long a document is kept without caching headers, and at most with them. */
+const DEFAULT_FRESH_MS = 60_000;
+const MAX_FRESH_MS = 3_600_000;
 
-export const isPrivateAddress = (address: string): boolean =>
-  PRIVATE.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4');
+/**
+ * How long a response may be reused (RFC 9111 section 4.2.1): `no-store` or `no-cache`: not at
+ * all; else `max-age`, else `Expires` against `Date`; without either a minute. Capped at an hour,
+ * so a client's changed document is read within that time.
+ */
+export function freshnessMs(headers: IncomingMessage['headers']): number {
+  const control = (headers['cache-control'] ?? '').toLowerCase();
+  if (/(?:^|,)\s*(?:no-store|no-cache)\b/.test(control)) return 0;
+  const maxAge = /(?:^|,)\s*max-age\s*=\s*"?(\d+)/.exec(control);
+  if (maxAge) return Math.min(MAX_FRESH_MS, Number(maxAge[1]) * 1000);
+  if (headers.expires !== undefined) {
+    const expires = Date.parse(headers.expires);
+    const date = headers.date ? Date.parse(headers.date) : Date.now();
+    return Number.isNaN(expires) || Number.isNaN(date) ? 0 : Math.min(MAX_FRESH_MS, Math.max(0, expires - date));
+  }
+  return DEFAULT_FRESH_MS;
+}
+
+/** A limiter of fetches per address: spends one point or throws the 429 (gateway/rate-limit.ts). */
+export interface FetchBudget {
+  consume(partition: string): Promise<unknown>;
+}
+
+/**
+ * Client ID Metadata Documents, fetched with bounds (docs/mcp.md, "OAuth"): a document is kept
+ * as long as its caching headers allow (bounded in count and bytes, lru-cache); one fetch per
+ * URL at a time, which every request for that URL waits on; each fetch costs the asking address
+ * a point of Mcp:OAuth:ClientMetadataFetchesPerIpPerMinute; at most
+ * Mcp:OAuth:ClientMetadataMaxConcurrentFetches are open at once over all addresses. A client
+ * asking again and again, or many at once, so costs the server no more than those bounds.
+ */
+export class ClientMetadataDocuments {
+  readonly #cache = new LRUCache<string, ResolvedClient & { bytes: number }>({
+    max: DOCUMENT_CACHE_ENTRIES,
+    maxSize: DOCUMENT_CACHE_BYTES,
+    sizeCalculation: (doc) => Math.max(1, doc.bytes),
+  });
+  readonly #pending = new Map<string, Promise<ResolvedClient>>();
+  #open = 0;
+
+  constructor(
+    private readonly settings: OAuthSettings,
+    private readonly budget: FetchBudget,
+  ) {}
+
+  async resolve(clientId: string, partition: string): Promise<ResolvedClient> {
+    const cached = this.#cache.get(clientId);
+    if (cached) return { clientId, name: cached.name, redirectUris: cached.redirectUris, kind: cached.kind };
+    const pending = this.#pending.get(clientId);
+    if (pending) return pending;
+    // What needs no fetch is checked before the address is charged for one.
+    const { url, allowed } = metadataUrl(clientId, this.settings);
+    await this.budget.consume(partition);
+    if (this.#open >= this.settings.ClientMetadataMaxConcurrentFetches)
+      throw new Problem(
+        503,
+        "Too many clients' metadata documents are being fetched at once; try again in a few seconds.",
+        { 'Retry-After': '5' },
+      );
+    this.#open++;
+    const fetching = fetchClientMetadata(clientId, url, allowed, this.settings).then(({ client, freshMs, bytes }) => {
+      if (freshMs > 0) this.#cache.set(clientId, { ...client, bytes }, { ttl: freshMs });
+      return client;
+    });
+    this.#pending.set(clientId, fetching);
+    try {
+      return await fetching;
+    } finally {
+      this.#open--;
+      this.#pending.delete(clientId);
+    }
+  }
+}
+
+/** Whether an address may be fetched from on a client's word: public unicast only (gateway/address.ts). */
+export const isPrivateAddress = (address: string): boolean => !isPublicAddress(address);
 
 type OAuthSettings = Settings['Mcp']['OAuth'];
 
@@ -134,8 +205,12 @@ function checkedLookup(anyAddress: boolean): LookupFunction {
   };
 }
 
-/** GETs the document with every bound; resolves to its text or throws ClientProblem. */
-function fetchBounded(url: URL, settings: OAuthSettings, anyAddress: boolean): Promise<string> {
+/** GETs the document with every bound; resolves to its text and freshness, or throws ClientProblem. */
+function fetchBounded(
+  url: URL,
+  settings: OAuthSettings,
+  anyAddress: boolean,
+): Promise<{ text: string; freshMs: number }> {
   const max = settings.ClientMetadataMaxBytes;
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
@@ -176,15 +251,15 @@ function fetchBounded(url: URL, settings: OAuthSettings, anyAddress: boolean): P
         }
         chunks.push(chunk);
       });
-      res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      res.on('end', () => resolve({ text: Buffer.concat(chunks).toString('utf8'), freshMs: freshnessMs(res.headers) }));
       res.on('error', () => fail('could not be read to its end.'));
     });
     req.end();
   });
 }
 
-/** Fetches and checks a Client ID Metadata Document. */
-export async function fetchClientMetadata(clientId: string, settings: OAuthSettings): Promise<ResolvedClient> {
+/** The URL of a metadata document once it passes the checks that need no fetch; with whether its origin is allowed. */
+function metadataUrl(clientId: string, settings: OAuthSettings): { url: URL; allowed: boolean } {
   let url: URL;
   try {
     url = new URL(clientId);
@@ -204,7 +279,17 @@ export async function fetchClientMetadata(clientId: string, settings: OAuthSetti
     throw new ClientProblem(
       `The client's metadata document at ${clientId} is on a private or reserved network address, which is not allowed.`,
     );
-  const text = await fetchBounded(url, settings, allowed);
+  return { url, allowed };
+}
+
+/** Fetches and checks a Client ID Metadata Document; with how long it may be kept, and its size. */
+async function fetchClientMetadata(
+  clientId: string,
+  url: URL,
+  allowed: boolean,
+  settings: OAuthSettings,
+): Promise<{ client: ResolvedClient; freshMs: number; bytes: number }> {
+  const { text, freshMs } = await fetchBounded(url, settings, allowed);
   let doc: unknown;
   try {
     doc = JSON.parse(text);
@@ -225,10 +310,14 @@ export async function fetchClientMetadata(clientId: string, settings: OAuthSetti
     );
   const redirectUris = checkRedirectUris(meta.redirect_uris);
   return {
-    clientId,
-    name: clientDisplayName(meta.client_name, url.hostname),
-    redirectUris,
-    kind: 'metadata document',
+    client: {
+      clientId,
+      name: clientDisplayName(meta.client_name, url.hostname),
+      redirectUris,
+      kind: 'metadata document',
+    },
+    freshMs,
+    bytes: text.length,
   };
 }
 

@@ -8,11 +8,13 @@ import { randomBytes } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import bodyParser from 'koa-bodyparser';
 import type { Logger } from 'pino';
-import { clientDisplayName, secretHash } from '../../engine/index.js';
+import { clientDisplayName, EngineOverloaded, EngineTimedOut, secretHash } from '../../engine/index.js';
 import type { EnginePool } from '../../engine/index.js';
 import type { Settings } from '../../shared/config.js';
 import type { OAuthTokenRequest } from '../../shared/jobs.js';
-import { keyHashOf } from '../auth.js';
+import { addressPartition } from '../address.js';
+import { keyHashOf, REALM } from '../auth.js';
+import { Problem } from '../problem.js';
 import type { RateLimiter } from '../rate-limit.js';
 import { checkRedirectUris, ClientProblem } from './clients.js';
 import { isOurResource, mcpResource } from './urls.js';
@@ -26,15 +28,41 @@ export const REVOKE_PATH = '/oauth/revoke';
 export const AUTHORIZE_PATH = '/oauth/authorize';
 export const OAUTH_PATHS: ReadonlySet<string> = new Set([TOKEN_PATH, REGISTER_PATH, REVOKE_PATH, AUTHORIZE_PATH]);
 
+/** What a code (`mac_`) or refresh token (`mar_`) looks like (engine/rules/oauth.ts). */
+const SECRET = /^ma[cr]_[A-Za-z0-9_-]{43}$/;
+
 /** An OAuth error answer (RFC 6749 section 5.2). */
 class OAuthError extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
     description: string,
+    readonly headers: Record<string, string> = {},
   ) {
     super(description);
   }
+}
+
+/**
+ * What the endpoints answer for an error raised around them (a spent budget, a busy engine): the
+ * same status and headers, in OAuth's JSON, which is what an OAuth client parses. There is no
+ * RFC 6749 code for a rate limit; `temporarily_unavailable` (section 4.1.2.1) is the nearest,
+ * with Retry-After saying when.
+ */
+function asOAuthError(err: unknown): OAuthError | undefined {
+  if (err instanceof OAuthError) return err;
+  if (err instanceof Problem)
+    return new OAuthError(
+      err.status,
+      err.status === 429 || err.status === 503 ? 'temporarily_unavailable' : 'invalid_request',
+      err.detail,
+      err.headers,
+    );
+  if (err instanceof EngineOverloaded || err instanceof EngineTimedOut)
+    return new OAuthError(503, 'temporarily_unavailable', 'The server is busy; try again in a few seconds.', {
+      'Retry-After': String(err.retryAfterSeconds),
+    });
+  return undefined;
 }
 
 function answer(ctx: Context, status: number, body: object): void {
@@ -58,12 +86,28 @@ function required(body: Record<string, unknown>, name: string): string {
   return value;
 }
 
-/** client_id from the body or, for a client that sends it so, HTTP Basic (with an empty secret). */
+/** The 401 of RFC 6749 section 5.2 for client credentials sent in a header that cannot be read. */
+const unreadableClient = (): OAuthError =>
+  new OAuthError(401, 'invalid_client', 'The Authorization header does not carry a readable client_id.', {
+    'WWW-Authenticate': `Basic realm="${REALM}"`,
+  });
+
+/**
+ * client_id from the body or, for a client that sends it so, HTTP Basic (with an empty secret).
+ * The id in Basic is form-urlencoded (RFC 6749 section 2.3.1); one that does not decode is the
+ * client's fault, a 401 invalid_client, never a server error.
+ */
 function clientIdOf(ctx: Context, body: Record<string, unknown>): string {
   const basic = /^Basic\s+(\S+)$/i.exec(ctx.get('Authorization'));
   if (basic) {
     const [id] = Buffer.from(basic[1]!, 'base64').toString('utf8').split(':');
-    if (id) return decodeURIComponent(id);
+    if (id) {
+      try {
+        return decodeURIComponent(id.replace(/\+/g, ' '));
+      } catch {
+        throw unreadableClient();
+      }
+    }
   }
   return required(body, 'client_id');
 }
@@ -74,22 +118,30 @@ export interface OAuthEndpointDeps {
   /** Server:AuthFailuresPerIpPerMinute: a refused code or refresh token costs its IP a point. */
   authFailures: RateLimiter;
   registrations: RateLimiter;
+  /** Mcp:OAuth:RevocationsPerIpPerMinute. */
+  revocations: RateLimiter;
 }
 
 export function oauthEndpoints(settings: Settings, deps: OAuthEndpointDeps): Middleware {
-  const { engine, logger, authFailures, registrations } = deps;
+  const { engine, logger, authFailures, registrations, revocations } = deps;
   const oauth = settings.Mcp.OAuth;
   const parse = bodyParser({ enableTypes: ['form', 'json'], formLimit: '16kb', jsonLimit: '16kb' }) as Middleware;
 
   async function token(ctx: Context, body: Record<string, unknown>): Promise<void> {
-    const ip = `ip:${ctx.ip}`;
-    await authFailures.check(ip);
+    // As admission treats keys (gateway/admission.ts, ADR 7): once the address has spent its
+    // failed-authentication budget, something that cannot be a code or refresh token is refused
+    // at once, and one that can is still looked up, so a genuine code or refresh token from an
+    // address that also sent junk is served; only a refused one is the 429.
+    const ip = addressPartition(ctx.ip);
+    const spent = await authFailures.spent(ip);
     const grantType = required(body, 'grant_type');
     const clientId = clientIdOf(ctx, body);
     const resource = param(body, 'resource');
     if (resource !== undefined && !isOurResource(resource, ctx, settings))
       throw new OAuthError(400, 'invalid_target', `Tokens here are for ${mcpResource(ctx, settings)} only.`);
     let request: OAuthTokenRequest;
+    const presented = grantType === 'authorization_code' ? body.code : body.refresh_token;
+    if (spent && !(typeof presented === 'string' && SECRET.test(presented))) await authFailures.check(ip);
     if (grantType === 'authorization_code') {
       request = {
         grant: 'authorization_code',
@@ -112,6 +164,7 @@ export function oauthEndpoints(settings: Settings, deps: OAuthEndpointDeps): Mid
     const now = Date.now();
     const result = await engine.run({ kind: 'oauthToken', request, now, accessMs: oauth.AccessTokenMinutes * 60_000 });
     if (!result.ok) {
+      if (spent) await authFailures.check(ip);
       await authFailures.consume(ip).catch(() => undefined);
       logger.info({ ip: ctx.ip, grantType, error: result.error }, 'OAuth token refused');
       throw new OAuthError(400, result.error, result.description);
@@ -133,7 +186,7 @@ export function oauthEndpoints(settings: Settings, deps: OAuthEndpointDeps): Mid
         'access_denied',
         'Dynamic client registration is off on this server (Mcp:OAuth:AllowDynamicRegistration); use a Client ID Metadata Document.',
       );
-    await registrations.consume(`ip:${ctx.ip}`);
+    await registrations.consume(addressPartition(ctx.ip));
     if (!ctx.is('application/json'))
       throw new OAuthError(400, 'invalid_client_metadata', 'Send the client metadata as application/json.');
     let redirectUris: string[];
@@ -167,12 +220,31 @@ export function oauthEndpoints(settings: Settings, deps: OAuthEndpointDeps): Mid
       token_endpoint_auth_method: 'none',
       scope: SCOPE,
     };
-    await engine.run({ kind: 'oauthRegister', client: { clientId, name, redirectUris, metadata, createdAt } });
+    // Stored once: the columns hold the id, name and redirect URIs; of the answer only what they
+    // do not (the rest is this server's constants).
+    const stored = await engine.run({
+      kind: 'oauthRegister',
+      client: { clientId, name, redirectUris, metadata: { grant_types: grantTypes }, createdAt },
+      limits: { unusedMs: oauth.UnusedClientMinutes * 60_000, maxUnused: oauth.MaxUnusedClients },
+    });
+    if (stored === 'full') {
+      logger.warn({ ip: ctx.ip, max: oauth.MaxUnusedClients }, 'OAuth registration refused: too many unused clients');
+      throw new OAuthError(
+        429,
+        'temporarily_unavailable',
+        `This server holds ${oauth.MaxUnusedClients} registered clients that have not completed an authorization, ` +
+          `the most it keeps (Mcp:OAuth:MaxUnusedClients); each is removed ${oauth.UnusedClientMinutes} minutes after ` +
+          'it registered unless it is used. Try again later, or use a Client ID Metadata Document.',
+        { 'Retry-After': '60' },
+      );
+    }
     logger.info({ ip: ctx.ip, clientId }, 'OAuth client registered');
     answer(ctx, 201, metadata);
   }
 
   async function revoke(ctx: Context, body: Record<string, unknown>): Promise<void> {
+    // Each request is an engine job whatever the token: bounded per address like registration.
+    await revocations.consume(addressPartition(ctx.ip));
     const token = required(body, 'token');
     const clientId = clientIdOf(ctx, body);
     // An access token is a key (its hash as the keys table has it); anything else may be a refresh token.
@@ -222,9 +294,11 @@ export function oauthEndpoints(settings: Settings, deps: OAuthEndpointDeps): Mid
         ctx,
         body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {},
       );
-    } catch (err) {
-      if (!(err instanceof OAuthError)) throw err;
+    } catch (caught) {
+      const err = asOAuthError(caught);
+      if (!err) throw caught;
       answer(ctx, err.status, { error: err.code, error_description: err.message });
+      ctx.set(err.headers);
     }
   };
 }

@@ -57,7 +57,7 @@ function describe(ctx: Context, err: unknown): Described | null {
       message: 'The archive database cannot be reached right now; nothing was changed. Try again in a few seconds.',
     };
   }
-  if (err instanceof Problem && err.status >= 400 && err.status < 500) {
+  if (err instanceof Problem && ((err.status >= 400 && err.status < 500) || err.status === 503)) {
     // The answers the REST API shares with these pages (gateway/downloads.ts, rate limits).
     ctx.set(err.headers);
     const titles: Record<number, string> = {
@@ -65,6 +65,7 @@ function describe(ctx: Context, err: unknown): Described | null {
       404: 'Not found',
       409: 'Not available',
       429: 'Too many requests',
+      503: 'Server busy',
     };
     return { status: err.status, title: titles[err.status] ?? 'Request not accepted', message: err.detail };
   }

@@ -25,6 +25,7 @@ import { pageKit, readingPagesOn, type WebContext } from './page-kit.js';
 import type { WebState } from './session.js';
 import { LoginThrottle } from './throttle.js';
 import { authorizeRoutes } from '../oauth/authorize.js';
+import { ClientMetadataDocuments } from '../oauth/clients.js';
 import { AUTHORIZE_PATH } from '../oauth/endpoints.js';
 import { oauthEnabled } from '../oauth-metadata.js';
 
@@ -66,7 +67,13 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
   const oauth = oauthEnabled(settings);
   if (oauth) {
     const { session, form } = kit;
-    authorizeRoutes(router, { settings, engine, logger, session, form, chrome: (ctx) => kit.chrome(ctx) });
+    const fetches = new RateLimiter(
+      { name: 'OAuthMetadataFetch', pointsPerMinute: settings.Mcp.OAuth.ClientMetadataFetchesPerIpPerMinute },
+      logger,
+      deps.redis,
+    );
+    const documents = new ClientMetadataDocuments(settings.Mcp.OAuth, fetches);
+    authorizeRoutes(router, { settings, engine, logger, session, form, chrome: (ctx) => kit.chrome(ctx), documents });
   }
   if (reading) {
     mailRoutes(router, kit, {

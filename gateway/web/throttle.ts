@@ -8,6 +8,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Settings } from '../../shared/config.js';
+import { addressPartition } from '../address.js';
 import { Problem } from '../problem.js';
 import { RateLimiter } from '../rate-limit.js';
 
@@ -41,11 +42,13 @@ export class LoginThrottle {
 
   /** Spends one attempt; resolves to null when allowed, else to the seconds to wait. */
   async attempt(ip: string, username: string): Promise<number | null> {
+    // An IPv6 address counts by its /64, as every per-address budget does (gateway/address.ts).
+    const address = addressPartition(ip);
     try {
-      await this.#perIp.consume(`ip:${ip}`);
+      await this.#perIp.consume(address);
       // Usernames are case-insensitive in the store, so they are here too.
       const user = username.trim().normalize('NFC').toLowerCase().slice(0, 128);
-      await this.#perUser.consume(`user:${user} ip:${ip}`);
+      await this.#perUser.consume(`user:${user} ${address}`);
       await this.#perUserAll.consume(`user:${user}`);
       return null;
     } catch (err) {
