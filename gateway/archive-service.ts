@@ -20,7 +20,10 @@ import {
 } from '../shared/jobs.js';
 import type { AccessLogWriter } from './access-log.js';
 import type { KeyCheck } from './auth.js';
-import { SEARCH_PARAMS } from '../shared/search-input.js';
+import { loggedParams } from '../shared/search-input.js';
+
+// The access log's view of search parameters is shared with the CLI (engine/cli/commands/search.ts).
+export { loggedParams };
 
 /** Whether a page describes text that was found (else its status says why there is none). */
 export const hasText = (page: AttachmentTextPage) => page.status === 'ok' && page.totalChars > 0;
@@ -43,24 +46,6 @@ export interface Caller {
   key: KeyCheck;
   clientIp: string;
   source: 'api' | 'mcp' | 'web';
-}
-
-const API_KEY_IN_TEXT = /ma_[A-Za-z0-9_-]{43}/g;
-const LOGGED = new Set<string>(SEARCH_PARAMS);
-
-/** The search parameters the access log keeps: known names only, keys redacted to their prefix. */
-export function loggedParams(params: Record<string, unknown>): Record<string, unknown> {
-  const redact = (v: unknown): unknown =>
-    typeof v === 'string'
-      ? v.replace(API_KEY_IN_TEXT, (key) => `${key.slice(0, 11)}…(redacted)`)
-      : Array.isArray(v)
-        ? v.map(redact)
-        : v;
-  return Object.fromEntries(
-    Object.entries(params)
-      .filter(([k]) => LOGGED.has(k))
-      .map(([k, v]) => [k, redact(v)]),
-  );
 }
 
 export class ArchiveService {

@@ -162,7 +162,11 @@ export interface AccessLogEntry {
   accountId?: number;
   /** The search parameters as given, for Search entries. */
   searchParams?: Record<string, unknown>;
-  source: 'api' | 'mcp' | 'web';
+  /**
+   * The front end that read. `cli`: `mail-archive search`/`show`, whose `clientIp` is the
+   * operating-system account and host that ran it (docs/search.md, "From the command line").
+   */
+  source: 'api' | 'mcp' | 'web' | 'cli';
 }
 
 /** A signed-in web user. `stamp` fingerprints the password hash: a new password ends old sessions. */

@@ -61,6 +61,28 @@ export const SEARCH_PARAMS = [
   'limit',
 ] as const;
 
+const API_KEY_IN_TEXT = /ma_[A-Za-z0-9_-]{43}/g;
+const LOGGED = new Set<string>(SEARCH_PARAMS);
+
+/**
+ * The search parameters the access log keeps, for every front end (REST, MCP, web, the CLI):
+ * known names only, anything that looks like an API key redacted to its prefix (a key pasted into
+ * a query must not land in the database).
+ */
+export function loggedParams(params: Record<string, unknown>): Record<string, unknown> {
+  const redact = (v: unknown): unknown =>
+    typeof v === 'string'
+      ? v.replace(API_KEY_IN_TEXT, (key) => `${key.slice(0, 11)}…(redacted)`)
+      : Array.isArray(v)
+        ? v.map(redact)
+        : v;
+  return Object.fromEntries(
+    Object.entries(params)
+      .filter(([k]) => LOGGED.has(k))
+      .map(([k, v]) => [k, redact(v)]),
+  );
+}
+
 /** The longest `folder` accepted: far beyond any IMAP folder path, short of a pasted document. */
 export const MAX_FOLDER_LENGTH = 1024;
 /** The longest `from`/`to` accepted (the longest ISO 8601 form is 35 characters). */

@@ -15,6 +15,8 @@ import { registerImport } from './commands/import.js';
 import { registerIndex } from './commands/index.js';
 import { registerReindex } from './commands/reindex.js';
 import { registerReparse } from './commands/reparse.js';
+import { registerSearch } from './commands/search.js';
+import { registerShow } from './commands/show.js';
 import { registerSync } from './commands/sync.js';
 import { registerKeys } from './commands/keys.js';
 import { registerUsers } from './commands/users.js';
@@ -51,6 +53,8 @@ export function buildProgram(): Command {
   registerReindex(program);
   registerReparse(program);
   registerSync(program);
+  registerSearch(program);
+  registerShow(program);
   registerExport(program);
   registerAccessLog(program);
   registerBackup(program);

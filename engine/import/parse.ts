@@ -41,7 +41,7 @@ const PARSER_OPTIONS = {
 
 // mailparser's own converter, tuned for reading: no image placeholders ("logo [cid:…]"),
 // headings in their own case, and a link's address only when it differs from its text.
-const htmlToText = compile({
+export const htmlToText = compile({
   // The whole document, not only <body>: text a browser shows outside it (before <body>, after
   // </body>, in a document with no <body>) is what a reader sees, so it must be searchable too.
   baseElements: { selectors: ['html'], returnDomByDefault: true },

@@ -1,6 +1,6 @@
 // mail-archive export: a search's messages as the package GET /api/v1/emails/export sends
 // (docs/export.md), written by the same code (engine/export/package.ts) to a file, as the
-// operator: every account. Like the CLI's other reads it is not in the access log (docs/export.md,
+// operator: every account. Like the CLI's other administrative reads it is not in the access log (docs/export.md,
 // "From the command line").
 import { SingleBar, Presets } from 'cli-progress';
 import type { Command } from 'commander';
