@@ -118,6 +118,13 @@ const FILES: Record<string, Buffer> = {
     utf8('Отчёт за май').subarray(0, -1),
     b('"\nContent-Transfer-Encoding: base64\n\nAAEC\n'),
   ]),
+  'cut-part-name.eml': Buffer.concat([
+    b(
+      `From: a@example.com\nTo: alice@example.com\nSubject: A part name cut short\nMessage-ID: <cut-part-name@example.com>\n${DATE}MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=XX\n\n--XX\nContent-Type: text/plain\n\nThe file.\n--XX\nContent-Type: application/octet-stream\nContent-Disposition: attachment; filename="`,
+    ),
+    utf8('Отчёт за май').subarray(0, -1),
+    b('"\nContent-Transfer-Encoding: base64\n\nAAEC\n--XX--\n'),
+  ]),
   'big5.eml': Buffer.concat([
     b('From: a@example.com\nTo: alice@example.com\nSubject: '),
     iconv.encode('中文測試郵件', 'big5'),
@@ -309,6 +316,10 @@ test('14. an 8-bit header: what is valid UTF-8 stays UTF-8; else the charset the
   const e = await detail(t, 'A name cut short');
   t.deepEqual(
     e.attachments.map((a) => a.fileName),
+    ['Отчёт за ма'],
+  );
+  t.deepEqual(
+    (await detail(t, 'A part name cut short')).attachments.map((a) => a.fileName),
     ['Отчёт за ма'],
   );
   t.is((await detail(t, '中文測試郵件')).textBody.trim(), '你好');

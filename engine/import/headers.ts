@@ -225,6 +225,23 @@ function eightBitLine(line: Buffer, declared: readonly string[]): string {
   return cp1252.decode(line);
 }
 
+/**
+ * A part's header block with its 8-bit lines read as the message's own header lines are
+ * (eightBitLine), as UTF-8: mailparser reads a part header that is not UTF-8 as latin1, whole.
+ */
+export function utf8HeaderBlock(block: Buffer, message: Buffer): Buffer {
+  const declared = declaredCharsets(message);
+  const lines: string[] = [];
+  for (let start = 0; start < block.length;) {
+    const lf = block.indexOf(0x0a, start);
+    const stop = lf < 0 ? block.length : lf + 1;
+    const line = block.subarray(start, stop);
+    lines.push(isUtf8(line) ? line.toString('utf8') : eightBitLine(line, declared));
+    start = stop;
+  }
+  return Buffer.from(lines.join(''), 'utf8');
+}
+
 const utf8Lenient = new TextDecoder('utf-8');
 const CHARSET_PARAM = /charset\s*=\s*"?([A-Za-z0-9._:+-]+)/gi;
 /** How much of a message is searched for the charsets its parts declare. */

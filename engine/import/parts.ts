@@ -7,6 +7,8 @@
 //   - a UTF-7 text part is decoded (mailparser refuses UTF-7 outright);
 //   - a text part with a Content-Disposition nobody knows is inline (mailparser makes it an
 //     attachment, leaving an HTML-only message without a body);
+//   - a part's header line that is not UTF-8 is read as the message's own header lines are
+//     (headers.ts), not as latin1 whole: a Cyrillic file name whose last byte was cut;
 //   - a part whose Content-Type is no type/subtype (`text plain`) is text/plain; charset=us-ascii
 //     (RFC 2045, section 5.2), as the header block's is (headers.ts);
 //   - a base64 part ends at its padding or at its first line that is not base64: text after it
@@ -18,7 +20,7 @@ import { once } from 'node:events';
 import { Splitter, type MimeNode } from '@zone-eu/mailsplit';
 import iconv from 'iconv-lite';
 import type { ParsedMail } from 'mailparser';
-import { isMediaType, isUtf8, withDefaultType } from './headers.js';
+import { isMediaType, isUtf8, utf8HeaderBlock, withDefaultType } from './headers.js';
 
 const cp1252 = new TextDecoder('windows-1252');
 import type { Repair } from './repairs.js';
@@ -36,7 +38,7 @@ export function partsNeedRepair(raw: Buffer, mail: ParsedMail): boolean {
   if ((mail.text ?? '').includes('\uFFFD') || html.includes('\uFFFD')) return true;
   let base64 = false;
   for (const a of mail.attachments) {
-    if (!isMediaType(a.contentType)) return true;
+    if (!isMediaType(a.contentType) || LATIN1_READ.test(a.filename ?? '')) return true;
     if (TEXT_TYPES.has(a.contentType) && !KNOWN_DISPOSITIONS.has(String(a.contentDisposition ?? ''))) return true;
     base64 ||= String(a.headers?.get('content-transfer-encoding') ?? '').toLowerCase() === 'base64';
   }
@@ -46,6 +48,12 @@ export function partsNeedRepair(raw: Buffer, mail: ParsedMail): boolean {
 }
 
 const UTF7_RUN = /\+[A-Za-z0-9+/]{2,}-?/;
+/**
+ * What a name of 8-bit bytes mailparser read as latin1 shows: a C1 control (a UTF-8 continuation
+ * byte) or two letters of the latin1 range in a row (UTF-8, Big5, GB2312 bytes); a name such as
+ * `Käse.pdf` does not.
+ */
+const LATIN1_READ = /[\u0080-\u009f]|[\u00a0-\u00ff]{2}/;
 
 /** Whether a charset parameter names UTF-7: a look at each `charset` (there are a few). */
 function declaresUtf7(raw: Buffer): boolean {
@@ -104,7 +112,13 @@ export async function repairParts(raw: Buffer): Promise<{ raw: Buffer; repairs: 
     while (items[i + 1]?.type === 'body') body.push((items[++i] as { value: Buffer }).value);
     const fixed = item.multipart ? null : await repairPart(item, Buffer.concat(body), repairs);
     if (fixed) changed = true;
-    out.push(item.getHeaders(), ...(fixed ? [fixed] : body));
+    let headers = item.getHeaders();
+    if (!isUtf8(headers)) {
+      headers = utf8HeaderBlock(headers, raw);
+      repairs.add('eightBitHeaders');
+      changed = true;
+    }
+    out.push(headers, ...(fixed ? [fixed] : body));
   }
   return changed ? { raw: Buffer.concat(out), repairs: [...repairs] } : null;
 }
