@@ -5,6 +5,7 @@
 // API on both stores (TEST_STORE=postgres). Duplicates and the import summary are checked through
 // the CLI on a SQLite file and on a PostgreSQL database.
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
+import iconv from 'iconv-lite';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openArchive } from '../engine/sqlite/open.js';
@@ -27,6 +28,19 @@ const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(
 const PIECES = [Buffer.from('first piece, 22 bytes!'), Buffer.from('and the second one.')];
 /** UTF-16LE text with a byte-order mark: NUL bytes in a valid part. */
 const UTF16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('Notizen zum Projekt\r\n', 'utf16le')]);
+
+/** An encoded word of these bytes, in base64 or Q. */
+const wordB = (bytes: Buffer) => `=?UTF-8?B?${bytes.toString('base64')}?=`;
+const wordQ = (bytes: Buffer) =>
+  `=?UTF-8?Q?${[...bytes].map((c) => (c > 0x20 && c < 0x7f && c !== 0x3d && c !== 0x3f && c !== 0x5f ? String.fromCharCode(c) : `=${c.toString(16).toUpperCase().padStart(2, '0')}`)).join('')}?=`;
+const utf8 = (text: string) => Buffer.from(text, 'utf8');
+/** `Café`: é (C3 A9) split between two Q words. */
+const CAFE = utf8('Café au lait');
+/** `Отчёт за май.pdf`: split inside `ч` (D1 87) between two B words. */
+const REPORT_NAME = utf8('Отчёт за май.pdf');
+/** A message carried inline in 15. */
+const ORIGINAL =
+  'From: bob@example.com\nTo: carol@example.com\nSubject: The original\nMessage-ID: <original@example.com>\n\nOriginal words about herons.\n';
 
 /** File name → bytes, in the import directory. */
 const FILES: Record<string, Buffer> = {
@@ -86,6 +100,67 @@ const FILES: Record<string, Buffer> = {
   // 12, and a UTF-8 body with one stray Latin-1 line: only that line is read as windows-1252.
   'utf8-stray.eml': b(
     `From: a@example.com\nTo: alice@example.com\nSubject: UTF-8 with a stray byte\nMessage-ID: <utf8-stray@example.com>\n${DATE}MIME-Version: 1.0\nContent-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit\n\nGr\xc3\xbc\xc3\x9fe, \xe2\x82\xac 5\nM\xfcnchen\n`,
+  ),
+  // 13. Adjacent encoded words that split one UTF-8 character between them: a subject, and the
+  // name of a file that is the whole message.
+  'split-words.eml': b(
+    `From: a@example.com\nTo: alice@example.com\nSubject: ${wordQ(CAFE.subarray(0, 4))} ${wordQ(CAFE.subarray(4))}\nMessage-ID: <split-words@example.com>\n${DATE}\nBody.\n`,
+  ),
+  'split-name.eml': b(
+    `From: a@example.com\nTo: alice@example.com\nSubject: A file with a split name\nMessage-ID: <split-name@example.com>\n${DATE}MIME-Version: 1.0\nContent-Type: application/pdf;\n name="${wordB(REPORT_NAME.subarray(0, 6))}\n ${wordB(REPORT_NAME.subarray(6))}"\nContent-Disposition: attachment\nContent-Transfer-Encoding: base64\n\n${Buffer.from('%PDF-1.4 report').toString('base64')}\n`,
+  ),
+  // 14. 8-bit header lines that are not all UTF-8: a Cyrillic file name whose last byte is cut,
+  // and Big5 and GB2312 subjects beside bodies that declare those charsets.
+  'cut-name.eml': Buffer.concat([
+    b(
+      `From: a@example.com\nTo: alice@example.com\nSubject: A name cut short\nMessage-ID: <cut-name@example.com>\n${DATE}MIME-Version: 1.0\nContent-Type: application/octet-stream\nContent-Disposition: attachment; filename="`,
+    ),
+    utf8('Отчёт за май').subarray(0, -1),
+    b('"\nContent-Transfer-Encoding: base64\n\nAAEC\n'),
+  ]),
+  'cut-part-name.eml': Buffer.concat([
+    b(
+      `From: a@example.com\nTo: alice@example.com\nSubject: A part name cut short\nMessage-ID: <cut-part-name@example.com>\n${DATE}MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=XX\n\n--XX\nContent-Type: text/plain\n\nThe file.\n--XX\nContent-Type: application/octet-stream\nContent-Disposition: attachment; filename="`,
+    ),
+    utf8('Отчёт за май').subarray(0, -1),
+    b('"\nContent-Transfer-Encoding: base64\n\nAAEC\n--XX--\n'),
+  ]),
+  'big5.eml': Buffer.concat([
+    b('From: a@example.com\nTo: alice@example.com\nSubject: '),
+    iconv.encode('中文測試郵件', 'big5'),
+    b(
+      `\nMessage-ID: <big5@example.com>\n${DATE}MIME-Version: 1.0\nContent-Type: text/plain; charset=big5\nContent-Transfer-Encoding: 8bit\n\n`,
+    ),
+    iconv.encode('你好', 'big5'),
+    b('\n'),
+  ]),
+  'gb2312.eml': Buffer.concat([
+    b('From: a@example.com\nTo: alice@example.com\nSubject: '),
+    iconv.encode('简体中文主题', 'gb2312'),
+    b(
+      `\nMessage-ID: <gb2312@example.com>\n${DATE}MIME-Version: 1.0\nContent-Type: multipart/alternative; boundary=XX\n\n--XX\nContent-Type: text/plain; charset="gb2312"\nContent-Transfer-Encoding: 8bit\n\n`,
+    ),
+    iconv.encode('你好', 'gb2312'),
+    b('\n--XX--\n'),
+  ]),
+  // 15. A message carried inline, as forwards and abuse reports carry it.
+  'inline-message.eml': b(
+    `From: a@example.com\nTo: alice@example.com\nSubject: Forwarded inline\nMessage-ID: <inline-message@example.com>\n${DATE}MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=XX\n\n--XX\nContent-Type: text/plain\n\nForwarded below.\n--XX\nContent-Type: message/rfc822\nContent-Disposition: inline\n\n${ORIGINAL}\n--XX--\n`,
+  ),
+  // 16. A delivery report whose explanation is HTML.
+  'report-html.eml': b(
+    `From: MAILER-DAEMON@example.com\nTo: alice@example.com\nSubject: Undelivered Mail Returned to Sender\nMessage-ID: <report-html@example.com>\n${DATE}MIME-Version: 1.0\nContent-Type: multipart/report; report-type=delivery-status; boundary=XX\n\n--XX\nContent-Type: text/html; charset=utf-8\n\n<html><body><p>Your message to nobody@example.org could not be delivered: the mailbox does not exist.</p></body></html>\n--XX\nContent-Type: message/delivery-status\n\nReporting-MTA: dns; mx.example.com\n\nFinal-Recipient: rfc822; nobody@example.org\nAction: failed\nStatus: 5.1.1\n--XX\nContent-Type: text/rfc822-headers\n\nFrom: alice@example.com\nSubject: Hello\n--XX--\n`,
+  ),
+  // 17. A Content-Type that is no type/subtype, for the message and for a part.
+  'bad-type.eml': b(
+    `From: a@example.com\nTo: alice@example.com\nSubject: Content-Type without a slash\nMessage-ID: <bad-type@example.com>\n${DATE}MIME-Version: 1.0\nContent-Type: text plain\n\nHello in plain text.\n`,
+  ),
+  'bad-part-type.eml': b(
+    `From: a@example.com\nTo: alice@example.com\nSubject: A part without a slash\nMessage-ID: <bad-part-type@example.com>\n${DATE}MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=XX\n\n--XX\nContent-Type: text plain\n\nThe part in plain text.\n--XX\nContent-Type: application; name="notes.txt"\nContent-Disposition: attachment\n\nA file whose type has no slash.\n--XX--\n`,
+  ),
+  // 18. A first line that begins with a space before From:, in a file with no extension.
+  indented: b(
+    ` From: Dana <dana@example.com>\nTo: alice@example.com\nSubject: Indented first field\nMessage-ID: <indented@example.com>\n${DATE}\nBody.\n`,
   ),
 };
 
@@ -226,6 +301,75 @@ test('12. a Latin-1 body without a charset is read as windows-1252, as headers a
 
 test('12. a UTF-8 body with a stray Latin-1 line: the UTF-8 lines stay UTF-8, that line is windows-1252', async (t) => {
   t.is((await detail(t, 'UTF-8 with a stray byte')).textBody.trim(), 'Grüße, € 5\nMünchen');
+});
+
+test('13. adjacent encoded words that split a UTF-8 character are decoded together: subject and file name', async (t) => {
+  t.is((await detail(t, 'Café au lait')).subject, 'Café au lait');
+  const e = await detail(t, 'A file with a split name');
+  t.deepEqual(
+    e.attachments.map((a) => [a.fileName, a.contentType]),
+    [['Отчёт за май.pdf', 'application/pdf']],
+  );
+});
+
+test('14. an 8-bit header: what is valid UTF-8 stays UTF-8; else the charset the parts declare (Big5, GB2312)', async (t) => {
+  const e = await detail(t, 'A name cut short');
+  t.deepEqual(
+    e.attachments.map((a) => a.fileName),
+    ['Отчёт за ма'],
+  );
+  t.deepEqual(
+    (await detail(t, 'A part name cut short')).attachments.map((a) => a.fileName),
+    ['Отчёт за ма'],
+  );
+  t.is((await detail(t, '中文測試郵件')).textBody.trim(), '你好');
+  t.is((await detail(t, '简体中文主题')).textBody.trim(), '你好');
+});
+
+test('15. an inline message/rfc822 part is also a .eml attachment whose bytes are the original', async (t) => {
+  const e = await detail(t, 'Forwarded inline');
+  t.deepEqual(
+    e.attachments.map((a) => [a.fileName, a.contentType]),
+    [['attachment-1.eml', 'message/rfc822']],
+  );
+  t.true(e.hasAttachments);
+  t.deepEqual((await download(t, e.id, e.attachments[0]!.id)).body.toString('latin1').trim(), ORIGINAL.trim());
+  t.regex(e.textBody, /^Forwarded below\.[\s\S]*Original words about herons\./);
+  t.deepEqual(await search(t, 'herons'), ['Forwarded inline']);
+});
+
+test('16. a multipart/report whose explanation is HTML has the explanation as its body', async (t) => {
+  const e = await detail(t, 'Undelivered Mail Returned to Sender');
+  t.regex(e.textBody, /^Your message to nobody@example\.org could not be delivered: the mailbox does not\sexist\./);
+  t.deepEqual(await search(t, 'mailbox exist'), ['Undelivered Mail Returned to Sender']);
+});
+
+test('17. a Content-Type that is no type/subtype is text/plain; charset=us-ascii (RFC 2045, section 5.2)', async (t) => {
+  const e = await detail(t, 'Content-Type without a slash');
+  t.is(e.textBody.trim(), 'Hello in plain text.');
+  t.deepEqual(e.attachments, []);
+  const part = await detail(t, 'A part without a slash');
+  t.is(part.textBody.trim(), 'The part in plain text.');
+  // Its parameters stay: a file keeps its name.
+  t.deepEqual(
+    part.attachments.map((a) => [a.fileName, a.contentType]),
+    [['notes.txt', 'text/plain']],
+  );
+});
+
+test('18. a first line with a space before From: is a field; the summary says what was repaired', async (t) => {
+  const e = await detail(t, 'Indented first field');
+  t.is(e.from, 'Dana <dana@example.com>');
+  t.is(e.textBody.trim(), 'Body.');
+  const repaired = t.context.summaries[0]!.repaired;
+  t.deepEqual(
+    repaired.indentedFirstField?.messages.map((m) => m.split(/[\\/]/).pop()),
+    ['indented'],
+  );
+  t.deepEqual(repaired.invalidContentType?.messages.map((m) => m.split(/[\\/]/).pop()).sort(), [
+    'bad-part-type.eml',
+    'bad-type.eml',
+  ]);
 });
 
 // ── Duplicates and the summary, through the CLI, on both stores ──

@@ -4,12 +4,19 @@
 // messier, and these repairs are the ones Thunderbird, mutt and Python's email package make:
 //
 //   - a header line that is not valid UTF-8 is windows-1252 (Latin-1's superset): raw 8-bit
-//     names written by old mailers with no encoded word ("Jürgen" as the byte 0xFC);
+//     names written by old mailers with no encoded word ("Jürgen" as the byte 0xFC); unless it is
+//     mostly UTF-8 (a name whose last byte was cut: what is valid stays UTF-8), or a charset the
+//     message's parts declare decodes it (a Big5 subject beside a Big5 body);
+//   - adjacent encoded words of one charset are decoded together: a character split between
+//     two of them is one character;
 //   - an encoded word that declares UTF-8 but whose bytes are not UTF-8 is windows-1252 too
 //     (`=?UTF-8?Q?Fr=F6sche?=`);
 //   - raw 8-bit bytes inside an encoded word belong to the word's charset, whatever it is
 //     (`=?iso-8859-1?Q?Fr<0xF6>sche?=` is Frösche, not the byte read twice);
 //   - a UTF-7 encoded word is decoded here (mailparser refuses UTF-7) and given on as UTF-8;
+//   - a Content-Type that is no type/subtype (`text plain`) is text/plain; charset=us-ascii
+//     (RFC 2045, section 5.2);
+//   - blanks before the first header field (` From: …`) are not part of it;
 //   - leading blank or whitespace-only lines are not part of the message, lines that end in a
 //     bare CR (old Mac mail) end in LF, and a header block not closed by a blank line ends at the
 //     first line that is neither a header field nor a continuation: the body starts there.
@@ -86,13 +93,24 @@ function normalised(raw: Buffer, repairs: Repair[]): Buffer {
     const skip = BLANK_LINES.exec(out.toString('latin1', 0, Math.min(out.length, 4096)))?.[0].length ?? 0;
     out = out.subarray(skip);
   }
+  // A first field indented (` From: …`): nothing precedes it to continue, so it is a field.
+  if (out[0] === 0x20 || out[0] === 0x09) {
+    const indent = INDENTED_FIELD.exec(out.toString('latin1', 0, Math.min(out.length, 1024)))?.[0].length ?? 0;
+    if (indent > 0) {
+      repairs.push('indentedFirstField');
+      out = out.subarray(indent);
+    }
+  }
   return out;
 }
+
+/** The blanks before a first line that is a header field. */
+const INDENTED_FIELD = /^[ \t]+(?=[!-9;-~]+[ \t]*:)/;
 
 export interface RepairedMessage {
   /** The message to parse: the repaired header block, then the body as it was. */
   raw: Buffer;
-  /** The header block as text, 8-bit lines read as windows-1252 (what is stored as raw headers). */
+  /** The header block as text, 8-bit lines read as eightBitLine reads them (what is stored as raw headers). */
   headerText: string;
   /** What had to be guessed, if anything. */
   repairs: Repair[];
@@ -119,6 +137,8 @@ export function repairHeaders(input: Buffer): RepairedMessage {
   const block = raw.subarray(0, end);
   // Line by line: one bad line says nothing about the others' charset.
   const lines: string[] = [];
+  const asWritten: string[] = [];
+  let declared: string[] | undefined;
   let start = 0;
   let eightBit = false;
   while (start < block.length) {
@@ -135,18 +155,26 @@ export function repairHeaders(input: Buffer): RepairedMessage {
       );
       if (escaped !== text) line = Buffer.from(escaped, 'latin1');
     }
-    if (isUtf8(line)) lines.push(line.toString('utf8'));
-    else {
+    if (isUtf8(line)) {
+      const text = line.toString('utf8');
+      lines.push(text);
+      asWritten.push(text);
+    } else {
       eightBit = true;
-      lines.push(cp1252.decode(line));
+      declared ??= declaredCharsets(raw);
+      lines.push(eightBitLine(line, declared));
+      asWritten.push(cp1252.decode(line));
     }
     start = stop;
   }
   const headerText = lines.join('');
-  const fields = unfoldFields(headerText);
-  const repairedFields = fields.map((field) => repairField(field));
+  // The fingerprint reads 8-bit lines as windows-1252, as it always has: a better reading of a
+  // line must not make a message already archived look different (docs/import.md, "Duplicates").
+  const fields = unfoldFields(asWritten.join(''));
+  const repairedFields = unfoldFields(headerText).map((field) => repairField(field));
   const body = raw.subarray(end);
   if (eightBit || repairedFields.some((f) => f.relabelled)) repairs.push('eightBitHeaders');
+  if (repairedFields.some((f) => f.defaultType)) repairs.push('invalidContentType');
   const repaired = repairedFields.map((f) => f.text).join('');
   const gap = closed ? '' : headerText.endsWith('\r\n') ? '\r\n' : '\n';
   if (closed && raw === input && repaired === block.toString('latin1') && isUtf8(block))
@@ -160,6 +188,77 @@ export function repairHeaders(input: Buffer): RepairedMessage {
   };
 }
 
+/**
+ * A header line that is not valid UTF-8, read as mail readers read it. A line that is mostly
+ * UTF-8 (more bytes in valid multi-byte sequences than bytes that fit none: a name whose last
+ * byte was cut) is UTF-8, its stray bytes left out. Otherwise it is in the first charset the
+ * message's own parts declare that decodes it whole (a Big5 or GB2312 subject beside a Big5 or
+ * GB2312 body), else windows-1252.
+ */
+function eightBitLine(line: Buffer, declared: readonly string[]): string {
+  let valid = 0;
+  let invalid = 0;
+  for (let i = 0; i < line.length;) {
+    const b = line[i]!;
+    if (b < 0x80) {
+      i++;
+      continue;
+    }
+    const n = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    if (n > 1 && isUtf8(line.subarray(i, i + n))) {
+      valid += n;
+      i += n;
+    } else {
+      invalid++;
+      i++;
+    }
+  }
+  // U+FFFD would not survive: mailparser reads a file name holding it as latin1.
+  if (valid > invalid) return utf8Lenient.decode(line).replace(/\uFFFD/g, '');
+  for (const charset of declared) {
+    try {
+      return new TextDecoder(charset, { fatal: true }).decode(line);
+    } catch {
+      // A charset this runtime does not know, or bytes it cannot decode: the next one.
+    }
+  }
+  return cp1252.decode(line);
+}
+
+/**
+ * A part's header block with its 8-bit lines read as the message's own header lines are
+ * (eightBitLine), as UTF-8: mailparser reads a part header that is not UTF-8 as latin1, whole.
+ */
+export function utf8HeaderBlock(block: Buffer, message: Buffer): Buffer {
+  const declared = declaredCharsets(message);
+  const lines: string[] = [];
+  for (let start = 0; start < block.length;) {
+    const lf = block.indexOf(0x0a, start);
+    const stop = lf < 0 ? block.length : lf + 1;
+    const line = block.subarray(start, stop);
+    lines.push(isUtf8(line) ? line.toString('utf8') : eightBitLine(line, declared));
+    start = stop;
+  }
+  return Buffer.from(lines.join(''), 'utf8');
+}
+
+const utf8Lenient = new TextDecoder('utf-8');
+const CHARSET_PARAM = /charset\s*=\s*"?([A-Za-z0-9._:+-]+)/gi;
+/** How much of a message is searched for the charsets its parts declare. */
+const DECLARED_SCAN_BYTES = 1024 * 1024;
+
+/** The charsets the message declares (Content-Type parameters), in order, without UTF-8 and ASCII. */
+function declaredCharsets(raw: Buffer): string[] {
+  const text = raw.toString('latin1', 0, Math.min(raw.length, DECLARED_SCAN_BYTES));
+  const found = new Set<string>();
+  for (const m of text.matchAll(CHARSET_PARAM)) {
+    const name = m[1]!.toLowerCase();
+    // UTF-16 and -32 (and x-user-defined) decode nearly any bytes: no evidence for a header.
+    if (!/^(?:utf-?8|(?:us-)?ascii|utf-?7|utf-?(?:16|32)(?:[bl]e)?|x-user-defined)$/.test(name)) found.add(name);
+  }
+  return [...found];
+}
+
 /** The header block cut into fields, each with its continuation lines and line endings. */
 function unfoldFields(text: string): string[] {
   const fields: string[] = [];
@@ -170,14 +269,22 @@ function unfoldFields(text: string): string[] {
   return fields;
 }
 
-function repairField(field: string): { text: string; relabelled: boolean } {
+function repairField(field: string): { text: string; relabelled: boolean; defaultType?: boolean } {
   const colon = field.indexOf(':');
   if (colon <= 0) return { text: field, relabelled: false };
   const name = field.slice(0, colon).trim().toLowerCase();
   let value = field.slice(colon + 1);
   const ending = /\r?\n$/.exec(value)?.[0] ?? '';
   value = value.slice(0, value.length - ending.length);
+  // RFC 2045, section 5.2: a Content-Type that is no type/subtype is the default one.
+  if (name === 'content-type' && !isMediaType(value))
+    return {
+      text: `${field.slice(0, colon)}: ${withDefaultType(value)}${ending}`,
+      relabelled: false,
+      defaultType: true,
+    };
   let relabelled = false;
+  if (value.includes('=?')) value = joinAdjacentWords(value);
   if (value.includes('=?'))
     value = value.replace(ENCODED_WORD, (word, charset: string, lang: string, enc: string, text: string) => {
       if (UTF7_NAME.test(charset)) {
@@ -191,6 +298,68 @@ function repairField(field: string): { text: string; relabelled: boolean } {
   if (ADDRESS_FIELDS.has(name) && value.includes('('))
     value = ' ' + withoutComments(value.replace(/\r?\n[ \t]+/g, ' ').trim());
   return { text: `${field.slice(0, colon)}:${value}${ending}`, relabelled };
+}
+
+/**
+ * A Content-Type value that is no type/subtype made text/plain, charset us-ascii unless it names
+ * one (RFC 2045, section 5.2); its parameters kept, as Python's email package keeps them (a
+ * file's name stays its name).
+ */
+export function withDefaultType(value: string): string {
+  const semi = value.indexOf(';');
+  const params =
+    semi < 0
+      ? ''
+      : value
+          .slice(semi)
+          .replace(/\r?\n[ \t]+/g, ' ')
+          .trim();
+  return `text/plain${/(?:^|;)\s*charset\s*=/i.test(params) ? '' : '; charset=us-ascii'}${params}`;
+}
+
+const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** Whether a Content-Type value starts with type/subtype (comments and folding aside). */
+export function isMediaType(value: string): boolean {
+  const type = value
+    .replace(/\([^()]*\)/g, '')
+    .split(';')[0]!
+    .trim();
+  return MEDIA_TYPE.test(type);
+}
+
+/**
+ * Adjacent encoded words of one charset as one word of their bytes together: an encoder may split
+ * a character between two words, and RFC 2047 readers (Python's email package, Thunderbird)
+ * decode such a run as one text. The whitespace between adjacent words is not text (RFC 2047,
+ * section 6.2).
+ */
+function joinAdjacentWords(value: string): string {
+  const words = [...value.matchAll(ENCODED_WORD)];
+  if (words.length < 2) return value;
+  let out = '';
+  let at = 0;
+  for (let i = 0; i < words.length;) {
+    let j = i;
+    const key = (w: RegExpMatchArray) => `${w[1]!.toLowerCase()}${w[2]!.toLowerCase()}`;
+    while (
+      j + 1 < words.length &&
+      key(words[j + 1]!) === key(words[i]!) &&
+      /^\s*$/.test(value.slice(words[j]!.index! + words[j]![0].length, words[j + 1]!.index!))
+    )
+      j++;
+    const first = words[i]!;
+    const last = words[j]!;
+    out += value.slice(at, first.index!);
+    if (j === i) out += first[0];
+    else {
+      const bytes = Buffer.concat(words.slice(i, j + 1).map((w) => wordBytes(w[3]!, w[4]!)));
+      out += `=?${first[1]}${first[2]}?B?${bytes.toString('base64')}?=`;
+    }
+    at = last.index! + last[0].length;
+    i = j + 1;
+  }
+  return out + value.slice(at);
 }
 
 /** The bytes an encoded word's text stands for. */

@@ -6,7 +6,7 @@ import { referencedIds } from '../rules/threads.js';
 import { contentFingerprint } from './fingerprint.js';
 import { repairHeaders } from './headers.js';
 import { parseMailDate, receivedHeaderDate } from './mail-date.js';
-import { partsNeedRepair, repairParts } from './parts.js';
+import { inlineMessages, partsNeedRepair, repairParts } from './parts.js';
 import type { Repair } from './repairs.js';
 import { DEFAULT_IMPORT_LIMITS } from './limits.js';
 import { tnefFiles } from './tnef.js';
@@ -97,6 +97,16 @@ export async function parseMessage(raw: Buffer, ctx: ParseContext): Promise<Pars
   const sentDate = sent ?? received ?? ctx.fallbackDate;
   const messageId = (mail.messageId ?? '').trim();
   const html = mail.html === false || mail.html === undefined ? null : mail.html;
+  const attachments = mail.attachments.map(toAttachment);
+  // A message carried inline is also a file (docs/import.md, "What a message says"); its text
+  // stays in the body too, where mailparser put it, so search finds it either way.
+  for (const m of await inlineMessages(repaired.raw))
+    attachments.push({
+      fileName: m.fileName.trim() || `attachment-${attachments.length + 1}.eml`,
+      contentType: 'message/rfc822',
+      content: m.content,
+      isInline: false,
+    });
 
   return {
     accountId: ctx.accountId,
@@ -112,10 +122,7 @@ export async function parseMessage(raw: Buffer, ctx: ParseContext): Promise<Pars
     isOutgoing: isFrom(mail.from, ctx.accountEmail),
     textBody: textBodyOf(mail, html),
     htmlBody: html,
-    attachments: withTnefContents(
-      mail.attachments.map(toAttachment),
-      ctx.maxTnefFiles ?? DEFAULT_IMPORT_LIMITS.maxTnefFiles,
-    ),
+    attachments: withTnefContents(attachments, ctx.maxTnefFiles ?? DEFAULT_IMPORT_LIMITS.maxTnefFiles),
     dedupKey: dedupKeyFor(messageId, raw, contentFingerprint(repaired.fields, repaired.body)),
     refs: referencedIds(mail.references, mail.inReplyTo, messageId),
     rawHeaders: repaired.headerText.slice(0, MAX_RAW_HEADERS),
@@ -127,10 +134,30 @@ export async function parseMessage(raw: Buffer, ctx: ParseContext): Promise<Pars
 const MAX_RAW_HEADERS = 256 * 1024;
 
 function textBodyOf(mail: ParsedMail, html: string | null): string | null {
+  const text = mail.text ?? '';
+  if (html !== null && isReport(mail) && isStatusOnly(text)) {
+    // A report (RFC 6522) whose explanation is HTML: mailparser's text is then the
+    // machine-readable status alone. The explanation is the body, the status after it (as
+    // mailparser reads a report whose explanation is plain text).
+    const explanation = htmlToText(html).trim();
+    const squeeze = (t: string) => t.replace(/\s+/g, ' ').trim();
+    if (!explanation || squeeze(explanation).includes(squeeze(text))) return explanation || text;
+    return `${explanation}\n\n${text.trim()}`;
+  }
   if (mail.text?.trim()) return mail.text;
   // An empty text beside HTML is what skipHtmlToText leaves for an HTML-only message.
   if (html !== null) return htmlToText(html).trim();
   return mail.text ?? null;
+}
+
+/** Whether text is only header-like fields (RFC 3464 delivery status), blank lines aside. */
+function isStatusOnly(text: string): boolean {
+  const lines = text.split(/\r?\n/).filter((l) => l.trim() !== '');
+  return lines.length > 0 && lines.every((l) => /^[!-9;-~]+:|^[ \t]/.test(l));
+}
+
+function isReport(mail: ParsedMail): boolean {
+  return /^\s*multipart\/report\b/i.test(headerValue(mail, 'content-type') ?? '');
 }
 
 /** The unfolded value of the first (topmost) header of that name, or null. */

@@ -7,6 +7,10 @@
 //   - a UTF-7 text part is decoded (mailparser refuses UTF-7 outright);
 //   - a text part with a Content-Disposition nobody knows is inline (mailparser makes it an
 //     attachment, leaving an HTML-only message without a body);
+//   - a part's header line that is not UTF-8 is read as the message's own header lines are
+//     (headers.ts), not as latin1 whole: a Cyrillic file name whose last byte was cut;
+//   - a part whose Content-Type is no type/subtype (`text plain`) is text/plain; charset=us-ascii
+//     (RFC 2045, section 5.2), as the header block's is (headers.ts);
 //   - a base64 part ends at its padding or at its first line that is not base64: text after it
 //     (a signature a list server appended, say) is not decoded into the file.
 //
@@ -16,7 +20,7 @@ import { once } from 'node:events';
 import { Splitter, type MimeNode } from '@zone-eu/mailsplit';
 import iconv from 'iconv-lite';
 import type { ParsedMail } from 'mailparser';
-import { isUtf8 } from './headers.js';
+import { isMediaType, isUtf8, utf8HeaderBlock, withDefaultType } from './headers.js';
 
 const cp1252 = new TextDecoder('windows-1252');
 import type { Repair } from './repairs.js';
@@ -34,6 +38,7 @@ export function partsNeedRepair(raw: Buffer, mail: ParsedMail): boolean {
   if ((mail.text ?? '').includes('\uFFFD') || html.includes('\uFFFD')) return true;
   let base64 = false;
   for (const a of mail.attachments) {
+    if (!isMediaType(a.contentType) || LATIN1_READ.test(a.filename ?? '')) return true;
     if (TEXT_TYPES.has(a.contentType) && !KNOWN_DISPOSITIONS.has(String(a.contentDisposition ?? ''))) return true;
     base64 ||= String(a.headers?.get('content-transfer-encoding') ?? '').toLowerCase() === 'base64';
   }
@@ -43,6 +48,12 @@ export function partsNeedRepair(raw: Buffer, mail: ParsedMail): boolean {
 }
 
 const UTF7_RUN = /\+[A-Za-z0-9+/]{2,}-?/;
+/**
+ * What a name of 8-bit bytes mailparser read as latin1 shows: a C1 control (a UTF-8 continuation
+ * byte) or two letters of the latin1 range in a row (UTF-8, Big5, GB2312 bytes); a name such as
+ * `Käse.pdf` does not.
+ */
+const LATIN1_READ = /[\u0080-\u009f]|[\u00a0-\u00ff]{2}/;
 
 /** Whether a charset parameter names UTF-7: a look at each `charset` (there are a few). */
 function declaresUtf7(raw: Buffer): boolean {
@@ -101,7 +112,13 @@ export async function repairParts(raw: Buffer): Promise<{ raw: Buffer; repairs: 
     while (items[i + 1]?.type === 'body') body.push((items[++i] as { value: Buffer }).value);
     const fixed = item.multipart ? null : await repairPart(item, Buffer.concat(body), repairs);
     if (fixed) changed = true;
-    out.push(item.getHeaders(), ...(fixed ? [fixed] : body));
+    let headers = item.getHeaders();
+    if (!isUtf8(headers)) {
+      headers = utf8HeaderBlock(headers, raw);
+      repairs.add('eightBitHeaders');
+      changed = true;
+    }
+    out.push(headers, ...(fixed ? [fixed] : body));
   }
   return changed ? { raw: Buffer.concat(out), repairs: [...repairs] } : null;
 }
@@ -115,6 +132,14 @@ async function repairPart(node: MimeNode, body: Buffer, repairs: Set<Repair>): P
       fixed = body = cut;
       repairs.add('base64TrailingText');
     }
+  }
+  // RFC 2045, section 5.2: a Content-Type that is no type/subtype (`text plain`) is the default.
+  if (node.contentType && !isMediaType(node.contentType)) {
+    if (node.headers) node.headers.update('Content-Type', withDefaultType(node.headers.getFirst('Content-Type')));
+    node.contentType = 'text/plain';
+    node.charset ||= 'us-ascii';
+    repairs.add('invalidContentType');
+    fixed ??= body;
   }
   const type = node.contentType || (node.root ? 'text/plain' : '');
   if (!TEXT_TYPES.has(type) || node.disposition === 'attachment') return fixed;
@@ -194,3 +219,39 @@ function base64Only(body: Buffer): Buffer {
 }
 
 const BASE64_LINE = /^[A-Za-z0-9+/]+=*$/;
+
+/**
+ * The messages carried inline (`message/rfc822` with `Content-Disposition: inline`, not
+ * transfer-encoded): mailparser reads such a part into the body text and keeps no file of it, so
+ * the original it carries could not be downloaded. Each as its bytes and the name its part gives,
+ * in the order they come; the parts nested inside them stay inside.
+ */
+export async function inlineMessages(raw: Buffer): Promise<Array<{ fileName: string; content: Buffer }>> {
+  // A cheap look first: most mail names neither.
+  const mentions = (words: string[]) => words.some((w) => raw.indexOf(w) >= 0);
+  if (!mentions(['rfc822', 'RFC822', 'Rfc822']) || !mentions(['inline', 'INLINE', 'Inline'])) return [];
+  // ignoreEmbedded: an embedded message is one body, its bytes as written, not split into parts.
+  const splitter = new Splitter({ ignoreEmbedded: true });
+  const found: Array<{ fileName: string; chunks: Buffer[] }> = [];
+  let current: Buffer[] | null = null;
+  splitter.on('data', (item: MimeNode | { type: 'body' | 'data'; value: Buffer }) => {
+    if (item.type === 'body') current?.push(item.value);
+    else if (item.type === 'node' && isInlineMessage(item)) {
+      current = [];
+      found.push({ fileName: item.filename || '', chunks: current });
+    } else current = null;
+  });
+  const ended = once(splitter, 'end');
+  splitter.end(raw);
+  await ended;
+  return found.map((m) => ({ fileName: m.fileName, content: Buffer.concat(m.chunks) }));
+}
+
+/** What mailsplit reads as an embedded message (and mailparser then into the body). */
+function isInlineMessage(node: MimeNode): boolean {
+  return (
+    node.contentType === 'message/rfc822' &&
+    node.disposition === 'inline' &&
+    (!node.encoding || ['7bit', '8bit', 'binary'].includes(node.encoding))
+  );
+}

@@ -11,7 +11,11 @@ export type Repair =
   /** A header block not closed by a blank line: the body starts at the first line that is no field. */
   | 'unterminatedHeaders'
   /** Text after a base64 part's padding or last base64 line, left out of the part. */
-  | 'base64TrailingText';
+  | 'base64TrailingText'
+  /** Blanks before the first header field (` From: …`), left out. */
+  | 'indentedFirstField'
+  /** A Content-Type that is no type/subtype (`text plain`), read as text/plain; charset=us-ascii (RFC 2045, section 5.2). */
+  | 'invalidContentType';
 
 /** Every reason, in the order summaries list them, with the words they use. */
 export const REPAIR_LABELS: Record<Repair, string> = {
@@ -20,4 +24,6 @@ export const REPAIR_LABELS: Record<Repair, string> = {
   undecodableCharset: 'undecodable charset',
   unterminatedHeaders: 'unterminated header block',
   base64TrailingText: 'text after base64 data',
+  indentedFirstField: 'indented first header field',
+  invalidContentType: 'invalid Content-Type',
 };

@@ -113,10 +113,17 @@ const METADATA: Array<[RegExp, string]> = [
 /** A header field's start (RFC 5322 ftext, then a colon), or an mbox From_ line. */
 const HEADER_START = /^(?:[!-9;-~]+[ \t]*:|From )/;
 
-/** The lines of a file's start, after a byte-order mark and blank or whitespace-only lines; CR, LF or CRLF ends. */
+/**
+ * The lines of a file's start, after a byte-order mark, blank or whitespace-only lines and the
+ * blanks before a first field (the parser repairs an indented first field, headers.ts); CR, LF
+ * or CRLF ends.
+ */
 function leadingLines(head: Buffer): string[] {
   const text = head.toString('latin1', head.subarray(0, 3).equals(UTF8_BOM) ? 3 : 0);
-  return text.replace(/^(?:[ \t]*(?:\r\n|\r|\n))+/, '').split(/\r\n|\r|\n/);
+  return text
+    .replace(/^(?:[ \t]*(?:\r\n|\r|\n))+/, '')
+    .replace(/^[ \t]+(?=[!-9;-~]+[ \t]*:)/, '')
+    .split(/\r\n|\r|\n/);
 }
 
 /**
