@@ -15,6 +15,31 @@ import { z } from 'zod';
 const MAX_THREADS = 64;
 const MAX_QUEUE = 100_000;
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.number().int().min(min).max(max);
+/**
+ * Schemes a browser or the operating system hands to something other than the app that
+ * registered (Mcp:OAuth:RedirectSchemes refuses them): what an attacker's redirect URI used.
+ */
+const BROWSER_SCHEMES = new Set([
+  'http',
+  'https',
+  'javascript',
+  'data',
+  'blob',
+  'file',
+  'ftp',
+  'about',
+  'view-source',
+  'jar',
+  'mailto',
+  'tel',
+  'sms',
+  'ms-msdt',
+  'search-ms',
+  'ms-settings',
+  'ms-officecmd',
+  'intent',
+  'chrome',
+]);
 
 /** An IPv4 or IPv6 address, or a CIDR block (`10.0.0.0/8`, `fd00::/8`). */
 /** `Database:Path` names a PostgreSQL database when it is a postgres:// or postgresql:// URL. */
@@ -108,6 +133,17 @@ const schema = z.strictObject({
           // Client ID Metadata Documents fetched per client address (an IPv6 one by its /64) per
           // minute, and at most at once over all addresses; a document is then kept as its HTTP
           // caching headers allow (at most an hour), so a client is seldom fetched twice.
+          // Private-use redirect schemes accepted though not in reverse-domain form (RFC 8252
+          // section 7.1 asks for a dot): MCP clients that register one. Never http(s) or a
+          // scheme a browser or the system hands elsewhere; [] for the RFC's rule alone.
+          RedirectSchemes: z
+            .array(
+              z
+                .string()
+                .regex(/^[a-z][a-z0-9+-]*$/, 'expected a scheme name such as cursor')
+                .refine((v) => !BROWSER_SCHEMES.has(v), 'names a scheme that is not an app of its own'),
+            )
+            .default(['cursor']),
           ClientMetadataFetchesPerIpPerMinute: int(1).default(10),
           ClientMetadataMaxConcurrentFetches: int(1, 10_000).default(16),
           // Client ID Metadata Documents: fetched from https URLs on public addresses only, with

@@ -73,6 +73,7 @@ test('every default of SPEC.md, “Configuration settings”, plus the service s
       UnusedClientMinutes: 60,
       RevocationsPerIpPerMinute: 30,
       MaxUnusedClients: 1000,
+      RedirectSchemes: ['cursor'],
       ClientMetadataFetchesPerIpPerMinute: 10,
       ClientMetadataMaxConcurrentFetches: 16,
       ClientMetadataMaxBytes: 5120,
@@ -457,6 +458,11 @@ test('Mcp:OAuth binds from the environment as a section inside Mcp; Server:Publi
   t.is(s.Mcp.OAuth.AccessTokenMinutes, 15);
   t.deepEqual(s.Mcp.OAuth.ClientMetadataAllowedOrigins, ['http://127.0.0.1:8123', 'http://10.0.0.5']);
   t.is(s.Server.PublicUrl, 'https://archive.example.com');
+  t.deepEqual(s.Mcp.OAuth.RedirectSchemes, ['cursor'], 'Cursor registers cursor://…, which has no dot');
+  const schemes = (v: string) => loadSettings({ env: { Mcp__OAuth__RedirectSchemes: v }, cwd: workdir(t) });
+  t.deepEqual(schemes('cursor,windsurf').Mcp.OAuth.RedirectSchemes, ['cursor', 'windsurf']);
+  for (const bad of ['ms-msdt', 'view-source', 'https', 'Cursor:'])
+    t.throws(() => schemes(bad), { message: /Mcp:OAuth:RedirectSchemes/ }, bad);
   t.throws(() => loadSettings({ env: { Mcp__OAuth__Nope: 'x' }, cwd: workdir(t) }), {
     message: /^Unknown setting Mcp:OAuth:Nope/,
   });

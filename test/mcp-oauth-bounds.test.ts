@@ -162,7 +162,7 @@ test('redirect URIs: https, http to loopback, or a reverse-domain private-use sc
     'search-ms:query=x',
     'jar:https://example.com/a.jar!/',
     'mailto:someone@example.com',
-    'cursor://anysphere.cursor-retrieval/oauth',
+    'windsurf://codeium.windsurf/oauth', // an app scheme without a dot the operator has not named
     'http://example.com/cb',
   ]) {
     const res = await register(uri);
@@ -174,6 +174,8 @@ test('redirect URIs: https, http to loopback, or a reverse-domain private-use sc
     'http://127.0.0.1:8123/cb',
     'http://[::1]/cb',
     'com.example.app:/oauth',
+    // Mcp:OAuth:RedirectSchemes' default: Cursor registers its own scheme, which has no dot.
+    'cursor://anysphere.cursor-mcp/oauth/callback',
   ])
     t.is((await register(uri)).status, 201, uri);
 

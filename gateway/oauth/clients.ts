@@ -47,7 +47,7 @@ const MAX_URI_LENGTH = 2000;
  * browser or an operating system hands to something else (view-source:, ms-msdt:, search-ms:,
  * jar:, mailto:).
  */
-export function redirectUriProblem(uri: unknown): string | null {
+export function redirectUriProblem(uri: unknown, extraSchemes: readonly string[] = []): string | null {
   if (typeof uri !== 'string' || uri.length === 0 || uri.length > MAX_URI_LENGTH)
     return 'Each redirect URI must be a string of 1 to 2000 characters.';
   let url: URL;
@@ -64,6 +64,9 @@ export function redirectUriProblem(uri: unknown): string | null {
       ? null
       : `The redirect URI ${uri} uses http to another host; use https (http only for loopback).`;
   if (/^[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+:$/.test(url.protocol)) return null;
+  // Schemes the operator names (Mcp:OAuth:RedirectSchemes): MCP clients in use that register an
+  // app scheme without a dot (Cursor's cursor://anysphere.cursor-mcp/…).
+  if (extraSchemes.includes(url.protocol.slice(0, -1))) return null;
   return (
     `The redirect URI ${uri} has a scheme that cannot be a redirect target: use https, http to a loopback ` +
     'address, or a private-use scheme in reverse-domain form such as com.example.app: (RFC 8252 section 7.1).'
@@ -308,7 +311,7 @@ async function fetchClientMetadata(
     throw new ClientProblem(
       `The client's metadata document asks for token_endpoint_auth_method ${JSON.stringify(auth)}; this server takes public clients only ("none").`,
     );
-  const redirectUris = checkRedirectUris(meta.redirect_uris);
+  const redirectUris = checkRedirectUris(meta.redirect_uris, settings.RedirectSchemes);
   return {
     client: {
       clientId,
@@ -322,11 +325,11 @@ async function fetchClientMetadata(
 }
 
 /** A client's redirect_uris, or ClientProblem saying what is wrong with them. */
-export function checkRedirectUris(value: unknown): string[] {
+export function checkRedirectUris(value: unknown, extraSchemes: readonly string[] = []): string[] {
   if (!Array.isArray(value) || value.length === 0 || value.length > MAX_REDIRECT_URIS)
     throw new ClientProblem(`redirect_uris must be a list of 1 to ${MAX_REDIRECT_URIS} URIs.`);
   for (const uri of value) {
-    const problem = redirectUriProblem(uri);
+    const problem = redirectUriProblem(uri, extraSchemes);
     if (problem) throw new ClientProblem(problem);
   }
   return value as string[];

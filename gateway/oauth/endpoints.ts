@@ -191,7 +191,7 @@ export function oauthEndpoints(settings: Settings, deps: OAuthEndpointDeps): Mid
       throw new OAuthError(400, 'invalid_client_metadata', 'Send the client metadata as application/json.');
     let redirectUris: string[];
     try {
-      redirectUris = checkRedirectUris(body.redirect_uris);
+      redirectUris = checkRedirectUris(body.redirect_uris, oauth.RedirectSchemes);
     } catch (err) {
       if (err instanceof ClientProblem) throw new OAuthError(400, 'invalid_redirect_uri', err.message);
       throw err;
