@@ -76,13 +76,17 @@ const log: BuilderLog = (line, level) => parentPort?.postMessage({ log: line, le
 let saved: SavedIndex | undefined;
 const announce = once(() => readyLine(origin, current!.state.snapshot.rows, log, saved?.keptIn));
 
-/** The saved file's owner: this database of this cluster (a file of another is ignored). */
+/**
+ * The saved file's owner: this database of this cluster (a file of another is ignored), and the
+ * secret it is signed with, kept in our schema (migration 14, ADR 31).
+ */
 async function savedIndex(file: string): Promise<SavedIndex> {
-  const [id] = await store.primary<{ identity: string }>(
+  const [id] = await store.primary<{ identity: string; secret: Buffer }>(
     sql`SELECT (SELECT system_identifier FROM pg_control_system())::text || ':' || current_database() || ':' ||
-               'mail_archive_gateway.search_docs'::regclass::oid::text AS identity`,
+               'mail_archive_gateway.search_docs'::regclass::oid::text AS identity,
+               (SELECT secret FROM mail_archive_gateway.search_index_key WHERE id = 1) AS secret`,
   );
-  return new SavedIndex({ file, store: 'postgres', identity: id!.identity, log });
+  return new SavedIndex({ file, store: 'postgres', identity: id!.identity, key: id!.secret, log });
 }
 
 type Rows = PgSnapshotState['rows'];

@@ -16,7 +16,7 @@ import { extendSnapshot } from './index-extend.js';
 import { once, readyLine, SavedIndex, type BuilderLog } from '../search/bitsets/saved-index.js';
 import { Snapshot } from '../search/bitsets/snapshot.js';
 import { postSnapshot, type SnapshotMessage, type SnapshotOrigin } from '../search/bitsets/share.js';
-import { describesArchive } from './index-verify.js';
+import { describesArchive, searchIndexKey } from './index-verify.js';
 import { ColumnPoster } from './aggregate-columns.js';
 
 export interface BuilderData {
@@ -54,7 +54,7 @@ const QUIET_MS = 2000;
 
 const log: BuilderLog = (line, level) => parentPort?.postMessage({ log: line, level });
 const saved = data.indexFile
-  ? new SavedIndex({ file: data.indexFile, store: 'sqlite', identity: 'sqlite-archive', log })
+  ? new SavedIndex({ file: data.indexFile, store: 'sqlite', identity: 'sqlite-archive', key: searchIndexKey(db), log })
   : undefined;
 
 const post = () => postSnapshot(bc, data.posted, { buffer: latest!, origin });
