@@ -2,13 +2,17 @@
 // "Privileges"; docs/security.md, "Mail shaped by an attacker", item 11): once this service's schema exists, the gateway starts and
 // serves every read as a role without CREATE on the database, with SELECT on Mail Archiver's
 // tables, INSERT on AccessLogs (and its sequence), UPDATE ("LastUsedAt") on ApiKeys, and read and
-// write on its own schema's tables.
+// write on its own schema's tables. A role that may not read the key that signs the saved search
+// index (ADR 31) still searches from the index in memory.
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import supertest from 'supertest';
 import { prepareArchive } from '../engine/archive.js';
 import { createGateway } from '../gateway/app.js';
-import { apiSettings, bearer, silentLogger } from './helpers/api.js';
+import { apiSettings, bearer, capturingLogger, silentLogger } from './helpers/api.js';
+import { current } from './helpers/index-archive.js';
 import { createFixture } from './helpers/fixture.js';
 import { runSql } from './helpers/postgres.js';
 import { readAccessLog, serveArchive } from './helpers/store.js';
@@ -65,4 +69,41 @@ test('the gateway starts and serves reads as a role without CREATE, with the doc
   await gateway.accessLog.flush();
   const logged = (await readAccessLog(served.path)).map((r) => r.type);
   t.deepEqual(logged, ['Search', 'Open', 'Download']);
+});
+
+test('a role that may not read the key that signs the saved index searches from memory and saves no file, with one warning', async (t) => {
+  const fixture = createFixture();
+  t.teardown(() => fixture.cleanup());
+  const served = await serveArchive(fixture.dbPath, 'postgres');
+  const role = `mag_nokey_${randomBytes(4).toString('hex')}`;
+  t.teardown(async () => {
+    await sql(served.path, `DROP OWNED BY ${role}`).catch(() => {});
+    await served.drop();
+    const admin = new URL(served.path);
+    admin.pathname = '/postgres';
+    await sql(admin.toString(), `DROP ROLE IF EXISTS ${role}`);
+  });
+  // Granted before an upgrade made the table: every other table of the schema, not this one.
+  await sql(
+    served.path,
+    `CREATE ROLE ${role} LOGIN; ${READ_GRANTS(role)} REVOKE SELECT ON mail_archive_gateway.search_index_key FROM ${role};`,
+  );
+  const url = new URL(served.path);
+  url.username = role;
+  const file = join(fixture.dir, 'search.index');
+  const { logger, lines } = capturingLogger();
+  const gateway = createGateway(apiSettings(url.toString(), { Engine: { SearchIndexFile: file } }), { logger });
+  t.teardown(() => gateway.close());
+  const index = await current(gateway.engine);
+  t.false(index.fromFile);
+  const search = await supertest(gateway.app.callback())
+    .get('/api/v1/emails')
+    .query({ q: 'budget' })
+    .set(bearer(fixture.keys.alice));
+  t.is(search.status, 200, search.text);
+  t.true(search.body.totalItems > 0);
+  const warnings = lines.filter((l) => l.level === 40 && String(l.msg).startsWith('search index:'));
+  t.is(warnings.length, 1, JSON.stringify(warnings));
+  t.regex(String(warnings[0]?.msg), /may not read mail_archive_gateway\.search_index_key/);
+  t.false(existsSync(file), 'nothing saved that could not be signed');
 });

@@ -20,6 +20,7 @@ import { tempDir } from './helpers/fixture.js';
 import {
   archive,
   current,
+  indexKey,
   QUERIES,
   savedFile,
   searchers,
@@ -110,7 +111,7 @@ async function firstRun(s: Served) {
   const engine = pool(s);
   try {
     const built = await current(engine);
-    await savedFile(s.file, built.maxId!);
+    await savedFile(s.file, built.maxId!, s.url);
     return built;
   } finally {
     await engine.close();
@@ -181,7 +182,7 @@ test.serial('a damaged saved file is ignored on PostgreSQL too: the pool rebuild
         log.join('\n'),
       );
       // While the pool runs: closing it stops a save still being written.
-      await savedFile(s.file, index.maxId!);
+      await savedFile(s.file, index.maxId!, s.url);
     });
   }),
 );
@@ -228,7 +229,7 @@ test.serial(
 test.serial('on PostgreSQL a word in a few messages is kept in memory, and the saved file says by which rule', (t) =>
   withServed('index_keep_rule', async (s) => {
     await firstRun(s);
-    const loaded = loadIndex(s.file);
+    const loaded = loadIndex(s.file, await indexKey(s.url));
     if (!loaded.ok) return t.fail(loaded.reason);
     t.is(loaded.saved.meta.extra?.keptFrom, SIDE_INDEX_MIN_DOCS);
     const snap = new Snapshot(loaded.saved.snapshot);
@@ -247,10 +248,10 @@ test.serial(
     withServed('index_keep_old', async (s) => {
       const built = await firstRun(s);
       // The file as an earlier release wrote it: no rule recorded.
-      const loaded = loadIndex(s.file);
+      const loaded = loadIndex(s.file, await indexKey(s.url));
       if (!loaded.ok) return t.fail(loaded.reason);
       const { extra: _extra, ...meta } = loaded.saved.meta;
-      saveIndex(s.file, meta, loaded.saved.snapshot, loaded.saved.sections);
+      saveIndex(s.file, await indexKey(s.url), meta, loaded.saved.snapshot, loaded.saved.sections);
 
       const log: string[] = [];
       const engine = pool(s, log);
@@ -270,11 +271,11 @@ test.serial(
           log.join('\n'),
         );
         await sameAsSql(t, engine, s);
-        await savedFile(s.file, index.maxId!);
+        await savedFile(s.file, index.maxId!, s.url);
       } finally {
         await engine.close();
       }
-      const resaved = loadIndex(s.file);
+      const resaved = loadIndex(s.file, await indexKey(s.url));
       t.true(resaved.ok && resaved.saved.meta.extra?.keptFrom === SIDE_INDEX_MIN_DOCS);
     }),
 );

@@ -1,7 +1,8 @@
 // The saved search index on SQLite (engine/search/bitsets/persist.ts, ADR 23): a restarted pool
 // loads `<archive>.index` instead of rebuilding, catches up mail appended while it was stopped,
 // rebuilds when mail was rewritten or deleted (archive_state.rewrites moved: which mail changed
-// is not recorded), ignores a torn, foreign or older file, and two pools
+// is not recorded), ignores a torn, foreign, older or edited file (an edit that keeps the file
+// whole is told by its MAC, with a warning), and two pools
 // starting together build once and leave one valid file. Every count is checked against plain SQL.
 // Serial: each test starts pools of their own, and a loaded machine need not run eleven at once.
 import test, { type ExecutionContext } from 'ava';
@@ -20,6 +21,8 @@ import {
   addMessages,
   archive,
   current,
+  editSavedSnapshot,
+  indexKey,
   QUERIES,
   readyLine,
   savedFile,
@@ -28,6 +31,7 @@ import {
   warmUps,
   withFirstPingAfterReady,
   WORDS,
+  zeroSnapshotSets,
 } from './helpers/index-archive.js';
 
 const limits = { defaultPageSize: 20, maxPageSize: 100 };
@@ -69,7 +73,7 @@ async function firstRun(path: string): Promise<SearchIndexInfo> {
   const pool = startPool(path);
   try {
     const built = await current(pool);
-    await savedFile(`${path}.index`, built.maxId!);
+    await savedFile(`${path}.index`, built.maxId!, path);
     return built;
   } finally {
     await pool.close();
@@ -148,7 +152,7 @@ for (const [label, change] of [
             log.join('\n'),
           );
           // While the pool runs: closing it stops a save still being written.
-          await savedFile(`${a.path}.index`, maxId(a.db));
+          await savedFile(`${a.path}.index`, maxId(a.db), a.path);
         });
       }),
   );
@@ -172,7 +176,25 @@ const damages: Array<[string, (file: string, dir: string) => void | Promise<void
       bytes.writeUInt32LE(999, 8);
       writeFileSync(file, bytes);
     },
-    /ignored \(format 999, not 1\)/,
+    /ignored \(format 999, not 2\)/,
+  ],
+  [
+    // What someone who can write the file but not read the archive could do: the file is whole,
+    // every id, rowid and date still matches the archive, and the sets say less than the mail.
+    'whose snapshot was edited (4 KiB of sets zeroed) and its CRC-32 recomputed',
+    (file) => editSavedSnapshot(file, zeroSnapshotSets),
+    /^warning: search index: \S+ ignored \(not written by this service for this archive \(its MAC does not match\)\); building instead$/,
+  ],
+  [
+    'of another archive holding the very same mail',
+    async (file, dir) => {
+      // The same mail (seed 1) in another archive: its key differs, nothing the archive check sees does.
+      const twin = archive(dir, 'twin.db', 600);
+      twin.db.close();
+      await firstRun(twin.path);
+      copyFileSync(`${twin.path}.index`, file);
+    },
+    /^warning: search index: \S+ ignored \(not written by this service for this archive/,
   ],
   [
     'not an index at all',
@@ -180,10 +202,12 @@ const damages: Array<[string, (file: string, dir: string) => void | Promise<void
     /ignored \(shorter than its header\)/,
   ],
   [
-    "another archive's, with the same number of messages",
+    "of another archive that shares this one's key, with the same number of messages",
     async (file, dir) => {
-      // Same highest id and rewrite count, other mail: only the check of every message tells.
+      // Same highest id and rewrite count, other mail, and the MAC is good (as for a copy of a
+      // backup filled again): only the check of every message tells.
       const other = archive(dir, 'other.db', 600, 99);
+      other.db.prepare('UPDATE search_index_key SET secret = ?').run(await indexKey(file.replace(/\.index$/, '')));
       other.db.close();
       await firstRun(other.path);
       copyFileSync(`${other.path}.index`, file);
@@ -201,12 +225,10 @@ for (const [label, damage, reason] of damages) {
         t.is(index.origin, 'built');
         t.false(index.fromFile);
         t.not(index.builtAt, built.builtAt);
-        t.true(
-          log.some((l) => reason.test(l)),
-          log.join('\n'),
-        );
+        t.is(log.filter((l) => reason.test(l)).length, 1, log.join('\n'));
         // While the pool runs: closing it stops a save still being written.
-        await savedFile(`${a.path}.index`, maxId(a.db));
+        await savedFile(`${a.path}.index`, maxId(a.db), a.path);
+        t.is(log.filter((l) => l.startsWith('warning:')).length, reason.source.startsWith('^warning') ? 1 : 0);
       });
     }),
   );
@@ -218,7 +240,7 @@ test.serial('two pools starting together on one archive build once and leave one
     try {
       const indexes = await Promise.all(pools.map(current));
       t.deepEqual(indexes.map((i) => i.origin).sort(), ['built', 'loaded'], 'one built, the other loaded its file');
-      await savedFile(`${a.path}.index`, maxId(a.db));
+      await savedFile(`${a.path}.index`, maxId(a.db), a.path);
       t.false(existsSync(`${a.path}.index.lock`), 'the build lock is given back');
       for (const pool of pools) await countsMatchSql(t, pool, a.db, a.ruth);
     } finally {

@@ -337,4 +337,22 @@ export const ourMigrations: OwnMigration[] = [
       $f$;
     `,
   },
+  {
+    version: 14,
+    name: 'the key that signs the saved search index',
+    sql: /* sql */ `
+      -- The secret the saved search index file is signed with (HMAC-SHA256,
+      -- engine/search/bitsets/persist.ts; ADR 31): Engine:SearchIndexFile may sit where writing is
+      -- easier than writing to this database, so a file is trusted only if whoever wrote it could
+      -- read this row. One row, made here and never changed; never shown, logged or exported.
+      -- Random from the server's strong generator without an extension (gen_random_uuid is core
+      -- since PostgreSQL 13): two UUIDs' 244 random bits, hashed to 32 bytes.
+      CREATE TABLE mail_archive_gateway.search_index_key (
+        id     integer PRIMARY KEY CHECK (id = 1),
+        secret bytea   NOT NULL CHECK (length(secret) >= 32)
+      );
+      INSERT INTO mail_archive_gateway.search_index_key (id, secret)
+        VALUES (1, sha256(convert_to(gen_random_uuid()::text || gen_random_uuid()::text, 'UTF8')));
+    `,
+  },
 ];

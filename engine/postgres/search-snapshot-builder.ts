@@ -76,13 +76,36 @@ const log: BuilderLog = (line, level) => parentPort?.postMessage({ log: line, le
 let saved: SavedIndex | undefined;
 const announce = once(() => readyLine(origin, current!.state.snapshot.rows, log, saved?.keptIn));
 
-/** The saved file's owner: this database of this cluster (a file of another is ignored). */
-async function savedIndex(file: string): Promise<SavedIndex> {
+/** The role may not read the key: said once, and the index is then neither saved nor loaded. */
+let keyRefused = false;
+
+/**
+ * The saved file's owner: this database of this cluster (a file of another is ignored), and the
+ * secret it is signed with, kept in our schema (migration 14, ADR 31). Undefined when the role
+ * may not read that secret (a role granted SELECT before the table existed): without it no file
+ * can be trusted, but searches are still answered from the index built in memory.
+ */
+async function savedIndex(file: string): Promise<SavedIndex | undefined> {
   const [id] = await store.primary<{ identity: string }>(
     sql`SELECT (SELECT system_identifier FROM pg_control_system())::text || ':' || current_database() || ':' ||
                'mail_archive_gateway.search_docs'::regclass::oid::text AS identity`,
   );
-  return new SavedIndex({ file, store: 'postgres', identity: id!.identity, log });
+  let key: Buffer;
+  try {
+    const [row] = await store.primary<{ secret: Buffer }>(
+      sql`SELECT secret FROM mail_archive_gateway.search_index_key WHERE id = 1`,
+    );
+    key = row!.secret;
+  } catch (err) {
+    if ((err as { code?: string }).code !== '42501') throw err; // insufficient_privilege
+    keyRefused = true;
+    log(
+      `search index: not saved to ${file} nor loaded from it: this role may not read mail_archive_gateway.search_index_key, which signs it (grant SELECT on it: docs/postgres.md, "Privileges")`,
+      'warn',
+    );
+    return undefined;
+  }
+  return new SavedIndex({ file, store: 'postgres', identity: id!.identity, key, log });
 }
 
 type Rows = PgSnapshotState['rows'];
@@ -160,7 +183,7 @@ function post(): void {
 
 async function refresh(): Promise<boolean> {
   await catchUpSearchIndex(store);
-  if (data.indexFile && !saved) saved = await savedIndex(data.indexFile);
+  if (data.indexFile && !saved && !keyRefused) saved = await savedIndex(data.indexFile);
   let old = current?.state;
   if (!old && saved) {
     old = loadSaved();

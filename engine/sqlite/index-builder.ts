@@ -4,10 +4,11 @@
 // has been quiet for a moment (an import in progress would otherwise be redone over and over). It runs at low CPU priority, like the query lane:
 // searches are still answered while it works, by SQL.
 //
-// With a saved index file (search/bitsets/persist.ts, ADR 23) it starts from the file instead: loaded, checked
-// against the archive (index-verify.ts), posted, then caught up with the mail appended since (index-extend.ts);
-// a full build, when one is due, is done by one process of the host at a time (search/bitsets/saved-index.ts)
-// and saved for the others and for the next start.
+// With a saved index file (search/bitsets/persist.ts, ADR 23) it starts from the file instead: loaded if
+// signed with this archive's key (ADR 31), checked against the archive (index-verify.ts), posted, then
+// caught up with the mail appended since (index-extend.ts); a full build, when one is due, is done by one
+// process of the host at a time (search/bitsets/saved-index.ts) and saved for the others and for the next
+// start.
 import { lowerThreadPriority } from '../pool/thread-priority.js';
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import { openArchive } from './open.js';
@@ -16,7 +17,7 @@ import { extendSnapshot } from './index-extend.js';
 import { once, readyLine, SavedIndex, type BuilderLog } from '../search/bitsets/saved-index.js';
 import { Snapshot } from '../search/bitsets/snapshot.js';
 import { postSnapshot, type SnapshotMessage, type SnapshotOrigin } from '../search/bitsets/share.js';
-import { describesArchive } from './index-verify.js';
+import { describesArchive, searchIndexKey } from './index-verify.js';
 import { ColumnPoster } from './aggregate-columns.js';
 
 export interface BuilderData {
@@ -54,7 +55,7 @@ const QUIET_MS = 2000;
 
 const log: BuilderLog = (line, level) => parentPort?.postMessage({ log: line, level });
 const saved = data.indexFile
-  ? new SavedIndex({ file: data.indexFile, store: 'sqlite', identity: 'sqlite-archive', log })
+  ? new SavedIndex({ file: data.indexFile, store: 'sqlite', identity: 'sqlite-archive', key: searchIndexKey(db), log })
   : undefined;
 
 const post = () => postSnapshot(bc, data.posted, { buffer: latest!, origin });

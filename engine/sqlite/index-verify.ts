@@ -5,6 +5,7 @@
 // numbers with other mail: so the messages the snapshot knows are compared too, by a checksum of
 // each one's id, full-text rowid and date that SQLite sums in one pass of the table (a read of
 // every row from JavaScript took seconds at 300,000 messages under load; this takes a scan).
+// None of this proves who wrote the file: its MAC does (persist.ts, searchIndexKey below, ADR 31).
 import type { Db } from './open.js';
 import { archiveState, inReadTransaction } from './index-build.js';
 import type { Snapshot } from '../search/bitsets/snapshot.js';
@@ -17,6 +18,11 @@ const rowSum = (id: number, key: number, sent: number) => ((id * 7919 + (key % 1
 /** Dates before 1970 make negative terms: compare the non-negative representatives. */
 const mod = (n: number) => ((n % P) + P) % P;
 const ROW_SUM_SQL = `((id * 7919 + fts_key % 1000003) * 31 + sent_date % 999983) % ${P}`;
+
+/** The secret this archive's saved index is signed with (migration 11; ADR 31). */
+export function searchIndexKey(db: Db): Buffer {
+  return db.prepare('SELECT secret FROM search_index_key WHERE id = 1').pluck().get() as Buffer;
+}
 
 export function describesArchive(db: Db, snap: Snapshot): { ok: true } | { ok: false; reason: string } {
   return inReadTransaction(db, () => {

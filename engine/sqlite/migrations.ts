@@ -2,6 +2,7 @@
 // PRAGMA user_version; opening a file that is already current changes nothing.
 // Append new migrations; never edit one that has shipped.
 
+import { randomBytes } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import { backfillThreads } from './backfill-threads.js';
 
@@ -439,5 +440,23 @@ export const migrations: Migration[] = [
       -- for mail whose original is kept (docs/reparse.md).
       ALTER TABLE attachments ADD COLUMN mime_content_id TEXT;
     `,
+  },
+  {
+    version: 11,
+    name: 'The key that signs the saved search index',
+    sql: /* sql */ `
+      -- The secret <archive>.index is signed with (HMAC-SHA256, engine/search/bitsets/persist.ts;
+      -- ADR 31): a file is trusted only if whoever wrote it could read this archive. One row,
+      -- made here and never changed; never shown, logged or exported.
+      CREATE TABLE search_index_key (
+        id     INTEGER PRIMARY KEY CHECK (id = 1),
+        secret BLOB    NOT NULL CHECK (length(secret) >= 32)
+      );
+    `,
+    // node:crypto rather than SQLite's randomblob(), whose generator is not documented as one
+    // for secrets.
+    run: (db) => {
+      db.prepare('INSERT INTO search_index_key (id, secret) VALUES (1, ?)').run(randomBytes(32));
+    },
   },
 ];

@@ -1,11 +1,18 @@
 // Shared by the tests of the saved search index on both stores (search-index-persist,
 // pg-search-index-persist): a SQLite archive of common words, pools with their builder's log,
 // and conditions to wait for.
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
+import { HEADER, Snapshot } from '../../engine/search/bitsets/snapshot.js';
 import { openArchive, type Db } from '../../engine/sqlite/open.js';
 import { Random } from '../../engine/demo/random.js';
 import { EnginePool } from '../../engine/pool/pool.js';
 import { loadIndex } from '../../engine/search/bitsets/persist.js';
+import { searchIndexKey } from '../../engine/sqlite/index-verify.js';
+import { sql } from '../../engine/postgres/sql.js';
+import { PgStore } from '../../engine/postgres/store.js';
+import { isPostgresUrl } from '../../shared/config.js';
 import { addAccount } from '../../engine/sqlite/accounts.js';
 import { addUser, assignAccount } from '../../engine/sqlite/users.js';
 import { ArchiveWriter } from '../../engine/sqlite/writer.js';
@@ -51,7 +58,9 @@ export function startPool(
   log: string[] = [],
   options: { searchIndexFile?: string; threads?: number; faultInjection?: boolean } = {},
 ): EnginePool {
-  return new EnginePool({ dbPath: path, threads: 1, log: (line) => log.push(line), ...options });
+  // A warning is told apart by its prefix (the gateway logs it at level warn).
+  const keep = (line: string, level?: 'warn') => log.push(level === 'warn' ? `warning: ${line}` : line);
+  return new EnginePool({ dbPath: path, threads: 1, log: keep, ...options });
 }
 
 /** Waits until the pool's index is current (as /readyz reports it) and returns what it says. */
@@ -65,10 +74,32 @@ export async function current(pool: EnginePool): Promise<SearchIndexInfo> {
   throw new Error(`the index did not become current: ${JSON.stringify(index)} ${pool.searchIndexError ?? ''}`);
 }
 
-/** Waits until the saved file is whole and describes `maxId`. */
-export async function savedFile(file: string, maxId: number): Promise<void> {
+/** The secret the archive at `path` (a SQLite file or a PostgreSQL URL) signs its saved index with. */
+export async function indexKey(path: string): Promise<Buffer> {
+  if (!isPostgresUrl(path)) {
+    const db = openArchive(path, { readonly: true });
+    try {
+      return searchIndexKey(db);
+    } finally {
+      db.close();
+    }
+  }
+  const store = new PgStore({ url: path, timeZone: 'UTC', connections: 1 });
+  try {
+    const [row] = await store.primary<{ secret: Buffer }>(
+      sql`SELECT secret FROM mail_archive_gateway.search_index_key WHERE id = 1`,
+    );
+    return row!.secret;
+  } finally {
+    await store.close();
+  }
+}
+
+/** Waits until the saved file is whole, signed by the archive at `archive`, and describes `maxId`. */
+export async function savedFile(file: string, maxId: number, archive: string): Promise<void> {
+  const key = await indexKey(archive);
   for (const deadline = Date.now() + 300_000; Date.now() < deadline;) {
-    const loaded = loadIndex(file);
+    const loaded = loadIndex(file, key);
     if (loaded.ok && new Float64Array(loaded.saved.snapshot, 0, 2)[1] === maxId) return;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -134,4 +165,31 @@ export async function warmUps(log: string[], count = 1): Promise<WarmUp[]> {
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`fewer than ${count} warm-up lines in: ${log.join('\n')}`);
+}
+
+/**
+ * Edits the snapshot inside a saved index file as someone who can write the file but not read the
+ * archive could: `edit` changes the snapshot (through `view`, or `bytes`) in place, then the file's
+ * CRC-32 is computed again, so that the file is whole and only its MAC can tell
+ * (engine/search/bitsets/persist.ts: a 64-byte header, the meta padded to 8 bytes, the table of
+ * section lengths, the snapshot first).
+ */
+export function editSavedSnapshot(file: string, edit: (bytes: Uint8Array, view: Snapshot) => void): void {
+  const bytes = readFileSync(file);
+  const tableAt = 64 + Math.ceil(bytes.readUInt32LE(12) / 8) * 8;
+  const at = tableAt + 8 * bytes.readUInt32LE(16);
+  const shared = new SharedArrayBuffer(bytes.readDoubleLE(tableAt));
+  const copy = new Uint8Array(shared);
+  copy.set(bytes.subarray(at, at + copy.byteLength));
+  edit(copy, new Snapshot(shared));
+  bytes.set(copy, at);
+  bytes.writeUInt32LE(crc32(bytes.subarray(64)) >>> 0, 20);
+  writeFileSync(file, bytes);
+}
+
+/** Zeroes the last 4 KiB of the snapshot's sets (its data section, HEADER.dataBytes), as found in the field. */
+export function zeroSnapshotSets(bytes: Uint8Array): void {
+  const dataBytes = new Float64Array(bytes.buffer, 0, 16)[HEADER.dataBytes]!;
+  const end = bytes.byteLength;
+  bytes.fill(0, Math.max(end - dataBytes, end - 4096), end);
 }

@@ -2,17 +2,21 @@
 // rebuilding it (minutes at a million messages; ADR 23). Store-neutral: a store hands over the
 // packed snapshot (snapshot.ts), a few binary sections of its own (PostgreSQL: which documents
 // the sets hold) and a small description of the state the snapshot was built from; on load it
-// gets them back only if the file is whole and was written by this format, and then checks
-// that description against its archive before trusting anything.
+// gets them back only if the file is whole, of this format and signed with its archive's key,
+// and then checks that description against its archive before trusting anything.
 //
 // Layout: a 64-byte header, the meta JSON, a table of section lengths, the sections (each
 // 8-aligned). The header holds a magic, the format version, the file's total length and a
 // CRC-32 of everything after the header: a torn write, a truncated copy, a foreign file or one
-// of another version is refused, never half-read. Written to a temporary file in the same
-// directory, fsynced, then renamed over the old one (and the directory fsynced), so readers see
-// the old file or the new one, never a mix, and two writers never interleave.
+// of another version is refused, never half-read. The header's second half is an HMAC-SHA256 of
+// the header's first half and everything after it, keyed by a secret kept in the archive itself
+// (ADR 31): a CRC proves a file whole, not who wrote it, and anyone who can write the file can
+// recompute one. A file without this archive's MAC is never trusted, whatever it says; the CRC
+// then tells a damaged file from one written by someone else. Written to a temporary file in
+// the same directory, fsynced, then renamed over the old one (and the directory fsynced), so
+// readers see the old file or the new one, never a mix, and two writers never interleave.
 import { closeSync, fsyncSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual, type Hmac } from 'node:crypto';
 import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { MAGIC as SNAPSHOT_MAGIC } from './snapshot.js';
@@ -23,8 +27,14 @@ const FILE_MAGIC = 'MAGINDEX';
  * (snapshot.ts MAGIC is checked too), or which sets a build keeps and how (build.ts, rows.ts,
  * tags.ts, pairs.ts, tails.ts): an older file is then rebuilt, never misread.
  */
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2;
 const HEADER_BYTES = 64;
+/** Where the MAC sits in the header: after the fields it covers, to the header's end. */
+const MAC_AT = 32;
+/** The key's length: an HMAC-SHA256 key shorter than its output would weaken it. */
+export const INDEX_KEY_BYTES = 32;
+/** LoadResult.reason of a file that is whole but was not written with this archive's key. */
+export const NOT_SIGNED = 'not written by this service for this archive (its MAC does not match)';
 /** Reads and writes in pieces: one call may not move more than 2 GiB. */
 const CHUNK = 64 * 1024 * 1024;
 
@@ -50,9 +60,10 @@ export interface Saved {
   sections: Uint8Array[];
 }
 
-/** Saves atomically; returns the bytes written. */
+/** Saves atomically, signed with `key` (the archive's secret, ADR 31); returns the bytes written. */
 export function saveIndex(
   file: string,
+  key: Uint8Array,
   meta: SavedMeta,
   snapshot: SharedArrayBuffer,
   sections: readonly Uint8Array[] = [],
@@ -79,6 +90,10 @@ export function saveIndex(
   header.writeUInt32LE(parts.length, 16);
   header.writeUInt32LE(crc >>> 0, 20);
   header.writeDoubleLE(total, 24);
+  const mac = hmac(key);
+  mac.update(header.subarray(0, MAC_AT));
+  for (const b of body) mac.update(b);
+  mac.digest().copy(header, MAC_AT);
 
   const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   const fd = openSync(temp, 'wx', 0o600);
@@ -104,8 +119,12 @@ export function saveIndex(
 /** Why a file was not loaded, or what it held. */
 export type LoadResult = { ok: true; saved: Saved } | { ok: false; reason: string };
 
-/** Loads a saved index; anything short of a whole file of this format is refused with a reason. */
-export function loadIndex(file: string): LoadResult {
+/**
+ * Loads a saved index; anything short of a whole file of this format, signed with `key`, is
+ * refused with a reason (NOT_SIGNED when only the MAC is wrong).
+ */
+export function loadIndex(file: string, key: Uint8Array): LoadResult {
+  const mac = hmac(key);
   let fd: number;
   try {
     fd = openSync(file, 'r');
@@ -125,11 +144,14 @@ export function loadIndex(file: string): LoadResult {
     const crc = header.readUInt32LE(20);
     if (header.readDoubleLE(24) !== size) return { ok: false, reason: 'truncated or extended' };
     let at = HEADER_BYTES;
-    let sum = 0;
+    mac.update(header.subarray(0, MAC_AT));
+    /** Everything read after the header, for the CRC-32 should the MAC not match. */
+    const body: Uint8Array[] = [];
     const read = (target: Uint8Array) => {
       if (at + target.byteLength > size) throw new Torn();
       readAll(fd, target, at);
-      sum = crc32(target, sum);
+      mac.update(target);
+      body.push(target);
       at += target.byteLength;
     };
     const metaBytes = new Uint8Array(align8(metaLength));
@@ -146,7 +168,14 @@ export function loadIndex(file: string): LoadResult {
       read(new Uint8Array(align8(length) - length));
       parts.push(part);
     }
-    if (at !== size || sum >>> 0 !== crc) return { ok: false, reason: 'checksum mismatch' };
+    if (at !== size) return { ok: false, reason: 'truncated or extended' };
+    // Before anything of the file is believed, its meta included. A good MAC covers the stored
+    // CRC-32 and every byte it sums, so the CRC is computed only to tell why a MAC failed: a
+    // damaged file (a log line) from a whole one this archive's key did not sign (a warning).
+    if (!timingSafeEqual(mac.digest(), header.subarray(MAC_AT))) {
+      const sum = body.reduce((c, b) => crc32(b, c), 0);
+      return { ok: false, reason: sum >>> 0 !== crc ? 'checksum mismatch' : NOT_SIGNED };
+    }
     const meta = JSON.parse(Buffer.from(metaBytes.subarray(0, metaLength)).toString()) as SavedMeta & {
       snapshotMagic?: number;
     };
@@ -164,6 +193,12 @@ export function loadIndex(file: string): LoadResult {
 }
 
 class Torn extends Error {}
+
+function hmac(key: Uint8Array): Hmac {
+  // A missing or short key would sign with next to nothing: a programming error, never a file's fault.
+  if (key.byteLength < INDEX_KEY_BYTES) throw new Error('the search index key is missing or too short');
+  return createHmac('sha256', key);
+}
 
 function pad(bytes: Uint8Array): Uint8Array {
   const out = new Uint8Array(align8(bytes.byteLength));

@@ -2,11 +2,12 @@
 // load the file at start (and again whenever another process of the host has rewritten it),
 // decide who builds when a full build is due (build-lock.ts: one process at a time, the others
 // serve by SQL and load the file it writes), and save what was built. The store supplies its
-// identity and checks that a loaded snapshot describes its archive; nothing here reads one.
+// identity and the secret the file is signed with (ADR 31), both kept in its archive, and checks
+// that a loaded snapshot describes its archive; nothing here reads one.
 import { accessSync, constants, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { alive, BuildLock } from './build-lock.js';
-import { loadIndex, saveIndex, type Saved, type SavedMeta } from './persist.js';
+import { loadIndex, NOT_SIGNED, saveIndex, type Saved, type SavedMeta } from './persist.js';
 import type { SnapshotOrigin } from './share.js';
 
 /** A snapshot caught up incrementally is saved again at most this often (a write is the whole index). */
@@ -25,6 +26,8 @@ export class SavedIndex {
   readonly file: string;
   readonly #store: SavedMeta['store'];
   readonly #identity: string;
+  /** The archive's secret the file is signed with (persist.ts, ADR 31). */
+  readonly #key: Uint8Array;
   readonly #lock: BuildLock;
   readonly #log: BuilderLog;
   /** The file as last looked at (mtime and size), so an unchanged file is not read again. */
@@ -33,10 +36,11 @@ export class SavedIndex {
   /** Its place proved unwritable: said once, and nothing is saved again by this process. */
   #unwritable = false;
 
-  constructor(o: { file: string; store: SavedMeta['store']; identity: string; log: BuilderLog }) {
+  constructor(o: { file: string; store: SavedMeta['store']; identity: string; key: Uint8Array; log: BuilderLog }) {
     this.file = o.file;
     this.#store = o.store;
     this.#identity = o.identity;
+    this.#key = o.key;
     this.#lock = new BuildLock(o.file);
     this.#log = o.log;
     // Made before the build lock is first taken in it: the PostgreSQL default's data/ may not
@@ -62,9 +66,14 @@ export class SavedIndex {
     this.#seen = stamp;
     if (stamp === '') return undefined;
     const started = performance.now();
-    const loaded = loadIndex(this.file);
+    const loaded = loadIndex(this.file, this.#key);
     if (!loaded.ok) {
-      this.#log(`search index: ${this.file} ignored (${loaded.reason}); building instead`);
+      // A whole file that this archive's key did not sign was written by someone else, or
+      // edited: worth an operator's look (its place may be writable by others), unlike a torn
+      // save or a file of an older release. Said once per such file: the build that follows
+      // replaces it, and an unchanged file is not read again.
+      const forged = loaded.reason === NOT_SIGNED;
+      this.#log(`search index: ${this.file} ignored (${loaded.reason}); building instead`, forged ? 'warn' : undefined);
       return undefined;
     }
     const { meta } = loaded.saved;
@@ -110,7 +119,7 @@ export class SavedIndex {
         savedAt: now,
         ...(o.extra ? { extra: o.extra } : {}),
       };
-      const bytes = saveIndex(this.file, meta, snapshot, o.sections ?? []);
+      const bytes = saveIndex(this.file, this.#key, meta, snapshot, o.sections ?? []);
       this.#savedAt = now;
       this.#seen = fileStamp(this.file); // our own file: nothing to load
       this.#log(`search index: saved ${this.file} (${bytes} bytes) in ${Math.round(performance.now() - started)} ms`);
