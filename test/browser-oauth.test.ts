@@ -14,7 +14,9 @@ import type { Browser } from 'playwright-core';
 import { launchChromium, pageWidth } from './helpers/browser.js';
 import { authorizeUrl, pkce, registerClient, startOAuthGateway, tokenRequest } from './helpers/oauth.js';
 import type { McpHarness } from './helpers/mcp.js';
-import { PASSWORDS } from './helpers/web.js';
+import { PASSWORDS, withDb } from './helpers/web.js';
+import { addAccount } from '../engine/sqlite/accounts.js';
+import { assignAccount } from '../engine/sqlite/users.js';
 
 const SCREENSHOTS =
   process.env.UPDATE_SCREENSHOTS === '1'
@@ -134,7 +136,15 @@ test.serial(
 );
 
 test.serial('at 360 pixels wide the consent page and the keys page with a grant scroll not sideways', async (t) => {
-  // Names without a place to break are what widen a page: a client may call itself anything.
+  // Names without a place to break are what widen a page: a client may call itself anything,
+  // and an account's name and address are a person's own.
+  withDb(h.fixture.dbPath, (db) => {
+    const id = addAccount(db, {
+      name: 'Alice-Müller-Lüdenscheidt (work, 2019–2024)',
+      emailAddress: 'alice.mueller-luedenscheidt@subsidiary.some-company.example',
+    }).id;
+    assignAccount(db, 'alice', id);
+  });
   const clientId = await registerClient(h.base, [callbackUrl], 'Connector-with-a-rather-long-unbroken-name-for-phones');
   const { verifier, challenge } = pkce();
   const context = await browser.newContext({ baseURL: h.base, viewport: { width: 360, height: 740 }, isMobile: true });
