@@ -169,7 +169,8 @@ export const AggregateResultDto = z
     total: int32('Messages the query and filters match (each counted once, whatever its groups)'),
     distinctGroups: int32('Groups with at least one matching message; at most `limit` of them are listed'),
     groups: z.array(AggregateGroupDto).max(AGGREGATE_LIMIT_MAX).meta({
-      description: 'The largest groups, most messages first; equal counts by key (code point order)',
+      description:
+        'The largest groups, most messages first; equal counts by key (code point order). For year, month and week: the latest periods, in time order (oldest first)',
     }),
   })
   .meta({ id: 'AggregateResultDto' });

@@ -16,9 +16,11 @@
 // `attachment:` searches the text found inside attachments (docs/search.md); it is its own node
 // type because the engine answers it from its own index, never from the message's.
 //
-// The parser is forgiving where the meaning is plain (a missing closing quote or parenthesis
-// at the end, an operator with nothing to operate on is searched as a word) and refuses only
-// what has no sensible reading, with a QuerySyntaxError that says what to fix.
+// The parser is forgiving where the meaning is plain (an operator with nothing to operate on is
+// searched as a word) and refuses what has no sure reading, with a QuerySyntaxError that says
+// what to fix: a quote or a parenthesis left open (guessing where it ends answered an empty page
+// that looked like "no such mail"), a field name followed by a parenthesis (docs/search.md,
+// "What is an error").
 import { QuerySyntaxError } from './errors.js';
 
 export const TEXT_FIELDS = ['subject', 'from', 'to', 'cc', 'bcc', 'body', 'filename'] as const;
@@ -96,10 +98,18 @@ function tokenize(q: string): Token[] {
       field = fieldMatch[1]!.toLowerCase();
       i += fieldMatch[0].length;
     }
+    if (field !== null && (q[i] === '(' || q[i] === ')'))
+      throw new QuerySyntaxError(
+        `${field}: must be followed by a word or a quoted phrase, not "${q[i]}"; to search one field for several words, write (${field}:alice OR ${field}:bob).`,
+      );
     if (q[i] === '"') {
       const end = q.indexOf('"', i + 1);
-      const text = q.slice(i + 1, end === -1 ? n : end);
-      i = end === -1 ? n : end + 1;
+      if (end === -1)
+        throw new QuerySyntaxError(
+          `The query has a '"' without its closing '"' (at ${JSON.stringify(q.slice(i, i + 30))}); close the phrase or remove the quote.`,
+        );
+      const text = q.slice(i + 1, end);
+      i = end + 1;
       const prefix = q[i] === '*';
       if (prefix) i++;
       tokens.push({ kind: 'term', field, text, quoted: true, prefix, raw: text });
@@ -195,7 +205,9 @@ class Parser {
         throw new QuerySyntaxError(`Parentheses nest deeper than ${MAX_DEPTH} levels; simplify the query.`);
       this.#pos++;
       const inner = this.#or(depth + 1);
-      if (this.#peek()?.kind === 'rparen') this.#pos++; // a missing ")" at the end is implied
+      if (this.#peek()?.kind !== 'rparen')
+        throw new QuerySyntaxError('The query has a "(" without its closing ")"; add the ")" or remove the "(".');
+      this.#pos++;
       return inner;
     }
     this.#pos++;

@@ -270,8 +270,13 @@ async function expected(h: ApiHarness, key: string, params: Record<string, strin
     for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);
   }
   const groups = [...counts].map(([k, count]) => ({ key: k, count }));
-  groups.sort((a, b) => b.count - a.count || compareCodePoints(a.key, b.key));
   const limit = Number(params.limit ?? 20);
+  // Time groupings: the latest periods, in time order; the others: the largest groups.
+  if (groupBy === 'year' || groupBy === 'month' || groupBy === 'week') {
+    groups.sort((a, b) => compareCodePoints(a.key, b.key));
+    return { groupBy, total: items.length, distinctGroups: groups.length, groups: groups.slice(-limit) };
+  }
+  groups.sort((a, b) => b.count - a.count || compareCodePoints(a.key, b.key));
   return { groupBy, total: items.length, distinctGroups: groups.length, groups: groups.slice(0, limit) };
 }
 
@@ -344,6 +349,29 @@ test('the aggregate route is rate-limited with the REST budget', async (t) => {
   t.is(statuses[0], 200);
   t.true(statuses.includes(429), statuses.join());
   t.true(statuses.filter((s) => s === 200).length <= 4);
+});
+
+test('year, month and week come in time order over REST and MCP: the latest periods, oldest first', async (t) => {
+  const { api, client } = t.context;
+  const admin = bearer(api.fixture.keys.admin);
+  let countOrderDiffers = false;
+  for (const groupBy of ['year', 'month', 'week'] as const) {
+    const all = (await api.request.get('/api/v1/emails/aggregate').query({ groupBy, limit: 100 }).set(admin))
+      .body as AggregateResultDto;
+    const keys = all.groups.map((g) => g.key);
+    t.true(all.groups.length >= 2, `${groupBy}: the fixture spans several periods`);
+    t.deepEqual(keys, [...keys].sort(compareCodePoints), `${groupBy}: oldest first`);
+    t.is(new Set(keys).size, keys.length);
+    const byCount = [...all.groups].sort((a, b) => b.count - a.count || compareCodePoints(a.key, b.key));
+    if (byCount.some((g, i) => g.key !== keys[i])) countOrderDiffers = true;
+    // A smaller limit keeps the latest periods, still oldest first.
+    const last2 = await api.request.get('/api/v1/emails/aggregate').query({ groupBy, limit: 2 }).set(admin);
+    t.deepEqual((last2.body as AggregateResultDto).groups, all.groups.slice(-2), groupBy);
+    const r = await call(client, 'aggregate_emails', { groupBy, limit: 2 });
+    t.deepEqual(r.structuredContent, last2.body, `${groupBy} over MCP`);
+    if (all.groups.length > 2) t.regex(noteOf(r) ?? '', /The 2 latest of \d+ groups/);
+  }
+  t.true(countOrderDiffers, 'the fixture has a period with more mail than a later one: count order is not time order');
 });
 
 test('MCP aggregate_emails answers as REST does, says when there are more groups, and refuses a bad groupBy', async (t) => {

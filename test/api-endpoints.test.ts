@@ -463,6 +463,30 @@ test('GET /emails q supports subject:, from: and to: field terms', async (t) => 
   t.deepEqual(await ids(t, { q: 'from:ramen' }), [], 'a from: term does not search the body');
 });
 
+test('GET /emails and /emails/aggregate: a quote or parenthesis left open is a 400 problem saying what is wrong, not an empty page', async (t) => {
+  const cases: Array<[string, RegExp]> = [
+    ['from:(', /^q: from: must be followed by a word or a quoted phrase, not "\("/],
+    ['subject:)', /^q: subject: must be followed by a word/],
+    ['"unterminated', /^q: The query has a '"' without its closing '"' \(at "\\"unterminated"\)/],
+    ['budget "q3 review', /without its closing '"'/],
+    ['(budget OR meeting', /^q: The query has a "\(" without its closing "\)"/],
+  ];
+  for (const [q, detail] of cases) {
+    for (const path of ['/api/v1/emails', '/api/v1/emails/aggregate']) {
+      const res = await t.context.api.request
+        .get(path)
+        .query({ q, groupBy: 'month' })
+        .set(bearer(t.context.f.keys.admin));
+      const label = `${path} q=${q}: ${res.text}`;
+      t.is(res.status, 400, label);
+      t.is(res.headers['content-type'], 'application/problem+json', label);
+      t.regex(res.body.detail, detail, label);
+    }
+  }
+  // Closed, the same queries are searches.
+  for (const q of ['from:"alice"', '"budget"', '(budget OR meeting)']) t.is((await search(t, { q })).status, 200, q);
+});
+
 test('GET /emails q with unbalanced quotes, operators, FTS5 syntax and odd characters is never a 500', async (t) => {
   const nasty = [
     '"unbalanced',

@@ -11,10 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
-import { launchChromium } from './helpers/browser.js';
+import { launchChromium, pageWidth } from './helpers/browser.js';
 import { authorizeUrl, pkce, registerClient, startOAuthGateway, tokenRequest } from './helpers/oauth.js';
 import type { McpHarness } from './helpers/mcp.js';
-import { PASSWORDS } from './helpers/web.js';
+import { PASSWORDS, withDb } from './helpers/web.js';
+import { addAccount } from '../engine/sqlite/accounts.js';
+import { assignAccount } from '../engine/sqlite/users.js';
 
 const SCREENSHOTS =
   process.env.UPDATE_SCREENSHOTS === '1'
@@ -132,6 +134,55 @@ test.serial(
     await context.close();
   },
 );
+
+test.serial('at 360 pixels wide the consent page and the keys page with a grant scroll not sideways', async (t) => {
+  // Names without a place to break are what widen a page: a client may call itself anything,
+  // and an account's name and address are a person's own.
+  withDb(h.fixture.dbPath, (db) => {
+    const id = addAccount(db, {
+      name: 'Alice-Müller-Lüdenscheidt (work, 2019–2024)',
+      emailAddress: 'alice.mueller-luedenscheidt@subsidiary.some-company.example',
+    }).id;
+    assignAccount(db, 'alice', id);
+  });
+  const clientId = await registerClient(h.base, [callbackUrl], 'Connector-with-a-rather-long-unbroken-name-for-phones');
+  const { verifier, challenge } = pkce();
+  const context = await browser.newContext({ baseURL: h.base, viewport: { width: 360, height: 740 }, isMobile: true });
+  t.teardown(() => context.close());
+  const page = await context.newPage();
+  await page.goto(
+    authorizeUrl({
+      client_id: clientId,
+      redirect_uri: callbackUrl,
+      response_type: 'code',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      resource: h.url,
+      state: 'phone',
+    }),
+  );
+  await page.fill('input[name="username"]', 'alice');
+  await page.fill('input[name="password"]', PASSWORDS.alice);
+  await page.click('form[action="/login"] button[type="submit"]');
+  await page.waitForURL(/\/oauth\/authorize\?/);
+  const consent = await pageWidth(page, 360);
+  t.true(consent.width <= 360, `consent: ${consent.width}px wide: ${consent.wider.join(', ')}`);
+  await page.click('button[name="decision"][value="allow"]');
+  await page.waitForURL(/\/callback\?/);
+  // The grant's key exists once the client has redeemed its code.
+  const tokens = await tokenRequest(h.base, {
+    grant_type: 'authorization_code',
+    code: received.at(-1)!.get('code')!,
+    code_verifier: verifier,
+    client_id: clientId,
+    redirect_uri: callbackUrl,
+  });
+  t.is(tokens.status, 200);
+  await page.goto('/keys');
+  await page.locator('tr', { hasText: 'OAuth: Connector-with' }).first().waitFor();
+  const keys = await pageWidth(page, 360);
+  t.true(keys.width <= 360, `keys: ${keys.width}px wide: ${keys.wider.join(', ')}`);
+});
 
 test.serial('Deny in Chromium sends access_denied to the client, with its state', async (t) => {
   const clientId = await registerClient(h.base, [callbackUrl], 'Denied client');

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { launchChromium } from './helpers/browser.js';
+import { launchChromium, pageWidth } from './helpers/browser.js';
 import { keyIdOf, PASSWORDS, startWeb, type WebFixture } from './helpers/web.js';
 
 // The README's screenshots are rewritten only on request (UPDATE_SCREENSHOTS=1), so a test run
@@ -182,6 +182,54 @@ test.serial('signing out locks /keys and /apidocs again', async (t) => {
   t.is(new URL(page.url()).searchParams.get('next'), '/apidocs');
   const spec = await page.request.get('/apidocs/spec/v1.json');
   t.is(spec.status(), 401);
+});
+
+test.serial('at 360 pixels wide no page scrolls sideways, with or without JavaScript', async (t) => {
+  for (const javaScriptEnabled of [true, false]) {
+    const context = await browser.newContext({
+      baseURL: web.url,
+      viewport: { width: 360, height: 740 },
+      isMobile: true,
+      javaScriptEnabled,
+    });
+    try {
+      const page = await context.newPage();
+      const fits = async (what: string) => {
+        const { width, wider } = await pageWidth(page, 360);
+        t.true(
+          width <= 360,
+          `${what} (JavaScript ${javaScriptEnabled ? 'on' : 'off'}): ${width}px wide: ${wider.join(', ')}`,
+        );
+      };
+      await page.goto('/login');
+      await fits('sign-in');
+      await page.goto('/login?next=/apidocs');
+      await signIn(page, 'admin');
+      await page.waitForURL(/\/apidocs$/);
+      // Swagger UI is drawn by its script; without it the page holds the header alone.
+      if (javaScriptEnabled) await page.locator('.opblock').first().waitFor();
+      await fits('API docs');
+      await page.goto('/keys');
+      await fits('API keys, your own and others');
+      // A new key is shown once, in full: the longest word any page shows.
+      await page.fill('input[name="name"]', 'Phone-sized-key-name-without-a-single-space-in-it');
+      await page.click('form.create button[type="submit"]');
+      await page.locator('.created code').waitFor();
+      await fits('API keys with a new key');
+      if (!javaScriptEnabled) {
+        // Without JavaScript, Revoke asks on a page of its own.
+        await page.locator('tr', { hasText: 'Phone-sized-key-name' }).locator('button.danger').first().click();
+        await page.locator('form[action="/keys/revoke"] input[name="confirmed"]').waitFor({ state: 'attached' });
+        await fits('the revoke confirmation');
+      }
+      await page.goto('/logout');
+      await fits('sign-out');
+      await page.goto('/no/such/page');
+      await fits('not found');
+    } finally {
+      await context.close();
+    }
+  }
 });
 
 /** A page of this user's context, signed in (signing in only when the context is not yet). */

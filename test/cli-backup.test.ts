@@ -58,3 +58,16 @@ test('backup never overwrites a file unless told to, and says so in one line', a
   t.is(missing.code, 1);
   t.regex(missing.stderr, /There is no archive/);
 });
+
+test('backup into a folder that does not exist says so in one sentence, without a stack', async (t) => {
+  const f = createFixture();
+  t.teardown(f.cleanup);
+  const folder = join(f.dir, 'no-such-folder');
+  const run = await runCli(['--db', f.dbPath, 'backup', join(folder, 'b.db')]);
+  t.is(run.code, 2);
+  t.is(run.stdout, '');
+  t.regex(run.stderr, /^mail-archive: [^\n]*no-such-folder does not exist[^\n]*\n$/);
+  t.false(run.stderr.includes('TypeError'));
+  t.false(/^\s+at /m.test(run.stderr), 'no stack trace');
+  t.false(existsSync(folder));
+});

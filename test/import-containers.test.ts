@@ -265,7 +265,7 @@ for (const kind of STORE_KINDS) {
     writeFileSync(join(dir, 'bad.eml'), 'no header here\n');
     writeFileSync(join(dir, 'index.dat'), 'x');
     const dry = await archive.cli(['import', String(accountId), dir, '--dry-run', '--json']);
-    t.is(dry.code, 0, dry.stderr);
+    t.is(dry.code, 1, 'a dry run exits as the import would: 1, for bad.eml');
     const first = JSON.parse(dry.stdout) as Record<string, unknown>;
     t.like(first, { imported: 2, duplicates: 1, failed: 1, ignored: 1, dryRun: true });
     t.deepEqual(first.ignoredFiles, [{ path: join(dir, 'index.dat'), reason: 'index or database file, not mail' }]);
@@ -276,7 +276,7 @@ for (const kind of STORE_KINDS) {
     const real = await archive.cli(['import', String(accountId), join(dir, 'a.eml')]);
     t.is(real.code, 0, real.stderr);
     const second = await archive.cli(['import', String(accountId), dir, '--dry-run']);
-    t.is(second.code, 0, second.stderr);
+    t.is(second.code, 1, second.stderr);
     t.regex(
       second.stdout,
       /^Dry run: would import 1 message into account \d+ \(2 duplicates, 1 failed, 1 ignored\); nothing was written \(\d+\.\d s\)\.\n$/,

@@ -2,6 +2,7 @@
 // Fixtures in test/fixtures/mail are hand-written real-world MIME; every test copies what it
 // needs into its own temp dir and imports into a fresh archive.
 import test, { type ExecutionContext } from 'ava';
+import { randomBytes } from 'node:crypto';
 import { cpSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -490,7 +491,7 @@ eachStore(
     const [mbox, eml] = env.copy('mixed.mbox', 'qp-latin1.eml');
     const account = String(env.accountId);
     const first = await cli(env.dbPath, ['import', account, mbox!, eml!, '--json']);
-    t.is(first.code, 0, first.stderr);
+    t.is(first.code, 1, 'a failed message makes the import exit 1, after its summary');
     const json = JSON.parse(first.stdout) as Record<string, unknown> & { seconds: number };
     t.deepEqual(Object.keys(json), [
       'imported',
@@ -513,7 +514,7 @@ eachStore(
     );
 
     const second = await cli(env.dbPath, ['import', account, mbox!, eml!, '--folder', 'INBOX']);
-    t.is(second.code, 0, second.stderr);
+    t.is(second.code, 1, second.stderr);
     t.regex(
       second.stdout,
       /^Imported 0 messages into account 1 \(4 duplicates, 1 failed, 0 ignored\) in \d+\.\d s\.\n$/,
@@ -521,6 +522,107 @@ eachStore(
     t.is(await env.archive.count('emails'), 4);
   },
 );
+
+eachStore(
+  'CLI import: exit 1 when a message failed or nothing was read, 0 for a clean import and its re-import; --help says so',
+  async (t, env) => {
+    const account = String(env.accountId);
+    const [eml] = env.copy('qp-latin1.eml');
+    const clean = await cli(env.dbPath, ['import', account, eml!]);
+    t.is(clean.code, 0, clean.stderr);
+    const again = await cli(env.dbPath, ['import', account, eml!]);
+    t.is(again.code, 0, 'duplicates alone are no failure');
+    t.regex(again.stdout, /^Imported 0 messages into account 1 \(1 duplicate, 0 failed, 0 ignored\)/);
+
+    // 4,000 bytes that are not mail: refused, never archived with a list of repairs.
+    const noise = join(env.dir, 'noise.eml');
+    // Random but for its first bytes, which would otherwise now and then read as UTF-16.
+    const bytes = randomBytes(4000);
+    bytes.set([0x8f, 0x21, 0xd3, 0x5a]);
+    writeFileSync(noise, bytes);
+    const refused = await cli(env.dbPath, ['import', account, noise, '--json']);
+    t.is(refused.code, 1);
+    t.like(JSON.parse(refused.stdout), { imported: 0, failed: 1, repaired: {} });
+    t.regex(refused.stderr, /Skipped the message in .*noise\.eml: it does not start with a header field\./);
+    t.is(await env.archive.count('emails'), 1);
+
+    // A directory holding no mail at all: nothing was read, which a script must see.
+    const notes = join(env.dir, 'notes');
+    mkdirSync(notes);
+    writeFileSync(join(notes, 'README.txt'), 'Not mail, only a note.\n');
+    const nothing = await cli(env.dbPath, ['import', account, notes]);
+    t.is(nothing.code, 1);
+    t.regex(nothing.stdout, /^Imported 0 messages into account 1 \(0 duplicates, 0 failed, 1 ignored\)/);
+
+    const help = await cli(env.dbPath, ['import', '--help']);
+    t.is(help.code, 0);
+    t.regex(help.stdout.replace(/\s+/g, ' '), /exits 1 when any message failed/);
+  },
+);
+
+eachStore('CLI import: an mbox whose last message looks cut short is imported with a warning', async (t, env) => {
+  const account = String(env.accountId);
+  const whole = [
+    'From alice@example.com Mon May  6 10:00:00 2024',
+    'From: Alice <alice@example.com>',
+    'Subject: complete',
+    'Message-ID: <complete@example.com>',
+    '',
+    'All of it.',
+    '',
+    '',
+  ].join('\n');
+  const multipart = [
+    'From bob@example.com Mon May  6 11:00:00 2024',
+    'From: Bob <bob@example.com>',
+    'Subject: cut at a line end',
+    'Message-ID: <cut-multipart@example.com>',
+    'MIME-Version: 1.0',
+    'Content-Type: multipart/mixed;',
+    ' boundary="b1"',
+    '',
+    '--b1',
+    'Content-Type: text/plain',
+    '',
+    'The first part arrived.',
+    '--b1',
+    'Content-Type: application/pdf',
+    'Content-Transfer-Encoding: base64',
+    '',
+    'JVBERi0xLjQK',
+    '',
+  ].join('\n');
+  const midLine =
+    whole +
+    'From carol@example.com Mon May  6 12:00:00 2024\nFrom: carol@example.com\nSubject: cut\n\nThe text stops in the mid';
+  const files = { 'mid-line.mbox': midLine, 'multipart.mbox': whole.replace('complete', 'complete too') + multipart };
+  const cutAt = (name: string) => Buffer.from(files[name as keyof typeof files]).lastIndexOf('\nFrom ') + 1;
+  for (const [name, text] of Object.entries(files)) {
+    const path = join(env.dir, name);
+    writeFileSync(path, text);
+    const run = await cli(env.dbPath, ['import', account, path, '--folder', name]);
+    t.is(run.code, 0, run.stderr);
+    t.regex(run.stdout, /^Imported 2 messages/);
+    const warnings = run.stderr.trim().split('\n');
+    t.is(warnings.length, 1, run.stderr);
+    t.true(
+      warnings[0]!.startsWith(
+        `mail-archive: warning: The last message in ${path} at byte ${cutAt(name)} looks cut short: `,
+      ),
+      warnings[0],
+    );
+  }
+  t.regex(
+    (await cli(env.dbPath, ['import', account, join(env.dir, 'multipart.mbox'), '--dry-run'])).stderr,
+    /no closing boundary \("--b1--"\)/,
+  );
+  // A whole mbox says nothing.
+  const path = join(env.dir, 'whole.mbox');
+  writeFileSync(path, whole.replace('complete', 'whole'));
+  const run = await cli(env.dbPath, ['import', account, path]);
+  t.is(run.code, 0);
+  t.is(run.stderr, '');
+});
 
 eachStore(
   'CLI import: an unknown account, a missing path or a bad id is one sentence on stderr and a non-zero exit',

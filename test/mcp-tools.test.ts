@@ -230,6 +230,14 @@ test('invalid arguments are tool errors that name the argument and what it accep
     ['search_emails', { pageSize: 2.5 }, [/pageSize must be a whole number/]],
     ['search_emails', { q: 42 }, [/q must be a string/]],
     ['search_emails', { q: 'budget)' }, [/Invalid argument: q: /, /"\)" without a matching "\("/]],
+    // A query left open was searched as a guess and answered an empty page.
+    ['search_emails', { q: 'from:(' }, [/Invalid argument: q: /, /from: must be followed by a word/]],
+    ['search_emails', { q: '"unterminated' }, [/Invalid argument: q: /, /without its closing '"'/]],
+    [
+      'aggregate_emails',
+      { groupBy: 'month', q: '(budget' },
+      [/Invalid argument: q: /, /"\(" without its closing "\)"/],
+    ],
     ['get_email', {}, [/id is required/, /search_emails/]],
     ['get_email', { id: '12' }, [/id must be a whole number/]],
     ['list_folders', { accountId: 2 ** 40 }, [/accountId must be a whole number \(32-bit integer\)/]],

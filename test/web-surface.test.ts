@@ -97,6 +97,35 @@ test('the site root leads to the search page (reading mail)', async (t) => {
   t.is(res.headers.location, '/search');
 });
 
+test('a browser that opens an unknown path gets an HTML 404 page; programs still get problem+json', async (t) => {
+  const BROWSER = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+  for (const path of ['/nowhere', '/keys-old', '/search.php', '/%3Cscript%3Ealert(1)%3C%2Fscript%3E']) {
+    const page = await request(web.url).get(path).set('Accept', BROWSER);
+    t.is(page.status, 404, path);
+    t.regex(page.headers['content-type'] as string, /^text\/html/, path);
+    t.regex(page.text, /<h1>Not found<\/h1>/, path);
+    t.regex(page.text, /href="\/login"/, 'a way on');
+    t.notRegex(page.text, /<script>alert/, 'the path is escaped');
+    t.regex(page.headers['content-security-policy'] as string, /default-src 'none'/);
+  }
+  // Signed in, the page says so in its header and leads back to search.
+  const { agent } = await signIn(web.url, 'alice', PASSWORDS.alice);
+  const signedIn = await agent.get('/nowhere').set('Accept', BROWSER);
+  t.is(signedIn.status, 404);
+  t.regex(signedIn.text, /href="\/search"/);
+  // curl, fetch and API clients: problem+json as before; /api and /mcp paths whatever Accept says.
+  for (const [path, accept] of [
+    ['/nowhere', '*/*'],
+    ['/nowhere', 'application/json'],
+    ['/api/v1/nowhere', BROWSER],
+    ['/.well-known/nowhere', BROWSER],
+  ] as const) {
+    const res = await request(web.url).get(path).set('Accept', accept);
+    t.is(res.status, 404, path);
+    t.is(res.headers['content-type'], 'application/problem+json', `${path} ${accept}`);
+  }
+});
+
 test('with the REST API and MCP both off, the web surface answers 404 too', async (t) => {
   const off = await startWeb({ overrides: { Api: { Enabled: false }, Mcp: { Enabled: false } } });
   t.teardown(() => off.close());

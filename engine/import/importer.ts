@@ -252,6 +252,10 @@ export async function importMessages(
     const m = parsed.item;
     lastRead = m;
     progress.messages++;
+    if (m.cut)
+      options.onWarning?.(
+        `The last message in ${m.origin} looks cut short: ${m.cut}; the file may be incomplete (imported as it is).`,
+      );
     progress.bytesDone += m.bytes;
     try {
       if (!parsed.ok) throw parsed.error;

@@ -25,6 +25,8 @@ export interface MboxEntry {
   length: number;
   /** Set when the file's lines end in a bare CR, read as LF. */
   crLineEnds?: true;
+  /** Set on the file's last entry when it looks cut short (a file copied or downloaded in part): why. */
+  cut?: string;
 }
 
 const LF = 0x0a;
@@ -257,7 +259,32 @@ export async function* readMbox(path: string, chunkBytes = 1 << 20): AsyncGenera
     for (const e of splitter.push(chunk)) yield crLines ? { ...e, crLineEnds: true } : e;
   }
   const rest = [...(held ? splitter.push(crToLf(held)) : []), ...splitter.end()];
+  const last = rest.at(-1);
+  if (last) {
+    const cut = cutShort(last.raw);
+    if (cut) last.cut = cut;
+  }
   for (const e of rest) yield crLines ? { ...e, crLineEnds: true } : e;
+}
+
+const BOUNDARY = /^content-type:[^\n]*(?:\n[ \t][^\n]*)*?\bboundary\s*=\s*(?:"([^"\r\n]+)"|([^\s;]+))/im;
+
+/**
+ * Why the last entry of an mbox looks cut short, or undefined. Every mbox writer ends a message
+ * with a line end (and a blank line); a file copied or downloaded in part ends mid-line, or
+ * inside a multipart message before its closing boundary. Only the last entry can be cut so: any
+ * other is followed by a separator.
+ */
+export function cutShort(raw: Buffer): string | undefined {
+  if (raw.length === 0) return undefined;
+  if (raw[raw.length - 1] !== LF) return 'it ends in the middle of a line';
+  const head = raw.toString('latin1', 0, Math.min(raw.length, 64 * 1024));
+  const blank = head.search(/\r?\n\r?\n/);
+  const headerBlock = blank < 0 ? head : head.slice(0, blank);
+  const boundary = BOUNDARY.exec(headerBlock);
+  const name = boundary?.[1] ?? boundary?.[2];
+  if (name && raw.lastIndexOf(`--${name}--`) < 0) return `its multipart body has no closing boundary ("--${name}--")`;
+  return undefined;
 }
 
 /** Whether the first line ends in a bare CR (a byte-order mark and "From " come before). */

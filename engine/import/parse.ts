@@ -57,6 +57,8 @@ export const htmlToText = compile({
 
 /** Valid header field names (RFC 5322 ftext), as mailparser keys them: lower case. */
 const FIELD_NAME = /^[!-9;-~]+$/;
+/** A header line's start (RFC 5322 ftext, then a colon), or an mbox From_ line kept in a message file. */
+const HEADER_LINE = /^(?:[!-9;-~]+[ \t]*:|From )/;
 
 /** A message ready for the writer, and what had to be guessed to read it (for the import summary). */
 export interface ParsedMessage extends NewEmail {
@@ -76,6 +78,11 @@ export async function parseMessage(raw: Buffer, ctx: ParseContext): Promise<Pars
     throw new MalformedMessageError('the message is empty');
   }
   const repaired = repairHeaders(raw);
+  // The header repairs read anything as a header block, and mailparser takes any first line for a
+  // field: without this, 4,000 random bytes were archived as a message with four repairs. A
+  // message's first line is a field (name, colon) or, in a file saved from an mbox, a From_ line.
+  if (!HEADER_LINE.test(repaired.fields[0] ?? ''))
+    throw new MalformedMessageError('it does not start with a header field');
   const repairs = [...repaired.repairs];
   let mail = await parsed(repaired.raw);
   // Parts that declare what they are wrongly (parts.ts): read again, repaired, when it can apply.

@@ -33,6 +33,8 @@ export interface RawMessage {
   uid?: number;
   /** Set when its lines ended in a bare CR, already read as LF (an mbox of old Mac mail). */
   crLineEnds?: true;
+  /** Set on an mbox's last message when it looks cut short: why (engine/import/mbox.ts, cutShort). */
+  cut?: string;
 }
 
 function statOrFail(path: string): Stats {
@@ -321,6 +323,7 @@ export async function* readSources(sources: readonly Source[]): AsyncGenerator<R
           mtime: s.mtime,
           bytes: e.length,
           ...(e.crLineEnds ? { crLineEnds: e.crLineEnds } : {}),
+          ...(e.cut ? { cut: e.cut } : {}),
         };
       }
     } catch (err) {

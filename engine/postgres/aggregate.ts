@@ -2,10 +2,11 @@
 // side-index match) grouped in SQL by the rules of engine/rules/aggregate.ts, written as the same
 // regular expressions. Dates: SentDate is wall-clock time in Mail Archiver's display zone
 // (docs/compat.md, "Timestamps"), so it is turned into UTC before its year, month or ISO week is
-// taken. The top groups are chosen in SQL, ties ordered by key under "C" (code point order).
+// taken. The top groups are chosen in SQL, ties ordered by key under "C" (code point order); for
+// a date grouping the latest periods, in time order (engine/rules/aggregate.ts, topGroups).
 import type { AggregateResultDto } from '../../shared/dto.js';
 import type { AggregateQuery, GroupBy, Viewer } from '../../shared/jobs.js';
-import { ANGLE_ADDRESS, BARE_ADDRESS, UPPER_ASCII } from '../rules/aggregate.js';
+import { ANGLE_ADDRESS, BARE_ADDRESS, isDateGrouping, UPPER_ASCII } from '../rules/aggregate.js';
 import { T } from './columns.js';
 import { filterConditions } from './search.js';
 import { compileMatch, DOCS, ensureSearchIndex } from './search-index.js';
@@ -68,11 +69,14 @@ export async function aggregateEmails(
              WHERE ${where}`
       : sql`SELECT ${keyOf(groupBy, ctx.zone)} AS key ${source} WHERE ${where}`;
   const [count] = await ctx.read<{ n: number }>(sql`SELECT count(*)::int AS n ${source} WHERE ${where}`);
+  const order = isDateGrouping(groupBy) ? sql`key COLLATE "C" DESC` : sql`count DESC, key COLLATE "C"`;
   const rows = await ctx.read<{ key: string; count: number; groups: number }>(
     sql`SELECT key, count, count(*) OVER ()::int AS groups
           FROM (SELECT key, count(*)::int AS count FROM (${keyed}) k WHERE key IS NOT NULL GROUP BY key) g
-         ORDER BY count DESC, key COLLATE "C" LIMIT ${limit}::int`,
+         ORDER BY ${order} LIMIT ${limit}::int`,
   );
+  // The latest periods were chosen newest first; they are answered oldest first.
+  if (isDateGrouping(groupBy)) rows.reverse();
   return {
     groupBy,
     total: count!.n,

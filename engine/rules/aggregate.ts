@@ -90,7 +90,8 @@ export const byCountThenKey = (a: { key: string; count: number }, b: { key: stri
   b.count - a.count || compareCodePoints(a.key, b.key);
 
 /**
- * The answer from every group's count: the `limit` largest. Only the groups that can make the
+ * The answer from every group's count: the `limit` largest, or for a date grouping the `limit`
+ * latest periods in time order (docs/search.md, "Aggregates"). Only the groups that can make the
  * list are sorted (those at least as large as the limit-th largest count), so a grouping by
  * sender over 100,000 senders sorts their counts, not their names.
  */
@@ -104,6 +105,15 @@ export function topGroups(
   const present: number[] = [];
   for (let i = 0; i < counts.length; i++) if (counts[i]! > 0) present.push(i);
   const group = (i: number) => ({ key: keys[i]!, count: counts[i]! });
+  if (isDateGrouping(groupBy)) {
+    // A series over time is read in time order, and its newest periods matter most. The keys
+    // (2024, 2024-03, 2024-W09) sort as their periods do.
+    const latest = present
+      .map(group)
+      .sort((a, b) => compareCodePoints(a.key, b.key))
+      .slice(-limit);
+    return { groupBy, total, distinctGroups: present.length, groups: latest };
+  }
   if (present.length <= limit)
     return { groupBy, total, distinctGroups: present.length, groups: present.map(group).sort(byCountThenKey) };
   // Every group above the limit-th largest count is in; of those at that count (often thousands

@@ -55,7 +55,11 @@ export function buildApiDocs(settings: Settings, swagger: SwaggerAssets, assets:
     .replace(/<link\b[^>]*href="https?:\/\/[^"]*"[^>]*>\s*/gi, '')
     // Style attributes cannot be allowed by hash; customCSS above replaces the template's one.
     .replace(/\sstyle="[^"]*"/g, '')
-    .replace('</head>', `  <link rel="stylesheet" href="${assets.urls.docsCss}">\n</head>`)
+    // The template has no viewport meta, so a phone drew it 980 px wide and scaled it down.
+    .replace(
+      '</head>',
+      `  <meta name="viewport" content="width=device-width, initial-scale=1">\n  <link rel="stylesheet" href="${assets.urls.docsCss}">\n</head>`,
+    )
     .replace(/<body>/, `<body>\n${NAV_BAR}`);
   if (/\b(?:src|href)="https?:/i.test(html)) throw new Error('the API docs page still refers to another host');
   const scripts = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => cspHash(m[1]!));

@@ -95,21 +95,49 @@ export function webSurface(app: Koa, settings: Settings, deps: WebDeps): Middlew
     router.routes() as unknown as Middleware,
     router.allowedMethods() as unknown as Middleware,
   ]);
-  return ownPathsOnly(stack, {
-    prefixes: ['/keys', '/assets', ...(docsEnabled ? [DOCS_PATH] : []), ...(reading ? READING_PREFIXES : [])],
-    exact: ['/', '/login', '/logout', ...(oauth ? [AUTHORIZE_PATH] : [])],
-  });
+  // A person who opens an address that is nowhere gets a page with the site's header and a way
+  // on, not raw problem+json (docs/web.md, "Pages").
+  const notFound = compose([
+    webErrors(logger, (ctx) => kit.chrome(ctx as WebContext)),
+    (ctx: Context) => {
+      setPageHeaders(ctx);
+      throw new WebError(404, 'Not found', `There is no page at ${ctx.path}.`);
+    },
+  ]);
+  return ownPathsOnly(
+    stack,
+    {
+      prefixes: ['/keys', '/assets', ...(docsEnabled ? [DOCS_PATH] : []), ...(reading ? READING_PREFIXES : [])],
+      exact: ['/', '/login', '/logout', ...(oauth ? [AUTHORIZE_PATH] : [])],
+    },
+    notFound,
+  );
 }
 
-/** Runs `stack` for the surface's own paths only; every other path goes on untouched. */
+/** Paths of programs, not people: an unknown one stays problem+json whatever Accept says. */
+const MACHINE_PREFIXES = ['/api', '/mcp', '/.well-known', '/oauth', '/healthz', '/readyz', '/metrics'];
+
+/** Whether the request prefers an HTML page to JSON (a browser's navigation does; curl, which accepts any type, does not). */
+const wantsHtml = (ctx: Context): boolean =>
+  (ctx.method === 'GET' || ctx.method === 'HEAD') &&
+  ctx.accepts('application/problem+json', 'application/json', 'text/html') === 'text/html';
+
+/**
+ * Runs `stack` for the surface's own paths only; any other path goes on untouched, to the 404
+ * after this surface, except that a browser asking for a page there is answered by `notFound`.
+ */
 function ownPathsOnly(
   stack: (ctx: Context, next: Next) => Promise<void>,
   paths: { prefixes: string[]; exact: string[] },
+  notFound: (ctx: Context, next: Next) => Promise<void>,
 ): Middleware {
   const exact = new Set(paths.exact);
+  const under = (path: string, p: string) => path === p || path.startsWith(`${p}/`);
   return (ctx, next) => {
     const path = ctx.path;
-    const ours = exact.has(path) || paths.prefixes.some((p) => path === p || path.startsWith(`${p}/`));
-    return ours ? stack(ctx, next) : next();
+    const ours = exact.has(path) || paths.prefixes.some((p) => under(path, p));
+    if (ours) return stack(ctx, next);
+    if (wantsHtml(ctx) && !MACHINE_PREFIXES.some((p) => under(path, p))) return notFound(ctx, next);
+    return next();
   };
 }

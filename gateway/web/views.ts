@@ -165,7 +165,9 @@ function keyTable(chrome: Chrome, keys: KeyRow[], withOwner: boolean, label: str
             html`<tr data-key-id="${k.id}" data-prefix="${k.prefix}">
               ${withOwner ? html`<td data-label="Owner" class="owner">${k.username}</td>` : ''}
               <td data-label="Name" class="name">
-                ${k.name}${k.oauth ? html` <span class="badge oauth" title="${k.oauth.clientId}">OAuth grant</span><br /><span class="muted grant">${k.oauth.accountIds === null ? 'all accounts' : `${k.oauth.accountIds.length} account${k.oauth.accountIds.length === 1 ? '' : 's'}`}; signing out does not end it</span>` : ''}
+                <span class="value"
+                  >${k.name}${k.oauth ? html` <span class="badge oauth" title="${k.oauth.clientId}">OAuth grant</span><br /><span class="muted grant">${k.oauth.accountIds === null ? 'all accounts' : `${k.oauth.accountIds.length} account${k.oauth.accountIds.length === 1 ? '' : 's'}`}; signing out does not end it</span>` : ''}</span
+                >
               </td>
               <td data-label="Prefix"><code>${k.prefix}…</code></td>
               <td data-label="Created">${when(k.createdAt, '')}</td>

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { storeKind } from '../../archive.js';
 import Database from '../../sqlite/driver.js';
 import { StoreError } from '../../../shared/errors.js';
@@ -35,6 +35,10 @@ export function registerBackup(program: Command): void {
       const target = resolve(destination);
       if (existsSync(target) && !opts.force)
         throw new UsageError(`${target} already exists; choose a new file or pass --force to replace it.`);
+      // better-sqlite3 answers a missing folder with a TypeError, which would read as a bug here.
+      const folder = dirname(target);
+      if (!existsSync(folder) || !statSync(folder).isDirectory())
+        throw new UsageError(`the folder ${folder} does not exist; create it first or choose another destination.`);
       const started = Date.now();
       const partial = `${target}.partial`;
       rmSync(partial, { force: true });

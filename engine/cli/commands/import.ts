@@ -69,11 +69,17 @@ function repairLines(s: ImportSummary): string {
     .join('');
 }
 
+/** Whether an import left a message out (failed, too large) or found no message to read. */
+export function importFailed(s: ImportSummary): boolean {
+  const read = s.imported + s.duplicates + s.failed + s.tooLarge;
+  return s.failed > 0 || s.tooLarge > 0 || read === 0;
+}
+
 export function registerImport(program: Command): void {
   program
     .command('import <accountId> <path...>')
     .description(
-      'import mail into an account from mbox files, message files (.eml, MH, any name), Maildir trees and directories of any of these',
+      'import mail into an account from mbox files, message files (.eml, MH, any name), Maildir trees and directories of any of these; exits 1 when any message failed or was too large, or when there was no message to read',
     )
     .option(
       '--folder <fullPath>',
@@ -127,6 +133,9 @@ export function registerImport(program: Command): void {
         } else {
           process.stdout.write(summaryLine(accountId, summary, opts.dryRun === true));
         }
+        // A script sees what the summary says: a message left out, or no mail at all, is a
+        // failure of the import even though the rest was written (docs/import.md, "Failures").
+        if (importFailed(summary)) process.exitCode = 1;
       },
     );
 }

@@ -26,19 +26,20 @@ export function registerKeys(program: Command): void {
     .command('create <username>')
     .description('create an API key for a user; the key is printed once and cannot be shown again')
     .requiredOption('--name <name>', 'what the key is for')
-    .option('--expires <iso8601>', 'expiry date or date-time (UTC unless an offset is given)')
+    .option('--expires <iso8601>', 'expiry date or date-time in the future (UTC unless an offset is given)')
     .option('--json', 'print {"id":N,"key":"ma_…","prefix":"ma_…"}')
     .action(async (username: string, opts: { name: string; expires?: string; json?: boolean }, cmd: Command) => {
       const expiresAt = opts.expires !== undefined ? parseExpiry(opts.expires) : null;
+      // A key born expired is refused on its first request: a typo, never a wish. The web form
+      // refuses such dates too (docs/web.md, "Pages").
+      if (expiresAt !== null && expiresAt <= Date.now())
+        throw new UsageError(
+          `--expires ${opts.expires} is in the past (${new Date(expiresAt).toISOString()}); give a future date or leave it out for a key that never expires.`,
+        );
       const maxActive = loadSettings().Web.MaxActiveKeysPerUser;
       const created = await withArchive(cmd, (archive) =>
         archive.createKey({ username, name: opts.name, expiresAt, maxActive }),
       );
-      if (expiresAt !== null && expiresAt <= Date.now()) {
-        process.stderr.write(
-          `Warning: this key expired at ${new Date(expiresAt).toISOString()}; it will be refused.\n`,
-        );
-      }
       if (opts.json) {
         printJson({ id: created.id, key: created.key, prefix: created.prefix });
         return;

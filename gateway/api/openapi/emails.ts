@@ -34,7 +34,7 @@ export function aggregateEmails(settings: Settings): OpenApiOperation {
     tags: ['Emails'],
     summary: 'Count archived emails by group',
     description:
-      'The messages a search would find (the same `q` and filters; only the accounts visible to the caller), counted by `groupBy`: the largest groups with exact counts, most messages first, equal counts ordered by key. ' +
+      'The messages a search would find (the same `q` and filters; only the accounts visible to the caller), counted by `groupBy`: the largest groups with exact counts, most messages first, equal counts ordered by key; for `year`, `month` and `week` the latest periods, in time order (oldest first). ' +
       "`from`: the sender address (the first `<address>` of From, else its first address), lower-cased; `fromDomain`: its part after `@`; `to`: each distinct address of To, so a message counts once in each of its recipients' groups; `folder`: full path; `account`: account id; `year`, `month` (`2024-03`), `week` (ISO 8601 week of the sent date in UTC, `2024-W09`); `hasAttachments`: `true` or `false`. " +
       '`total` counts the matching messages once each. An addition to SPEC.md. Logged in the access log as Search, with its parameters. See docs/search.md.',
     parameters: [
@@ -51,12 +51,15 @@ export function aggregateEmails(settings: Settings): OpenApiOperation {
       {
         name: 'limit',
         in: 'query',
-        description: `How many of the largest groups to return. 0 (the default) means ${AGGREGATE_LIMIT_DEFAULT}; other values are clamped to [1, ${AGGREGATE_LIMIT_MAX}].`,
+        description: `How many of the largest groups (for a date grouping, the latest periods) to return. 0 (the default) means ${AGGREGATE_LIMIT_DEFAULT}; other values are clamped to [1, ${AGGREGATE_LIMIT_MAX}].`,
         schema: { ...int32, default: 0 },
       },
     ],
     responses: byStatus({
-      '200': ok('The largest groups and the number of matching messages.', ref('AggregateResultDto')),
+      '200': ok(
+        'The largest groups (date groupings: the latest periods, in time order) and the number of matching messages.',
+        ref('AggregateResultDto'),
+      ),
       '400': problem('A malformed parameter: no or an unknown `groupBy`, an unparseable date, a non-integer `limit`.'),
       ...COMMON,
     }),
