@@ -19,7 +19,7 @@ import type {
   UserRow,
 } from '../store-contract.js';
 import { loadSecretKey, SecretBox } from '../rules/secrets.js';
-import type { SyncState } from '../sync/types.js';
+import type { SyncState } from '../rules/sync-state.js';
 import { pgAddImapAccount, pgListAccountStatus, pgRotateSecret, pgSetAccount, PgSyncState } from './sync-state.js';
 import { hashMailArchiverPassword } from '../rules/passwords.js';
 import { checkEmail, checkUsername, EMAIL_ADDRESS, foldName } from '../rules/users.js';
