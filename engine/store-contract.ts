@@ -7,7 +7,7 @@
 import type { AccessType, MailAccountDto } from '../shared/dto.js';
 import type { Job, JobKind, JobResult, KeyRow } from '../shared/jobs.js';
 import type { SecretBox } from './rules/secrets.js';
-import type { AttachmentTextStore } from './attachments/index-texts.js';
+import type { AttachmentTextStore } from './rules/attachment-text.js';
 import type { UserRow } from './rules/users.js';
 import type { NewEmail } from './rules/new-email.js';
 import type { ChainReport } from './rules/access-chain.js';

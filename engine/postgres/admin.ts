@@ -2,7 +2,7 @@
 // Archiver's tables: the same checks, the same messages and the same rows out as the SQLite
 // store, written the way Mail Archiver writes them (docs/compat.md, docs/postgres.md "CLI on
 // PostgreSQL").
-import type { AttachmentTextStore } from '../attachments/index-texts.js';
+import type { AttachmentTextStore } from '../rules/attachment-text.js';
 import { PgAttachmentTexts } from './attachment-text.js';
 import { randomBytes } from 'node:crypto';
 import type { AccessType, MailAccountDto } from '../../shared/dto.js';
