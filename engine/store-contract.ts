@@ -7,13 +7,13 @@
 import type { AccessType, MailAccountDto } from '../shared/dto.js';
 import type { Job, JobKind, JobResult, KeyRow } from '../shared/jobs.js';
 import type { SecretBox } from './rules/secrets.js';
-import type { AttachmentTextStore } from './attachments/index-texts.js';
+import type { AttachmentTextStore } from './rules/attachment-text.js';
 import type { UserRow } from './rules/users.js';
 import type { NewEmail } from './rules/new-email.js';
 import type { ChainReport } from './rules/access-chain.js';
 import type { FreshForm, ReparseCounts, ReparseField, StoredForm } from './rules/reparse.js';
-import type { AccountChanges, AccountStatus, NewImapAccount } from './sync/account-settings.js';
-import type { SyncState } from './sync/types.js';
+import type { AccountChanges, AccountStatus, NewImapAccount } from './rules/account-settings.js';
+import type { SyncState } from './rules/sync-state.js';
 
 export type { AccountChanges, AccountStatus, NewImapAccount, UserRow };
 
@@ -156,7 +156,7 @@ export interface ArchiveAdmin {
   setAccount(id: number, changes: AccountChanges): Promise<MailAccountDto>;
   /** Every account with its IMAP settings (never the password), last sync outcome and message count. */
   listAccountStatus(): Promise<AccountStatus[]>;
-  /** What the IMAP sync reads and records (engine/sync/types.ts). */
+  /** What the IMAP sync reads and records (engine/rules/sync-state.ts). */
   sync(): SyncState;
   /**
    * Re-encrypts every stored IMAP password with `next` in one transaction (all or nothing);

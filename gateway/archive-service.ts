@@ -106,7 +106,7 @@ export class ArchiveService {
 
   /**
    * The detail as the REST answer's JSON bytes and ETag, serialised on a worker thread
-   * (engine/pool/encoded-detail.ts); logged as `email` logs it.
+   * (engine/rules/encoded-detail.ts); logged as `email` logs it.
    */
   async emailJson(caller: Caller, id: number, options: { record?: boolean } = {}) {
     this.#recordable();

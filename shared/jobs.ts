@@ -330,14 +330,14 @@ export interface JobMap {
   /** null when the message does not exist or is not visible. */
   /**
    * With `interactiveMaxBytes` (the pool sets it on the interactive lane), a message whose stored
-   * bodies are larger is not read: the job answers engine/pool/large-detail.ts's MovedToQueryLane
+   * bodies are larger is not read: the job answers engine/rules/large-detail.ts's MovedToQueryLane
    * instead, and the pool runs it again on the query lane. Callers of the pool never see that.
    */
   detail: { args: { principal: Principal; id: number; interactiveMaxBytes?: number }; result: EmailDetailDto | null };
   /**
    * The same detail as the REST answer's bytes: JSON, UTF-8, with its ETag, made on the worker so
    * that a message of tens of megabytes costs the gateway thread a write, not a parse, a
-   * serialisation and a hash (docs/security.md, item 4; engine/pool/encoded-detail.ts). Sized as `detail` is.
+   * serialisation and a hash (docs/security.md, item 4; engine/rules/encoded-detail.ts). Sized as `detail` is.
    */
   detailJson: {
     args: { principal: Principal; id: number; interactiveMaxBytes?: number };

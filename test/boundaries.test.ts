@@ -135,8 +135,8 @@ test('the store contract, the rules both stores keep and search import neither s
   t.deepEqual(arrows(neutral, eitherStore), []);
 });
 
-test('the rules both stores keep and search are leaves: they import only shared/ and their own folder', (t) => {
-  for (const folder of ['engine/rules', 'engine/search'])
+test('the rules both stores keep, search and thread settings are leaves: they import only shared/ and their own folder', (t) => {
+  for (const folder of ['engine/rules', 'engine/search', 'engine/threads'])
     t.deepEqual(
       arrows(under(folder), (to) => !under(folder)(to) && !under('shared')(to)),
       [],
@@ -156,4 +156,64 @@ test('the importer, sync and attachment text reach no store but through the cont
     'engine/import/importer.ts -> engine/sqlite/admin.ts',
     'engine/import/importer.ts -> engine/sqlite/open.ts',
   ]);
+});
+
+/**
+ * The floors of engine/, top to bottom (docs/architecture.md, "Boundaries", rule 8). A folder is
+ * one unit; the three files at the root are each their own, since they stand on different floors:
+ * the door (index.ts) hands out the pool, the pool's workers open a store through the factory
+ * (archive.ts), and the contract (store-contract.ts) is what the stores implement. Units on one
+ * floor may import each other one way.
+ */
+const FLOORS: readonly (readonly string[])[] = [
+  ['engine/cli'],
+  ['engine/demo'],
+  ['engine/index.ts'],
+  ['engine/pool'],
+  ['engine/archive.ts'],
+  ['engine/export', 'engine/sync'],
+  ['engine/import'],
+  ['engine/attachments'],
+  ['engine/sqlite', 'engine/postgres'],
+  ['engine/store-contract.ts'],
+  ['engine/rules', 'engine/search', 'engine/threads'],
+];
+
+/** The arrows that may run back up, at most two, each with its reason. */
+const UPWARD: Record<string, string> = {
+  // The importer reads attachment text as it writes (import -> attachments); the text of an
+  // attached message (message/rfc822) is read with the importer's own MIME parser, which
+  // attachments/extract.ts loads only when such an attachment comes.
+  'engine/attachments -> engine/import': 'the MIME parser (import/parse.ts) reads an attached message',
+};
+
+const unitOf = (file: string): string => {
+  const parts = file.split('/');
+  return parts.length === 2 ? file : `${parts[0]}/${parts[1]}`;
+};
+
+test('engine/ stands on its floors: at most two arrows run back up, each named', (t) => {
+  const floorOf = new Map(FLOORS.flatMap((units, floor) => units.map((u) => [u, floor] as const)));
+  const engineFiles = [...graph.keys()].filter(under('engine'));
+  t.deepEqual(
+    [...new Set(engineFiles.map(unitOf))].filter((u) => !floorOf.has(u)),
+    [],
+    'every folder and root file of engine/ has a floor',
+  );
+  const pairs = new Set(
+    arrows(under('engine'), under('engine'))
+      .map((a) => a.split(' -> ').map(unitOf))
+      .filter(([from, to]) => from !== to)
+      .map(([from, to]) => `${from} -> ${to}`),
+  );
+  const upward = [...pairs]
+    .filter((pair) => {
+      const [from, to] = pair.split(' -> ') as [string, string];
+      const [a, b] = [floorOf.get(from)!, floorOf.get(to)!];
+      // Higher up, or both ways on one floor (counted once, from the first in order).
+      return b < a || (a === b && pairs.has(`${to} -> ${from}`) && from < to);
+    })
+    .sort();
+  t.true(Object.keys(UPWARD).length <= 2);
+  t.deepEqual(upward, Object.keys(UPWARD).sort());
 });

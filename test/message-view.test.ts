@@ -102,7 +102,7 @@ const PLAIN = eml(
   ['', 'No HTML here.'],
 );
 
-/** Bodies over the interactive lane's limit (engine/pool/large-detail.ts), the image first. */
+/** Bodies over the interactive lane's limit (engine/rules/large-detail.ts), the image first. */
 const LARGE = eml(
   [
     'From: Dan Okafor <dan@example.com>',

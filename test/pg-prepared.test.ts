@@ -7,7 +7,7 @@ import test from 'ava';
 import { PgStore } from '../engine/postgres/store.js';
 import { reused, sql } from '../engine/postgres/sql.js';
 import { hashKey } from '../engine/rules/keys.js';
-import { INTERACTIVE_DETAIL_MAX_BYTES, isMovedToQueryLane } from '../engine/pool/large-detail.js';
+import { INTERACTIVE_DETAIL_MAX_BYTES, isMovedToQueryLane } from '../engine/rules/large-detail.js';
 import type { Principal } from '../shared/jobs.js';
 import { createFixture } from './helpers/fixture.js';
 import { serveArchive } from './helpers/store.js';

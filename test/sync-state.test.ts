@@ -1,4 +1,4 @@
-// What the IMAP sync stores (engine/sync/types.ts SyncState) on a SQLite archive, and how the
+// What the IMAP sync stores (engine/rules/sync-state.ts SyncState) on a SQLite archive, and how the
 // IMAP passwords are kept at rest (engine/rules/secrets.ts).
 import test from 'ava';
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';

@@ -8,26 +8,9 @@
 // DOCX (mammoth), message/rfc822 (subject, addresses and text body of the inner message, through
 // the importer's own MIME parser). Everything else is 'unsupported' without reading a byte.
 import { compile } from 'html-to-text';
+import type { ExtractResult } from '../rules/attachment-text.js';
 
 export type ExtractKind = 'text' | 'html' | 'pdf' | 'docx' | 'rfc822';
-
-/** What became of one attachment: 'ok', or why there is no text (stored as said here). */
-export type ExtractStatus =
-  | 'ok'
-  | 'encrypted'
-  | 'too large'
-  | 'timeout'
-  | 'unsupported'
-  | 'over budget' // not read: its message had spent its text budget (budget.ts)
-  | `failed: ${string}`;
-
-export interface ExtractResult {
-  status: ExtractStatus;
-  /** The text ('' unless status is 'ok'). */
-  text: string;
-  /** True when a bound cut it: pages (PDF) or characters. */
-  truncated: boolean;
-}
 
 export interface ExtractLimits {
   /** Larger attachments are not read at all: 'too large'. */

@@ -5,7 +5,8 @@
 // next attachment after a timeout or a crash. Its heap is capped, so a decompression bomb ends
 // that thread ('failed: ...'), not the importing process.
 import { Worker } from 'node:worker_threads';
-import { DEFAULT_LIMITS, extractKind, quickVerdict, type ExtractLimits, type ExtractResult } from './extract.js';
+import type { ExtractResult } from '../rules/attachment-text.js';
+import { DEFAULT_LIMITS, extractKind, quickVerdict, type ExtractLimits } from './extract.js';
 import type { ExtractRequest } from './extract-worker.js';
 
 const WORKER_HEAP_MB = 512;

@@ -3,35 +3,10 @@
 // content looked at gets a stored outcome (text or a status), so the set still to read only
 // shrinks: a run cut short continues where it stopped, and a file that cannot be read is
 // recorded once, not retried forever.
-import type { AttachmentTextPage } from '../../shared/jobs.js';
-import { extractKind, type ExtractResult } from './extract.js';
+import type { AttachmentTextStore, ExtractResult, PendingContent } from '../rules/attachment-text.js';
+import { extractKind } from './extract.js';
 import type { Extractor } from './extractor.js';
 import { TextBudget } from './budget.js';
-
-/** A stored content no outcome has been recorded for, named by its first attachment. */
-export interface PendingContent {
-  contentId: number;
-  /** Where a scan continues after this one (pending's `after`): a content or attachment id. */
-  cursor: number;
-  size: number;
-  contentType: string;
-  fileName: string;
-}
-
-export interface AttachmentTextStore {
-  /**
-   * Up to `limit` contents without an outcome, in cursor order after `after` (a scan resumes
-   * there instead of probing every content already done again); only those of `emailIds` when given.
-   */
-  pending(limit: number, options?: { emailIds?: readonly number[]; after?: number }): Promise<PendingContent[]>;
-  countPending(): Promise<number>;
-  content(c: PendingContent): Promise<Buffer>;
-  /** Stores outcomes and re-indexes the messages holding them, and `emailIds` too. */
-  save(
-    results: ReadonlyArray<{ contentId: number; result: ExtractResult }>,
-    emailIds?: readonly number[],
-  ): Promise<void>;
-}
 
 export interface ExtractSummary {
   /** Contents looked at. */
@@ -172,39 +147,4 @@ export async function reindexAttachments(
     options.onProgress?.({ done: summary.contents, total: Math.max(total, summary.contents) });
   }
   return summary;
-}
-
-/** One page of a stored text, without splitting a surrogate pair at either end. */
-/**
- * What each store reads for the attachmentText job: the attachment, and its attachment_texts row
- * (null columns when it has none). `B` is how the store returns the truncated flag.
- */
-export type AttachmentTextRow<B> = AttachmentTextPage['attachment'] & {
-  status: string | null;
-  text: string | null;
-  truncated: B | null;
-};
-
-export function pageOfText(
-  attachment: AttachmentTextPage['attachment'],
-  status: string | null,
-  text: string,
-  truncated: boolean,
-  offset: number,
-  maxChars: number | undefined,
-): AttachmentTextPage {
-  const totalChars = text.length;
-  let start = Math.min(Math.max(0, offset), totalChars);
-  let end = maxChars === undefined ? totalChars : Math.min(totalChars, start + Math.max(0, maxChars));
-  const low = (i: number) => i > 0 && i < totalChars && (text.charCodeAt(i) & 0xfc00) === 0xdc00;
-  if (low(start)) start++;
-  if (low(end) && end > start) end--;
-  return {
-    attachment,
-    status: status ?? 'not extracted',
-    text: text.slice(start, end),
-    offset: start,
-    totalChars,
-    truncated,
-  };
 }

@@ -7,7 +7,7 @@
 // first messages are parsed here, and the threads start only when the import proves long.
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
-import { WORKER_EXEC_ARGV } from '../pool/worker-argv.js';
+import { WORKER_EXEC_ARGV } from '../threads/worker-argv.js';
 import { packOriginal } from '../rules/originals.js';
 import { parseMessage, type ParseContext, type ParsedMessage } from './parse.js';
 

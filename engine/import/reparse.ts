@@ -5,7 +5,7 @@
 // saved after each batch, so a pass cut short continues where it stopped. Prints nothing: the
 // CLI hears about progress through a callback.
 import type { ArchiveAdmin, ReparseChange, ReparseProgress, ReparseStore } from '../store-contract.js';
-import { hasFileAttachments } from '../attachments/counts.js';
+import { hasFileAttachments } from '../rules/attachment-counts.js';
 import { Extractor } from '../attachments/extractor.js';
 import { indexNewMessages } from '../attachments/index-texts.js';
 import { TextBudget } from '../attachments/budget.js';

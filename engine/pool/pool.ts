@@ -24,7 +24,7 @@ import { storeKind } from '../archive.js';
 import { openArchive } from '../sqlite/open.js';
 import { type Lane } from '../../shared/jobs.js';
 import { EngineOverloaded, EngineTimedOut, JobAbandoned } from '../../shared/errors.js';
-import { INTERACTIVE_DETAIL_MAX_BYTES, isMovedToQueryLane } from './large-detail.js';
+import { INTERACTIVE_DETAIL_MAX_BYTES, isMovedToQueryLane } from '../rules/large-detail.js';
 import { currentRequestSignal, TIMEOUT_REASON } from './job-budget.js';
 import { Worker } from 'node:worker_threads';
 import { createHash } from 'node:crypto';
@@ -36,7 +36,7 @@ import { releaseLockOfThread } from '../search/bitsets/build-lock.js';
 import { newPostCount } from '../search/bitsets/share.js';
 import type { WorkerData } from './worker.js';
 import { WarmUps } from './warm-up.js';
-import { WORKER_EXEC_ARGV } from './worker-argv.js';
+import { WORKER_EXEC_ARGV } from '../threads/worker-argv.js';
 
 export type { Lane } from '../../shared/jobs.js';
 
@@ -126,7 +126,7 @@ type SizedKind = 'detail' | 'detailJson' | 'messageView';
  *   it done) and the access log, whose batch is sent from whatever request happened to fill it.
  *   The access log has no budget either: a batch cancelled would be records lost.
  * - `sized`: a detail, read on the interactive lane only when its bodies are small
- *   (engine/pool/large-detail.ts).
+ *   (engine/rules/large-detail.ts).
  */
 type JobKindPolicy<K extends JobKind> = {
   lane: Lane;
@@ -385,7 +385,7 @@ export class EnginePool {
     return this.#submit(job as Job, laneOf(job as Job), mayShed(job as Job), options) as Promise<JobResult<K>>;
   }
 
-  /** A detail too large for the interactive lane, read again on the query lane (engine/pool/large-detail.ts). */
+  /** A detail too large for the interactive lane, read again on the query lane (engine/rules/large-detail.ts). */
   #moved(job: Job<SizedKind>, options: RunOptions): Promise<unknown> {
     this.#movedDetails++;
     const { interactiveMaxBytes: _limit, ...plain } = job;

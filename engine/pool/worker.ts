@@ -1,8 +1,8 @@
 // Piscina worker entry. Each thread opens its own connection once and keeps its prepared
 // statements on it (sqlite/statements.ts), so every query is compiled once per thread.
 import { Piscina } from 'piscina';
-import { isEncodedDetail } from './encoded-detail.js';
-import { lowerThreadPriority } from './thread-priority.js';
+import { isEncodedDetail } from '../rules/encoded-detail.js';
+import { lowerThreadPriority } from '../threads/priority.js';
 import { workerData } from 'node:worker_threads';
 import {
   sessionAuth,

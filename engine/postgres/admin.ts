@@ -2,7 +2,7 @@
 // Archiver's tables: the same checks, the same messages and the same rows out as the SQLite
 // store, written the way Mail Archiver writes them (docs/compat.md, docs/postgres.md "CLI on
 // PostgreSQL").
-import type { AttachmentTextStore } from '../attachments/index-texts.js';
+import type { AttachmentTextStore } from '../rules/attachment-text.js';
 import { PgAttachmentTexts } from './attachment-text.js';
 import { randomBytes } from 'node:crypto';
 import type { AccessType, MailAccountDto } from '../../shared/dto.js';
@@ -19,7 +19,7 @@ import type {
   UserRow,
 } from '../store-contract.js';
 import { loadSecretKey, SecretBox } from '../rules/secrets.js';
-import type { SyncState } from '../sync/types.js';
+import type { SyncState } from '../rules/sync-state.js';
 import { pgAddImapAccount, pgListAccountStatus, pgRotateSecret, pgSetAccount, PgSyncState } from './sync-state.js';
 import { hashMailArchiverPassword } from '../rules/passwords.js';
 import { checkEmail, checkUsername, EMAIL_ADDRESS, foldName } from '../rules/users.js';

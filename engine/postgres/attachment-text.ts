@@ -3,13 +3,13 @@
 // Mail Archiver archives mail without telling us, so `mail-archive reindex --attachments` is how
 // its attachments get text; the importer does it for what it writes itself.
 import type { AttachmentTextPage, Viewer } from '../../shared/jobs.js';
-import type { ExtractResult } from '../attachments/extract.js';
 import {
   pageOfText,
   type AttachmentTextRow,
   type AttachmentTextStore,
+  type ExtractResult,
   type PendingContent,
-} from '../attachments/index-texts.js';
+} from '../rules/attachment-text.js';
 import { ATTACHMENT_SCAN_CHARS, ATTACHMENT_SCAN_FILES, type AttachmentText } from '../search/snippet.js';
 import { T, visibleAccounts } from './columns.js';
 import { reindexDocuments } from './search-index.js';

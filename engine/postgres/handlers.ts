@@ -51,13 +51,13 @@ import { aggregateEmails } from './aggregate.js';
 import { reused, sql } from './sql.js';
 import type { PgContext } from './context.js';
 import { SEARCH_PARAMS } from '../../shared/search-input.js';
-import { encodeDetail } from '../pool/encoded-detail.js';
+import { encodeDetail } from '../rules/encoded-detail.js';
 import {
   ATTACHMENT_ENTRY_BYTES,
   isMovedToQueryLane,
   movedToQueryLane,
   type MovedToQueryLane,
-} from '../pool/large-detail.js';
+} from '../rules/large-detail.js';
 import { messageView, type CidPart } from '../rules/mail-view.js';
 
 type PgHandlers = { [K in JobKind]: (ctx: PgContext, job: Job<K>) => Promise<JobResult<K>> };
@@ -158,7 +158,7 @@ async function folders(ctx: PgContext, viewer: Viewer, accountId: number) {
 
 /**
  * A message's detail, or, when it is larger than `maxBytes` (the interactive lane's limit,
- * engine/pool/large-detail.ts), only its size: its bodies' bytes (octet_length takes the raw size
+ * engine/rules/large-detail.ts), only its size: its bodies' bytes (octet_length takes the raw size
  * from a TOAST pointer, never reading the value) and its attachments counted at
  * ATTACHMENT_ENTRY_BYTES each. One statement, prepared once per connection: a detail is read on
  * nearly every request, and its three statements as text (the size, the row, the attachments)
@@ -203,7 +203,7 @@ async function detail(
   );
   const row = rows[0];
   if (!row) return null;
-  // The pool takes this back and reruns the job on the query lane (engine/pool/large-detail.ts).
+  // The pool takes this back and reruns the job on the query lane (engine/rules/large-detail.ts).
   if (row.bytes > maxBytes) return movedToQueryLane(row.bytes);
   return toDetail(row, row.attachments ?? []);
 }
@@ -479,14 +479,14 @@ export const pgHandlers: PgHandlers = {
     return { results, accounts: visible, folders: tree };
   },
   aggregate: (ctx, job) => aggregateEmails(ctx, job.principal, job.aggregate),
-  // A message over the limit answers "moved" (engine/pool/large-detail.ts), read in the same statement.
+  // A message over the limit answers "moved" (engine/rules/large-detail.ts), read in the same statement.
   detail: async (ctx, job) =>
     (await detail(ctx, job.principal, job.id, job.interactiveMaxBytes)) as EmailDetailDto | null,
   detailJson: async (ctx, job) => encodeDetail(await pgHandlers.detail(ctx, { ...job, kind: 'detail' })),
   messageView: async (ctx, job) => {
     const email = await pgHandlers.detail(ctx, { ...job, kind: 'detail' });
     if (email === null) return null;
-    // Sized as detail is: the pool reruns the job on the query lane (engine/pool/large-detail.ts).
+    // Sized as detail is: the pool reruns the job on the query lane (engine/rules/large-detail.ts).
     if (isMovedToQueryLane(email)) return email as never;
     return messageView(email, await cidParts(ctx, email.id), job);
   },

@@ -14,7 +14,7 @@
 // watermark (the highest "Id" looked at) that have no row yet; a search first compares
 // max("Id") with the watermark (one index probe each) and catches up when behind. Deleted
 // messages never show: searches join ArchivedEmails.
-import { hasFileAttachments, NOT_A_FILE } from '../attachments/counts.js';
+import { hasFileAttachments, NOT_A_FILE } from '../rules/attachment-counts.js';
 import { prepareBody, STORED_BODY_LIMIT } from '../rules/body.js';
 import type { NewEmail } from '../rules/new-email.js';
 import type { Node } from '../../shared/query-language.js';

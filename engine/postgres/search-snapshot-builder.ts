@@ -18,7 +18,7 @@
 // file instead of from nothing: the same refresh that follows Mail Archiver's writes reads every
 // message's attributes again and adds only the side-index documents the file does not hold, so
 // what changed while the service was stopped is caught up exactly as a change while it runs.
-import { lowerThreadPriority } from '../pool/thread-priority.js';
+import { lowerThreadPriority } from '../threads/priority.js';
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import { once, readyLine, SavedIndex, type BuilderLog } from '../search/bitsets/saved-index.js';
 import { postSnapshot, type SnapshotMessage, type SnapshotOrigin } from '../search/bitsets/share.js';

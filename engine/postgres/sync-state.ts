@@ -20,8 +20,8 @@ import {
   type AccountStatus,
   type ImapPublicSettings,
   type NewImapAccount,
-} from '../sync/account-settings.js';
-import type { FolderState, ImapSecurity, SyncAccount, SyncOutcome, SyncState } from '../sync/types.js';
+} from '../rules/account-settings.js';
+import type { FolderState, ImapSecurity, SyncAccount, SyncOutcome, SyncState } from '../rules/sync-state.js';
 import { T, utcTimestamp } from './columns.js';
 import { ACCOUNT_COLUMNS, toAccountDto } from './handlers.js';
 import { sql, type Sql } from './sql.js';

@@ -19,7 +19,7 @@
 //   the same Message-ID and different content is counted (sameIdDifferentContent) by key, as
 //   SQLite counts it from its message_id index.
 import { createHash } from 'node:crypto';
-import { hasFileAttachments } from '../attachments/counts.js';
+import { hasFileAttachments } from '../rules/attachment-counts.js';
 import { prepareBody, STORED_BODY_LIMIT, type PreparedBody } from '../rules/body.js';
 import { toSecond } from '../search/fts-key.js';
 import { messageIdOnlyKey, normalizeFolder, type NewEmail } from '../rules/new-email.js';

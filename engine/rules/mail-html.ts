@@ -29,7 +29,7 @@ import type { SafeMailHtml } from '../../shared/jobs.js';
 /**
  * sanitize-html is CommonJS and require()s htmlparser2, which is an ES module only (since its
  * version 10; sanitize-html's fixes for htmlparser2 11+ behaviour are why we keep both current).
- * Our worker threads turn require(esm) off (engine/pool/worker-argv.ts), so that require() would
+ * Our worker threads turn require(esm) off (engine/threads/worker-argv.ts), so that require() would
  * throw there. htmlparser2 is imported here instead and put in the CommonJS cache under the path
  * sanitize-html resolves it to, so its require() finds it loaded.
  */

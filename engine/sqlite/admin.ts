@@ -8,7 +8,7 @@ import { listAccessLog, verifyAccessLog } from './access-log.js';
 import { addAccount, listAllAccounts, requireAccount, touchLastSync } from './accounts.js';
 import { addImapAccount, listAccountStatus, rotateSecret, setAccount, SqliteSyncState } from './sync-state.js';
 import { loadSecretKey, SecretBox } from '../rules/secrets.js';
-import type { SyncState } from '../sync/types.js';
+import type { SyncState } from '../rules/sync-state.js';
 import { createKey, findKey, listKeys, revokeKey } from './keys.js';
 import {
   addUser,

@@ -1,9 +1,13 @@
 // Attachment text on a SQLite archive (migration 5): what reindex and the importer need
 // (contents not yet read, their bytes, saving what was found) and the attachmentText job.
 import type { AttachmentTextPage, Viewer } from '../../shared/jobs.js';
-import type { ExtractResult } from '../attachments/extract.js';
-import type { AttachmentTextRow, AttachmentTextStore, PendingContent } from '../attachments/index-texts.js';
-import { pageOfText } from '../attachments/index-texts.js';
+import type {
+  AttachmentTextRow,
+  AttachmentTextStore,
+  ExtractResult,
+  PendingContent,
+} from '../rules/attachment-text.js';
+import { pageOfText } from '../rules/attachment-text.js';
 import { ATTACHMENT_SCAN_CHARS, ATTACHMENT_SCAN_FILES, type AttachmentText } from '../search/snippet.js';
 import type { Db } from './open.js';
 import { prepared } from './statements.js';

@@ -19,7 +19,7 @@ import { searchEmails } from './search.js';
 import { allSnippetTermsOf, lacksMarks, withAttachmentSnippets, withSnippets } from '../search/snippet.js';
 import { attachmentTextsOf } from './attachment-text.js';
 import { threadIdsOf } from './threads.js';
-import { ATTACHMENT_ENTRY_BYTES } from '../pool/large-detail.js';
+import { ATTACHMENT_ENTRY_BYTES } from '../rules/large-detail.js';
 import { canSeeAccount, visibleAccountsClause } from './accounts.js';
 import { buildFolderTree } from '../rules/folders.js';
 import { toDetail, type RawDetail } from '../rules/summary.js';
@@ -82,7 +82,7 @@ export function getEmailDetail(db: Db, viewer: Viewer, id: number): EmailDetailD
 }
 
 /**
- * A message's size for routing its detail (engine/pool/large-detail.ts): the bytes of its stored
+ * A message's size for routing its detail (engine/rules/large-detail.ts): the bytes of its stored
  * bodies, read from the record headers (octet_length reads no content), and its attachments
  * counted at ATTACHMENT_ENTRY_BYTES each.
  */

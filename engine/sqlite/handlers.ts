@@ -20,8 +20,8 @@ import { authenticate } from './keys.js';
 import { getThread } from './threads.js';
 import { exchangeOAuthToken, getOAuthClient, issueOAuthCode, registerOAuthClient, revokeOAuthToken } from './oauth.js';
 import { aggregateEmails } from './aggregate.js';
-import { encodeDetail } from '../pool/encoded-detail.js';
-import { isMovedToQueryLane, movedToQueryLane } from '../pool/large-detail.js';
+import { encodeDetail } from '../rules/encoded-detail.js';
+import { isMovedToQueryLane, movedToQueryLane } from '../rules/large-detail.js';
 import { messageView } from '../rules/mail-view.js';
 import { cidParts } from './mail-view.js';
 import { currentSnapshot, snapshotInfo } from './index-share.js';
@@ -49,7 +49,7 @@ export const handlers: Handlers = {
   detail: (db, job) => {
     if (job.interactiveMaxBytes !== undefined) {
       const bytes = storedBodyBytes(db, job.id);
-      // The pool takes this back and reruns the job on the query lane (engine/pool/large-detail.ts).
+      // The pool takes this back and reruns the job on the query lane (engine/rules/large-detail.ts).
       if (bytes > job.interactiveMaxBytes) return movedToQueryLane(bytes) as never;
     }
     return getEmailDetail(db, job.principal, job.id);
@@ -60,7 +60,7 @@ export const handlers: Handlers = {
     db.transaction(() => {
       const email = handlers.detail(db, { ...job, kind: 'detail' });
       if (email === null) return null;
-      // Sized as detail is: the pool reruns the job on the query lane (engine/pool/large-detail.ts).
+      // Sized as detail is: the pool reruns the job on the query lane (engine/rules/large-detail.ts).
       if (isMovedToQueryLane(email)) return email as never;
       return messageView(email, cidParts(db, email.id), job);
     })(),

@@ -9,7 +9,7 @@
 // caught up with the mail appended since (index-extend.ts); a full build, when one is due, is done by one
 // process of the host at a time (search/bitsets/saved-index.ts) and saved for the others and for the next
 // start.
-import { lowerThreadPriority } from '../pool/thread-priority.js';
+import { lowerThreadPriority } from '../threads/priority.js';
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import { openArchive } from './open.js';
 import { archiveState, buildSnapshot } from './index-build.js';

@@ -1,5 +1,5 @@
 // IMAP accounts on a SQLite archive: their settings (password encrypted, engine/rules/secrets.ts), what
-// a sync remembers per folder, the last outcome, and the lease (engine/sync/types.ts SyncState).
+// a sync remembers per folder, the last outcome, and the lease (engine/rules/sync-state.ts SyncState).
 // Tables: imap_settings, account_sync, sync_folders (engine/sqlite/migrations.ts, version 2).
 import type { Db } from './open.js';
 import { prepared } from './statements.js';
@@ -12,8 +12,8 @@ import {
   type AccountStatus,
   type ImapPublicSettings,
   type NewImapAccount,
-} from '../sync/account-settings.js';
-import type { FolderState, ImapSecurity, SyncAccount, SyncOutcome, SyncState } from '../sync/types.js';
+} from '../rules/account-settings.js';
+import type { FolderState, ImapSecurity, SyncAccount, SyncOutcome, SyncState } from '../rules/sync-state.js';
 import { addAccount, getAccount, listAllAccounts, requireAccount } from './accounts.js';
 import { EMAIL_ADDRESS } from '../rules/users.js';
 import { StoreError } from '../../shared/errors.js';

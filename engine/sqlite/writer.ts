@@ -2,7 +2,7 @@
 // corpus generator all store messages through ArchiveWriter, so the body policy, attachment
 // de-duplication and the search index are the same whoever writes.
 import type { Db } from './open.js';
-import { hasFileAttachments } from '../attachments/counts.js';
+import { hasFileAttachments } from '../rules/attachment-counts.js';
 import { prepareBody, STORED_BODY_LIMIT } from '../rules/body.js';
 import { keyBase, SLOTS, toSecond } from '../search/fts-key.js';
 import { messageTags } from '../search/tags.js';

@@ -3,7 +3,7 @@
 import { ImapFlow, type ListResponse } from 'imapflow';
 import type { RawMessage } from '../import/sources.js';
 import { UNPRINTABLE } from '../../shared/key-name.js';
-import type { ImapSettings } from './types.js';
+import type { ImapSettings } from '../rules/sync-state.js';
 
 /** Seconds to wait for a server before calling it unreachable. */
 const CONNECT_TIMEOUT_MS = 15_000;

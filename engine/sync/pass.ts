@@ -16,7 +16,7 @@ import {
   foldersToSync,
   messagesAfter,
 } from './imap.js';
-import type { SyncAccount, SyncState } from './types.js';
+import type { SyncAccount, SyncState } from '../rules/sync-state.js';
 
 /** A lease outlives a stalled runner by this much; a running pass renews it folder by folder. */
 export const LEASE_MS = 10 * 60_000;

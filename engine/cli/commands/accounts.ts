@@ -6,8 +6,8 @@ import { loadSettings, parseSecretKey } from '../../../shared/config.js';
 import { storeKind } from '../../archive.js';
 import { SecretBox, syncSecretFilePath } from '../../rules/secrets.js';
 import type { AccountChanges, AccountStatus } from '../../store-contract.js';
-import { IMAP_SECURITIES, type ImapInput } from '../../sync/account-settings.js';
-import type { ImapSecurity } from '../../sync/types.js';
+import { IMAP_SECURITIES, type ImapInput } from '../../rules/account-settings.js';
+import type { ImapSecurity } from '../../rules/sync-state.js';
 import { archivePath, parseId, printJson, printTable, readStdin, UsageError, withArchive } from '../context.js';
 
 interface ImapOptions {

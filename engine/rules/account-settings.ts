@@ -2,7 +2,7 @@
 // mistake is a StoreError of one sentence that never holds the password.
 import type { MailAccountDto } from '../../shared/dto.js';
 import { StoreError } from '../../shared/errors.js';
-import type { ImapSecurity, SyncOutcome } from './types.js';
+import type { ImapSecurity, SyncOutcome } from './sync-state.js';
 
 export const IMAP_SECURITIES: readonly ImapSecurity[] = ['tls', 'starttls', 'none'];
 

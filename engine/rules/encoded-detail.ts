@@ -3,7 +3,7 @@
 // The gateway thread serves every client, so what it does per byte of a message counts: a 35 MB
 // detail once cost it a structured-clone parse, a JSON.stringify and a SHA-256 of 35 MB for each
 // reader, and four readers pushed everyone's /accounts p99 to 54 ms (docs/security.md, item 4). Here the
-// worker does all three and hands over one buffer, which the pool moves (worker.ts) rather than
+// worker does all three and hands over one buffer, which the pool moves (engine/pool/worker.ts) rather than
 // copies; the gateway writes it as it is.
 import type { EmailDetailDto } from '../../shared/dto.js';
 import { etagOf } from '../../shared/etag.js';
