@@ -100,7 +100,7 @@ async function savedIndex(file: string): Promise<SavedIndex | undefined> {
     if ((err as { code?: string }).code !== '42501') throw err; // insufficient_privilege
     keyRefused = true;
     log(
-      `search index: not saved to ${file} nor loaded from it: this role may not read mail_archive_gateway.search_index_key, which signs it (grant SELECT on it: docs/postgres.md, "Privileges")`,
+      `search index: not saved to ${file} nor loaded from it: this role may not read mail_archive_gateway.search_index_key, which signs it (grant SELECT on it: the Privileges section of docs/postgres.md)`,
       'warn',
     );
     return undefined;
