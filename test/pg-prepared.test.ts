@@ -5,7 +5,7 @@
 // detail is one too: one prepared statement reads its size, its row and its attachments.
 import test from 'ava';
 import { PgStore } from '../engine/postgres/store.js';
-import { reused, sql } from '../engine/postgres/sql.js';
+import { planned, reused, sql } from '../engine/postgres/sql.js';
 import { hashKey } from '../engine/rules/keys.js';
 import { INTERACTIVE_DETAIL_MAX_BYTES, isMovedToQueryLane } from '../engine/rules/large-detail.js';
 import type { Principal } from '../shared/jobs.js';
@@ -106,6 +106,33 @@ test.serial("a message's detail is one prepared statement: its size, its row and
 
   t.is(await store.run({ kind: 'detail', id, principal: bob, interactiveMaxBytes: 10 }), null, 'hidden: none');
   t.is(await store.run({ kind: 'detail', id: 999_999, principal: alice, interactiveMaxBytes: 10 }), null);
+});
+
+test.serial('a statement with planner settings is one round trip, and its settings end with it', async (t) => {
+  // BEGIN, the statement and COMMIT as three messages were two more round trips on every SQL-path
+  // count (docs/performance.md, "PostgreSQL before the index is ready").
+  const store = new PgStore({ url: db.url, timeZone: 'UTC', connections: 1 });
+  try {
+    const tricky = "it's; a 'value'";
+    const { result, names } = await recording(() =>
+      store.read<{ seq: string; v: string; n: number; ids: number[] }>(
+        planned(
+          sql`SELECT current_setting('enable_seqscan') AS seq, ${tricky}::text AS v, ${-3}::int AS n,
+                     ${[1, 2]}::int[] AS ids`,
+          { enable_seqscan: 'off' },
+        ),
+      ),
+    );
+    t.is(names.length, 1, 'one message to the server');
+    t.deepEqual(result, [{ seq: 'off', v: tricky, n: -3, ids: [1, 2] }], 'the setting applied, the values as given');
+    const [after] = await store.read<{ seq: string }>(sql`SELECT current_setting('enable_seqscan') AS seq`);
+    t.is(after!.seq, 'on', 'SET LOCAL ended with its transaction');
+    // A failing statement leaves the connection usable.
+    await t.throwsAsync(store.read(planned(sql`SELECT 1 / ${0}::int`, { enable_seqscan: 'off' })));
+    t.deepEqual(await store.read(sql`SELECT ${2}::int AS n`), [{ n: 2 }]);
+  } finally {
+    await store.close();
+  }
 });
 
 // Last: it turns preparing off for the rest of this file's thread.

@@ -13,6 +13,7 @@ import { checkShape, type SchemaShape, type SourcesShape } from './shape.js';
 import type { Sql } from './sql.js';
 import { missingPrepared, preparedName, preparing, stopPreparing } from './prepared.js';
 import { snapshotSession } from './snapshot-session.js';
+import { inline } from './sql-inline.js';
 import type { PgContext, Query, Row, SnapshotSend } from './context.js';
 import { SnapshotFollower } from '../search/bitsets/share.js';
 import type { Snapshot } from '../search/bitsets/snapshot.js';
@@ -63,7 +64,10 @@ const lsnBytes = (lsn: string): number => {
 /**
  * One statement on a pool. With planner settings (sql.ts planned()), it runs in a read-only
  * transaction of its own, with SET LOCAL, so the settings never leak to the connection's
- * next user: three round trips instead of one, only for the statements that need them.
+ * next user. The transaction is one message of the simple query protocol, the statement's values
+ * written as literals (sql-inline.ts): sent as three, BEGIN and COMMIT were two more round trips
+ * on a search's count, a third of a rare word's time on a busy machine (docs/performance.md,
+ * "PostgreSQL before the index is ready").
  */
 async function execute(pool: pg.Pool, q: Sql): Promise<unknown[]> {
   if (!q.settings) {
@@ -83,10 +87,10 @@ async function execute(pool: pg.Pool, q: Sql): Promise<unknown[]> {
     const set = Object.entries(q.settings).map(
       ([name, value]) => `SET LOCAL ${name} = '${value.replaceAll("'", "''")}'`,
     );
-    await client.query(`BEGIN READ ONLY; ${set.join('; ')}`);
-    const { rows } = await client.query(q.toQuery());
-    await client.query('COMMIT');
-    return rows;
+    const results = (await client.query(
+      `BEGIN READ ONLY; ${set.join('; ')}; ${inline(q)}; COMMIT`,
+    )) as unknown as pg.QueryResult[];
+    return results[results.length - 2]!.rows;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => (broken = true));
     if (isUnavailable(err)) broken = true;
