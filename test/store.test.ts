@@ -8,6 +8,7 @@ import { createFixture, email, tempDir } from './helpers/fixture.js';
 import { ArchiveWriter } from '../engine/sqlite/writer.js';
 import { addAccount } from '../engine/sqlite/accounts.js';
 import { join } from 'node:path';
+import { QuerySyntaxError } from '../shared/errors.js';
 
 test('migrations apply on an empty file and are a no-op on an existing one', (t) => {
   const { dir, cleanup } = tempDir();
@@ -82,18 +83,13 @@ test('search hides accounts the viewer may not see and quotes every operator', (
   t.is(q({ isAdmin: true, userId: f.users.admin }, 'budget').totalItems, 3);
   t.is(q({ isAdmin: false, userId: f.users.bob }, 'budget').totalItems, 1);
   t.is(q({ isAdmin: false, userId: f.users.carol }).totalItems, 0);
-  for (const nasty of [
-    '"unbalanced',
-    'AND OR NOT',
-    'subject:',
-    '(((',
-    'body:x*',
-    '^NEAR(a b)',
-    "it's",
-    '{subject}:x',
-  ]) {
+  for (const nasty of ['AND OR NOT', 'subject:', 'body:x*', '^NEAR(a b)', "it's", '{subject}:x']) {
     t.notThrows(() => q({ isAdmin: true, userId: f.users.admin }, nasty), nasty);
   }
+  // A quote or parenthesis left open has no reading: the query language says what to fix
+  // (a 400 at the front ends), never FTS5's own syntax error.
+  for (const open of ['"unbalanced', '((('])
+    t.throws(() => q({ isAdmin: true, userId: f.users.admin }, open), { instanceOf: QuerySyntaxError }, open);
   t.is(q({ isAdmin: true, userId: f.users.admin }, 'subject:invoice').totalItems, 1);
   t.is(q({ isAdmin: true, userId: f.users.admin }, 'munchen').totalItems, 1, 'diacritic-insensitive');
 });
