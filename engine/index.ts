@@ -12,7 +12,9 @@ export {
   EngineOverloaded,
   EngineTimedOut,
   isArchiveUnavailable,
+  isSearchIndexBuilding,
   JobAbandoned,
+  SEARCH_INDEX_RETRY_SECONDS,
 } from '../shared/errors.js';
 export { prepareArchive, sharedSessionSecret } from './archive.js';
 export { readOrCreateSecretFile } from './rules/secret-file.js';

@@ -1,7 +1,14 @@
 // RFC 9457 problem details: the one error shape of every HTTP answer this service gives.
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { EngineOverloaded, EngineTimedOut, isArchiveUnavailable, JobAbandoned } from '../engine/index.js';
+import {
+  EngineOverloaded,
+  EngineTimedOut,
+  isArchiveUnavailable,
+  isSearchIndexBuilding,
+  JobAbandoned,
+  SEARCH_INDEX_RETRY_SECONDS,
+} from '../engine/index.js';
 import { isInvalidInput } from '../shared/search-input.js';
 
 // Title and the `type` URI for each status: the RFC section that defines it, as ASP.NET does.
@@ -93,6 +100,11 @@ export function problems(logger: Logger): Middleware {
         // The database is restarting or out of reach: temporary, and answered at once.
         logger.warn({ method: ctx.method, path: ctx.path }, 'archive database unavailable');
         sendProblem(ctx, 503, UNAVAILABLE_DETAIL, { 'Retry-After': String(UNAVAILABLE_RETRY_SECONDS) });
+        return;
+      }
+      if (isSearchIndexBuilding(err)) {
+        // A first start on a large PostgreSQL archive: temporary, and said at once with how far.
+        sendProblem(ctx, 503, (err as Error).message, { 'Retry-After': String(SEARCH_INDEX_RETRY_SECONDS) });
         return;
       }
       if (isInvalidInput(err)) {

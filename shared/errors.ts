@@ -76,6 +76,32 @@ export function isArchiveUnavailable(err: unknown): boolean {
   return (err as { code?: unknown } | null)?.code === ARCHIVE_UNAVAILABLE;
 }
 
+// The PostgreSQL side index is far behind the archive (a first start on a Mail Archiver database,
+// mail written while the service was away): a search would first index the rest, minutes at a
+// million messages, and run into its time budget while the index builder thread does the same
+// work. So it is answered at once: 503 with Retry-After and how far the build is. Crosses the
+// worker-thread boundary by its code, like ArchiveUnavailable.
+
+export const SEARCH_INDEX_BUILDING = 'SEARCH_INDEX_BUILDING';
+/** Retry-After for SearchIndexBuilding: a build of a million messages takes minutes. */
+export const SEARCH_INDEX_RETRY_SECONDS = 30;
+
+export class SearchIndexBuilding extends Error {
+  override name = 'SearchIndexBuilding';
+  readonly code = SEARCH_INDEX_BUILDING;
+  constructor(indexedThrough: number, highestId: number) {
+    const share = highestId > 0 ? Math.floor((100 * indexedThrough) / highestId) : 0;
+    super(
+      `The search index of this archive is being built (${share} % of its messages so far); searches are ` +
+        'answered once it is done, and messages, folders, statistics and attachments can be read meanwhile.',
+    );
+  }
+}
+
+export function isSearchIndexBuilding(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === SEARCH_INDEX_BUILDING;
+}
+
 // --- The engine's jobs (engine/pool/) ---
 
 // The engine's "not now": a job refused because its lane already has as much waiting work as it

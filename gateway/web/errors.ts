@@ -2,7 +2,13 @@
 // a page that says what happened and where to go next.
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { EngineOverloaded, EngineTimedOut, isArchiveUnavailable } from '../../engine/index.js';
+import {
+  EngineOverloaded,
+  EngineTimedOut,
+  isArchiveUnavailable,
+  isSearchIndexBuilding,
+  SEARCH_INDEX_RETRY_SECONDS,
+} from '../../engine/index.js';
 import { AuthorizePageError } from '../oauth/authorize.js';
 import { isInvalidInput } from '../../shared/search-input.js';
 import { Problem } from '../problem.js';
@@ -48,6 +54,10 @@ function describe(ctx: Context, err: unknown): Described | null {
       title: 'Server busy',
       message: 'This took longer than the server allows and was stopped. Reload the page to see whether it was done.',
     };
+  }
+  if (isSearchIndexBuilding(err)) {
+    ctx.set('Retry-After', String(SEARCH_INDEX_RETRY_SECONDS));
+    return { status: 503, title: 'Search index being built', message: (err as Error).message };
   }
   if (isArchiveUnavailable(err)) {
     ctx.set('Retry-After', '5');

@@ -6,7 +6,13 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { JobKind } from '../../../shared/jobs.js';
 import { isInvalidInput } from '../../../shared/search-input.js';
-import { EngineOverloaded, EngineTimedOut, isArchiveUnavailable } from '../../../engine/index.js';
+import {
+  EngineOverloaded,
+  EngineTimedOut,
+  isArchiveUnavailable,
+  isSearchIndexBuilding,
+  SEARCH_INDEX_RETRY_SECONDS,
+} from '../../../engine/index.js';
 import type { ArchiveService, Caller } from '../../archive-service.js';
 import { withCachedJsonSchema } from '../params.js';
 import { toolError } from '../results.js';
@@ -83,6 +89,11 @@ async function guarded(tool: string, logger: Logger, run: () => Promise<CallTool
       logger.warn({ tool, budgetMs: err.budgetMs }, 'engine job ran out of time');
       return toolError(
         `${tool} took longer than the server allows (Engine:JobTimeoutSeconds) and was stopped; narrow the request (fewer or shorter search terms, a date range) or call it again in ${err.retryAfterSeconds} seconds.`,
+      );
+    }
+    if (isSearchIndexBuilding(err)) {
+      return toolError(
+        `${tool}: ${(err as Error).message} Call it again in ${SEARCH_INDEX_RETRY_SECONDS} seconds, or read messages by id meanwhile.`,
       );
     }
     if (isArchiveUnavailable(err)) {
