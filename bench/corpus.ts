@@ -10,7 +10,8 @@
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openArchive, type Db } from '../engine/sqlite/open.js';
+import { migrate, openArchive, type Db } from '../engine/sqlite/open.js';
+import Database from '../engine/sqlite/driver.js';
 import { Random } from '../engine/demo/random.js';
 import { addAccount } from '../engine/sqlite/accounts.js';
 import { addUser, assignAccount } from '../engine/sqlite/users.js';
@@ -330,7 +331,17 @@ export function ensureCorpus(options: CorpusOptions = {}): string {
   const seed = options.seed ?? 42;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const path = corpusPath(messages, seed);
-  if (existsSync(path)) return path;
+  if (existsSync(path)) {
+    // A corpus cached by an earlier release is brought to the current schema, as the service
+    // brings an archive at start (a new migration changes no message: no rebuild for it).
+    const cached = new Database(path);
+    try {
+      migrate(cached);
+    } finally {
+      cached.close();
+    }
+    return path;
+  }
   mkdirSync(CACHE_DIR, { recursive: true });
   const building = `${path}.building`;
   for (const suffix of ['', '-wal', '-shm']) rmSync(building + suffix, { force: true });
