@@ -14,17 +14,10 @@ import {
   registerClient,
   startOAuthGateway,
   tokenRequest,
+  codeRequest,
 } from './helpers/oauth.js';
+import { waitFor } from './helpers/redis.js';
 import { changeArchive, queryArchive } from './helpers/store.js';
-
-/** Until `check` holds (a condition, never a fixed sleep); fails after 20 s. */
-async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** A server of client metadata documents on loopback that counts the GETs it receives. */
 async function documentServer(
@@ -52,22 +45,13 @@ async function documentServer(
   };
 }
 
-const ask = (clientId: string) =>
-  authorizeUrl({
-    client_id: clientId,
-    redirect_uri: CALLBACK,
-    response_type: 'code',
-    code_challenge: pkce().challenge,
-    code_challenge_method: 'S256',
-  });
-
 test('an anonymous visitor to the authorization endpoint is sent to sign in and nothing is fetched', async (t) => {
   const docs = await documentServer();
   t.teardown(docs.close);
   const h = await startOAuthGateway({ ClientMetadataAllowedOrigins: [docs.origin] });
   t.teardown(() => h.close());
   for (let i = 0; i < 20; i++) {
-    const res = await request(h.base).get(ask(`${docs.origin}/client-${i}.json`));
+    const res = await request(h.base).get(codeRequest(`${docs.origin}/client-${i}.json`));
     t.is(res.status, 302);
     t.regex(res.headers.location!, /^\/login\?next=%2Foauth%2Fauthorize%3F/);
   }
@@ -83,11 +67,11 @@ test('a metadata document is fetched once while its max-age lasts; fetches per a
   });
   t.teardown(() => h.close());
   const agent = await person(h.base);
-  for (let i = 0; i < 5; i++) t.is((await agent.get(ask(`${docs.origin}/cached.json`))).status, 200);
+  for (let i = 0; i < 5; i++) t.is((await agent.get(codeRequest(`${docs.origin}/cached.json`))).status, 200);
   t.deepEqual(docs.hits, ['/cached.json'], 'kept as Cache-Control: max-age allows');
   // no-store is fetched each time, and the address's budget (4, one spent above) runs out.
-  for (let i = 0; i < 3; i++) t.is((await agent.get(ask(`${docs.origin}/fresh.json`))).status, 200);
-  const refused = await agent.get(ask(`${docs.origin}/fresh.json`));
+  for (let i = 0; i < 3; i++) t.is((await agent.get(codeRequest(`${docs.origin}/fresh.json`))).status, 200);
+  const refused = await agent.get(codeRequest(`${docs.origin}/fresh.json`));
   t.is(refused.status, 429);
   t.regex(refused.text, /Rate limit of 4 requests per minute exceeded/);
   t.is(docs.hits.length, 4);
@@ -108,10 +92,10 @@ test('fetches in flight: one per URL however many ask, and at most ClientMetadat
   });
   t.teardown(() => h.close());
   const agent = await person(h.base);
-  const same = Array.from({ length: 10 }, () => agent.get(ask(`${docs.origin}/slow-a.json`)).then((r) => r));
-  const other = agent.get(ask(`${docs.origin}/slow-b.json`)).then((r) => r);
-  await until('two fetches held', () => held.length === 2);
-  const third = await agent.get(ask(`${docs.origin}/slow-c.json`));
+  const same = Array.from({ length: 10 }, () => agent.get(codeRequest(`${docs.origin}/slow-a.json`)).then((r) => r));
+  const other = agent.get(codeRequest(`${docs.origin}/slow-b.json`)).then((r) => r);
+  await waitFor('two fetches held', () => held.length === 2, 20_000, 20);
+  const third = await agent.get(codeRequest(`${docs.origin}/slow-c.json`));
   t.is(third.status, 503);
   t.truthy(third.headers['retry-after']);
   t.deepEqual(docs.hits.sort(), ['/slow-a.json', '/slow-b.json'], 'ten requests for one URL are one fetch');
@@ -143,7 +127,7 @@ test('the metadata fetch refuses every form of IPv4 inside IPv6 and other non-pu
   t.teardown(() => h.close());
   const agent = await person(h.base);
   for (const host of ['[::127.0.0.1]', '[2002:7f00:1::1]', '[2001:0:4136:e378:8000:63bf:80ff:fffe]', '[::a9fe:a9fe]']) {
-    const res = await agent.get(ask(`https://${host}:1/client.json`));
+    const res = await agent.get(codeRequest(`https://${host}:1/client.json`));
     t.is(res.status, 400, host);
     t.regex(res.text, /private or reserved network address/, host);
   }

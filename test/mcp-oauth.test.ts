@@ -34,6 +34,7 @@ import {
   registerClient,
   startOAuthGateway,
   tokenRequest,
+  codeRequest,
 } from './helpers/oauth.js';
 import { changeArchive, queryArchive, readAccessLog } from './helpers/store.js';
 import { csrfOf } from './helpers/web.js';
@@ -374,16 +375,6 @@ test('the authorization endpoint: PKCE S256 required, exact redirect URIs, no op
     t.is(r.body.error, 'invalid_redirect_uri');
   }
 });
-
-/** The path of a valid authorization request of a registered client (redirect URI CALLBACK). */
-const codeRequest = (clientId: string) =>
-  authorizeUrl({
-    client_id: clientId,
-    redirect_uri: CALLBACK,
-    response_type: 'code',
-    code_challenge: pkce().challenge,
-    code_challenge_method: 'S256',
-  });
 
 test('CSRF: the consent form needs the session token, so another site cannot approve for the person', async (t) => {
   const h = await startOAuthGateway();

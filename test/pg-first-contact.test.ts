@@ -6,6 +6,7 @@ import test from 'ava';
 import pg from 'pg';
 import { INDEX_LOCK, INLINE_CATCH_UP_MAX } from '../engine/postgres/search-index.js';
 import { bearer, startApi } from './helpers/api.js';
+import { waitFor } from './helpers/redis.js';
 
 const WRITTEN = INLINE_CATCH_UP_MAX + 2_000;
 
@@ -51,10 +52,15 @@ test('a search while the side index is far behind is a 503 saying how far the bu
   await holder.query('COMMIT');
   // The builder thread catches up by itself; the search answers once it has.
   let found: { status: number; body: { totalItems?: number } } = refused;
-  for (let i = 0; i < 600 && found.status !== 200; i++) {
-    found = await h.request.get('/api/v1/emails').query({ q: 'zeitgeist' }).set(admin);
-    if (found.status !== 200) await new Promise((r) => setTimeout(r, 200));
-  }
+  await waitFor(
+    'the search to answer',
+    async () => {
+      found = await h.request.get('/api/v1/emails').query({ q: 'zeitgeist' }).set(admin);
+      return found.status === 200;
+    },
+    120_000,
+    200,
+  );
   t.is(found.status, 200);
   t.is(found.body.totalItems, WRITTEN);
 });

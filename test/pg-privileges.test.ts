@@ -4,7 +4,7 @@
 // tables, INSERT on AccessLogs (and its sequence), UPDATE ("LastUsedAt") on ApiKeys, and read and
 // write on its own schema's tables. A role that may not read the key that signs the saved search
 // index (ADR 31) still searches from the index in memory.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -31,11 +31,15 @@ const READ_GRANTS = (role: string) => `
 
 const sql = runSql;
 
-test('the gateway starts and serves reads as a role without CREATE, with the documented grants only', async (t) => {
+/**
+ * The standard fixture in PostgreSQL and a new login role holding READ_GRANTS (then `more`):
+ * the role's connection URL; the role and the database are dropped after the test.
+ */
+async function servedAsRole(t: ExecutionContext, prefix: string, more = '') {
   const fixture = createFixture();
   t.teardown(() => fixture.cleanup());
   const served = await serveArchive(fixture.dbPath, 'postgres');
-  const role = `mag_reader_${randomBytes(4).toString('hex')}`;
+  const role = `${prefix}_${randomBytes(4).toString('hex')}`;
   t.teardown(async () => {
     await sql(served.path, `DROP OWNED BY ${role}`).catch(() => {});
     await served.drop();
@@ -43,9 +47,14 @@ test('the gateway starts and serves reads as a role without CREATE, with the doc
     admin.pathname = '/postgres';
     await sql(admin.toString(), `DROP ROLE IF EXISTS ${role}`);
   });
-  await sql(served.path, `CREATE ROLE ${role} LOGIN; ${READ_GRANTS(role)}`);
+  await sql(served.path, `CREATE ROLE ${role} LOGIN; ${READ_GRANTS(role)} ${more.replaceAll('$ROLE', role)}`);
   const url = new URL(served.path);
   url.username = role;
+  return { fixture, served, url };
+}
+
+test('the gateway starts and serves reads as a role without CREATE, with the documented grants only', async (t) => {
+  const { fixture, served, url } = await servedAsRole(t, 'mag_reader');
   // It may not create anything: the database refuses it CREATE.
   await t.throwsAsync(() => sql(url.toString(), 'CREATE SCHEMA anything_at_all'), { message: /permission denied/ });
 
@@ -72,24 +81,12 @@ test('the gateway starts and serves reads as a role without CREATE, with the doc
 });
 
 test('a role that may not read the key that signs the saved index searches from memory and saves no file, with one warning', async (t) => {
-  const fixture = createFixture();
-  t.teardown(() => fixture.cleanup());
-  const served = await serveArchive(fixture.dbPath, 'postgres');
-  const role = `mag_nokey_${randomBytes(4).toString('hex')}`;
-  t.teardown(async () => {
-    await sql(served.path, `DROP OWNED BY ${role}`).catch(() => {});
-    await served.drop();
-    const admin = new URL(served.path);
-    admin.pathname = '/postgres';
-    await sql(admin.toString(), `DROP ROLE IF EXISTS ${role}`);
-  });
   // Granted before an upgrade made the table: every other table of the schema, not this one.
-  await sql(
-    served.path,
-    `CREATE ROLE ${role} LOGIN; ${READ_GRANTS(role)} REVOKE SELECT ON mail_archive_gateway.search_index_key FROM ${role};`,
+  const { fixture, url } = await servedAsRole(
+    t,
+    'mag_nokey',
+    'REVOKE SELECT ON mail_archive_gateway.search_index_key FROM $ROLE;',
   );
-  const url = new URL(served.path);
-  url.username = role;
   const file = join(fixture.dir, 'search.index');
   const { logger, lines } = capturingLogger();
   const gateway = createGateway(apiSettings(url.toString(), { Engine: { SearchIndexFile: file } }), { logger });

@@ -10,6 +10,7 @@ import { ANGLE_ADDRESS, BARE_ADDRESS, isDateGrouping, UPPER_ASCII } from '../rul
 import { T } from './columns.js';
 import { filterConditions } from './search.js';
 import { compileMatch, DOCS, ensureSearchIndex } from './search-index.js';
+import { parseQuery } from '../../shared/query-language.js';
 import { join, raw, sql, type Sql } from './sql.js';
 import type { PgContext } from './context.js';
 import { ensureThreads, threadCondition } from './threads.js';
@@ -53,7 +54,7 @@ export async function aggregateEmails(
   const conditions = filterConditions(ctx, viewer, query);
   let source = sql`FROM ${T.emails} e`;
   if (query.q !== undefined && query.q.trim() !== '') {
-    if (compileMatch(query.q, threadCondition) === null) return empty;
+    if (parseQuery(query.q) === null) return empty; // nothing searchable: nothing matches
     const { pairs } = await ensureSearchIndex(ctx);
     const match = compileMatch(query.q, threadCondition, pairs)!;
     if (match.hasThread) await ensureThreads(ctx);

@@ -62,7 +62,7 @@ export async function searchEmails(
 
   // is:read / is:unread need Mail Archiver's IsRead column (open upstream PR 501).
   if (!ctx.isRead && hasReadTerm(parseQuery(query.q))) throw readTermsUnsupported();
-  if (compileMatch(query.q, threadCondition) === null) return page([], 0);
+  if (parseQuery(query.q) === null) return page([], 0); // nothing searchable: nothing matches
   // The in-memory index, when it has a snapshot to answer from (search-snapshot.ts, ADR 22).
   const indexed = await indexedSearch(ctx, viewer, query);
   if (indexed) return indexed;

@@ -63,6 +63,16 @@ export interface AuthorizeParams {
 export const authorizeUrl = (params: AuthorizeParams): string =>
   `/oauth/authorize?${new URLSearchParams(params as unknown as Record<string, string>).toString()}`;
 
+/** The path of a valid authorization request of a registered client (redirect URI CALLBACK). */
+export const codeRequest = (clientId: string): string =>
+  authorizeUrl({
+    client_id: clientId,
+    redirect_uri: CALLBACK,
+    response_type: 'code',
+    code_challenge: pkce().challenge,
+    code_challenge_method: 'S256',
+  });
+
 /** A signed-in person (alice unless said otherwise). */
 export async function person(base: string, username: keyof typeof PASSWORDS = 'alice'): Promise<Agent> {
   const { agent, res } = await signIn(base, username, PASSWORDS[username]);
