@@ -552,7 +552,7 @@ export interface AuthedJob<K extends OwnedKind = OwnedKind> {
  * The principal a signed-in web user's jobs run as: no key (keyId 0, no prefix), the user's own
  * scope, re-read on every request (gateway/web/session.ts).
  */
-export function sessionPrincipal(user: WebUser): Principal {
+export function sessionPrincipal(user: Pick<WebUser, 'id' | 'username' | 'isAdmin'>): Principal {
   return { userId: user.id, username: user.username, isAdmin: user.isAdmin, keyId: 0, keyPrefix: '' };
 }
 

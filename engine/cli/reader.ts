@@ -5,8 +5,8 @@
 import type { Command } from 'commander';
 import { hostname, userInfo } from 'node:os';
 import { loadSettings } from '../../shared/config.js';
-import { InvalidInput, isInvalidInput } from '../../shared/errors.js';
-import type { AccessLogEntry, JobMap, Principal } from '../../shared/jobs.js';
+import { isInvalidInput } from '../../shared/errors.js';
+import { sessionPrincipal, type AccessLogEntry, type JobMap, type Principal } from '../../shared/jobs.js';
 import { openStore, storeKind } from '../archive.js';
 import type { ArchiveStore } from '../store-contract.js';
 import { archivePath, UsageError, withArchive } from './context.js';
@@ -53,8 +53,8 @@ export async function withReader<T>(
     if (username === undefined) return OPERATOR;
     const user = await archive.requireUser(username);
     if (!user.isActive) throw new UsageError(`${user.username} is inactive: an inactive user reads nothing.`);
-    // As the web pages read for a signed-in user: no key (shared/jobs.ts sessionPrincipal).
-    return { userId: user.id, username: user.username, isAdmin: user.isAdmin, keyId: 0, keyPrefix: '' };
+    // As the web pages read for a signed-in user: no key.
+    return sessionPrincipal(user);
   });
   const path = archivePath(cmd);
   const store: ArchiveStore = await openStore({
@@ -70,7 +70,7 @@ export async function withReader<T>(
           return await store.run({ ...job, principal } as never);
         } catch (err) {
           // A job refuses what the archive cannot answer (is:read without the read flag) as REST's 400.
-          if (err instanceof InvalidInput || isInvalidInput(err)) throw new UsageError((err as Error).message);
+          if (isInvalidInput(err)) throw new UsageError((err as Error).message);
           throw err;
         }
       },
