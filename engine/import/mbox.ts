@@ -45,30 +45,39 @@ const FROM_LINE = /^From \S+\s.*\b\d{1,2}:\d{2}\b/;
 const HEADER_LINE = /^[!-9;-~]+[ \t]*:/;
 const CONTENT_LENGTH = /^content-length[ \t]*:[ \t]*(\d{1,15})[ \t]*\r?$/im;
 
-/** A byte buffer that grows by doubling, so a large entry read in many chunks is copied O(n) times. */
+/**
+ * A byte buffer that grows by doubling, so a large entry read in many chunks is copied O(n) times.
+ * Taking bytes off the front moves a start mark, not the bytes behind it: moving them for every
+ * entry copied the rest of a 1 MB read once per message, hundreds of times per chunk of small mail.
+ */
 class Bytes {
   data = Buffer.alloc(1 << 16);
+  start = 0;
   length = 0;
 
   append(chunk: Buffer): void {
-    if (this.length + chunk.length > this.data.length) {
-      const grown = Buffer.alloc(Math.max(this.data.length * 2, this.length + chunk.length));
-      this.data.copy(grown, 0, 0, this.length);
-      this.data = grown;
+    if (this.start + this.length + chunk.length > this.data.length) {
+      // Room at the front first (one move per read, not per entry), else a larger buffer.
+      const size = Math.max(this.data.length, this.length + chunk.length);
+      const target = size > this.data.length ? Buffer.alloc(Math.max(this.data.length * 2, size)) : this.data;
+      this.data.copy(target, 0, this.start, this.start + this.length);
+      this.data = target;
+      this.start = 0;
     }
-    chunk.copy(this.data, this.length);
+    chunk.copy(this.data, this.start + this.length);
     this.length += chunk.length;
   }
 
   view(): Buffer {
-    return this.data.subarray(0, this.length);
+    return this.data.subarray(this.start, this.start + this.length);
   }
 
   /** Removes the first n bytes, returning a copy of them. */
   take(n: number): Buffer {
-    const head = Buffer.from(this.data.subarray(0, n));
-    this.data.copy(this.data, 0, n, this.length);
+    const head = Buffer.from(this.data.subarray(this.start, this.start + n));
+    this.start += n;
     this.length -= n;
+    if (this.length === 0) this.start = 0;
     return head;
   }
 }
@@ -196,11 +205,15 @@ export class MboxSplitter {
   #contentLengthEnd(buf: Buffer, atEnd: boolean): number | null | undefined {
     const firstLf = buf.indexOf(LF);
     if (firstLf < 0) return atEnd ? null : undefined;
-    const lf = buf.indexOf('\n\n', firstLf);
-    const crlf = buf.indexOf('\r\n\r\n', firstLf);
-    const ends = [lf >= 0 ? lf + 2 : -1, crlf >= 0 ? crlf + 4 : -1].filter((i) => i >= 0);
-    if (ends.length === 0) return atEnd ? null : undefined;
-    const bodyStart = Math.min(...ends);
+    // The first blank line, "\n\n" or "\r\n\r\n", found line by line: searching the whole
+    // buffer for each kind read to its end for every entry of a file that has only the other.
+    let bodyStart = -1;
+    for (let i = buf.indexOf(LF, firstLf); i >= 0; i = buf.indexOf(LF, i + 1)) {
+      if (buf[i + 1] === LF) bodyStart = i + 2;
+      else if (i > firstLf && buf[i - 1] === CR && buf[i + 1] === CR && buf[i + 2] === LF) bodyStart = i + 3;
+      if (bodyStart >= 0) break;
+    }
+    if (bodyStart < 0) return atEnd ? null : undefined;
     const length = CONTENT_LENGTH.exec(buf.toString('latin1', firstLf + 1, bodyStart));
     return length ? bodyStart + Number(length[1]) : null;
   }
