@@ -58,7 +58,7 @@ function exportMaildir(dbPath: string, root: string): void {
   const folders = new Set<string>();
   const rows = db
     .prepare(
-      `SELECT e.id, e.folder, e.message_id, e.subject, e.from_addr, e.to_addr, e.cc_addr, e.sent_date, b.text_body
+      `SELECT e.id, e.folder, e.message_id, e.subject, e.from_addr, e.to_addr, e.cc_addr, e.sent_date, body_text(b.text_body) AS text_body
        FROM emails e JOIN email_bodies b ON b.email_id = e.id`,
     )
     .iterate() as IterableIterator<{

@@ -56,7 +56,7 @@ function setup(t: ExecutionContext): Env {
     rows: () =>
       db
         .prepare(
-          'SELECT e.folder, e.subject, b.text_body FROM emails e JOIN email_bodies b ON b.email_id = e.id ORDER BY e.folder, e.subject',
+          'SELECT e.folder, e.subject, body_text(b.text_body) AS text_body FROM emails e JOIN email_bodies b ON b.email_id = e.id ORDER BY e.folder, e.subject',
         )
         .all() as ReturnType<Env['rows']>,
   };

@@ -94,7 +94,7 @@ interface Row {
 function rows(db: Db): Row[] {
   return db
     .prepare(
-      'SELECT e.*, b.text_body, b.html_body, b.text_untruncated FROM emails e JOIN email_bodies b ON b.email_id = e.id ORDER BY e.id',
+      'SELECT e.*, body_text(b.text_body) AS text_body, body_text(b.html_body) AS html_body, b.text_untruncated FROM emails e JOIN email_bodies b ON b.email_id = e.id ORDER BY e.id',
     )
     .all() as Row[];
 }

@@ -439,7 +439,7 @@ test('sqlite: mail stored before migration 10 has no Content-IDs, finds Outlook 
   const old = new Database(path);
   t.deepEqual(columns(old), columns(v9));
   v9.close();
-  t.deepEqual(migrate(old), [10, 11]);
+  t.deepEqual(migrate(old), [10, 11, 12]);
   t.is(schemaVersion(old), LATEST_VERSION);
   old.close();
 

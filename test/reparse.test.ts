@@ -113,7 +113,9 @@ function olderParser(a: Archive) {
   // A subject cut at its last word (and the conversation subject derived from it).
   db.prepare("UPDATE emails SET subject = 'About mbox', thread_subject = 'about mbox' WHERE id = ?").run(ids.subject);
   // A text body cut short, and the CSV attachment never stored at all (its content with it).
-  db.prepare('UPDATE email_bodies SET text_body = substr(text_body, 1, 10) WHERE email_id = ?').run(ids.plan);
+  db.prepare('UPDATE email_bodies SET text_body = substr(body_text(text_body), 1, 10) WHERE email_id = ?').run(
+    ids.plan,
+  );
   const csv = db
     .prepare("SELECT id, content_id AS contentId FROM attachments WHERE email_id = ? AND file_name = 'figures.csv'")
     .get(ids.plan) as { id: number; contentId: number };

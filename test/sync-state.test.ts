@@ -106,7 +106,7 @@ test('migration 2 keeps the accounts of a version 1 archive as they were', (t) =
   const db = openArchive(path);
   t.teardown(() => db.close());
   t.is(schemaVersion(db), LATEST_VERSION);
-  t.is(LATEST_VERSION, 11);
+  t.is(LATEST_VERSION, 12);
   t.deepEqual(getAccount(db, 1), {
     id: 1,
     name: 'W',

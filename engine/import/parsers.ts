@@ -77,6 +77,11 @@ function revive(email: ParsedMessage): ParsedMessage {
   for (const a of email.attachments) a.content = asBuffer(a.content);
   if (email.packedOriginal) email.packedOriginal.data = asBuffer(email.packedOriginal.data);
   if (email.searchDocument) email.searchDocument = asBuffer(email.searchDocument);
+  const bodies = email.packedBodies;
+  if (bodies) {
+    if (bodies.text !== null && typeof bodies.text !== 'string') bodies.text = asBuffer(bodies.text);
+    if (bodies.html !== null && typeof bodies.html !== 'string') bodies.html = asBuffer(bodies.html);
+  }
   return email;
 }
 

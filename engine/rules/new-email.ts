@@ -57,6 +57,16 @@ export interface NewEmail {
    * index's tsvector in binary form). The writer builds it itself when absent.
    */
   searchDocument?: Buffer;
+  /** The bodies as the SQLite writer stores them, packed where the message was parsed (engine/sqlite/prepare.ts). */
+  packedBodies?: PackedBodies;
+}
+
+/** A text and an HTML body as stored by a store that packs them: the text, or its packed bytes. */
+export interface PackedBodies {
+  /** The stored-body limit they were cut at: a writer with another limit packs them itself. */
+  limit: number;
+  text: string | Buffer | null;
+  html: string | Buffer | null;
 }
 
 /**

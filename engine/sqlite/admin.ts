@@ -24,6 +24,9 @@ import { ArchiveWriter } from './writer.js';
 import { SqliteAttachmentTexts } from './attachment-text.js';
 import { SqliteReparse } from './reparse.js';
 
+/** The writer's per-message work on the importer's parse threads (MailWriter.prepare): packing the bodies. */
+const PREPARE = new URL('./prepare.js', import.meta.url).href;
+
 export function archiveContents(db: Db): ArchiveContents {
   return db
     .prepare(
@@ -89,6 +92,7 @@ export class SqliteAdmin implements ArchiveAdmin {
       // Synchronous inside: one better-sqlite3 transaction per batch, exactly as before.
       writeBatch: async (emails) => writer.batch(() => emails.map((e) => writer.add(e))),
       settle: async () => {}, // the full-text index is kept in the batch's own transaction
+      prepare: PREPARE,
       get sameIdDifferentContent() {
         return writer.sameIdDifferentContent;
       },

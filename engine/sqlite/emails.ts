@@ -44,7 +44,7 @@ export function searchPage(db: Db, viewer: Viewer, query: SearchQuery): PagedRes
   if (terms?.body) {
     const rows = prepared(
       db,
-      'SELECT email_id, text_body FROM email_bodies WHERE email_id IN (SELECT value FROM json_each(?))',
+      'SELECT email_id, body_text(text_body) FROM email_bodies WHERE email_id IN (SELECT value FROM json_each(?))',
     )
       .raw()
       .all(JSON.stringify(items.map((i) => i.id))) as Array<[number, string | null]>;
@@ -69,7 +69,7 @@ export function getEmailDetail(db: Db, viewer: Viewer, id: number): EmailDetailD
   const row = prepared(
     db,
     `SELECT ${SUMMARY_COLUMNS}, e.cc_addr, e.bcc_addr, e.received_date, e.message_id,
-              b.text_body, b.html_body, b.text_untruncated, b.html_untruncated, b.text_original, b.html_original
+              body_text(b.text_body) AS text_body, body_text(b.html_body) AS html_body, b.text_untruncated, b.html_untruncated, b.text_original, b.html_original
        FROM emails e LEFT JOIN email_bodies b ON b.email_id = e.id
        WHERE e.id = ? AND ${visible.sql}`,
   ).get(id, ...visible.params) as RawDetail | undefined;
@@ -82,6 +82,13 @@ export function getEmailDetail(db: Db, viewer: Viewer, id: number): EmailDetailD
 }
 
 /**
+ * A stored body's size in bytes: a text one's from its record header, a packed one's
+ * (body-codec.ts) from its first four bytes, as it will be once unpacked.
+ */
+const unpackedBytes = (column: string) =>
+  `CASE typeof(${column}) WHEN 'blob' THEN body_bytes(${column}) ELSE octet_length(${column}) END`;
+
+/**
  * A message's size for routing its detail (engine/rules/large-detail.ts): the bytes of its stored
  * bodies, read from the record headers (octet_length reads no content), and its attachments
  * counted at ATTACHMENT_ENTRY_BYTES each.
@@ -89,7 +96,7 @@ export function getEmailDetail(db: Db, viewer: Viewer, id: number): EmailDetailD
 export function storedBodyBytes(db: Db, id: number): number {
   const row = prepared(
     db,
-    `SELECT coalesce((SELECT coalesce(octet_length(text_body), 0) + coalesce(octet_length(html_body), 0)
+    `SELECT coalesce((SELECT coalesce(${unpackedBytes('text_body')}, 0) + coalesce(${unpackedBytes('html_body')}, 0)
           + coalesce(octet_length(text_untruncated), 0) + coalesce(octet_length(html_untruncated), 0)
           + coalesce(octet_length(text_original), 0) + coalesce(octet_length(html_original), 0)
                FROM email_bodies WHERE email_id = @id), 0)

@@ -177,7 +177,7 @@ function toSet(found: number[], keys: Float64Array, ids: Int32Array, words: numb
 export function messageTexts(db: Db, afterId: number): Iterable<[number, ...ColumnTexts]> {
   return db
     .prepare(
-      `SELECT e.id, e.subject, b.text_body, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr
+      `SELECT e.id, e.subject, body_text(b.text_body), e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr
          FROM emails e JOIN email_bodies b ON b.email_id = e.id WHERE e.id > ? ORDER BY e.id`,
     )
     .raw()

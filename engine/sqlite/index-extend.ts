@@ -26,7 +26,7 @@ function extend(db: Db, old: Snapshot): SharedArrayBuffer | undefined {
   const added = db
     .prepare(
       `SELECT e.id, e.fts_key, e.sent_date, e.subject, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr,
-              b.text_body, b.fts_tags, b.email_id IS NOT NULL AS indexed
+              body_text(b.text_body) AS text_body, b.fts_tags, b.email_id IS NOT NULL AS indexed
          FROM emails e LEFT JOIN email_bodies b ON b.email_id = e.id
         WHERE e.id > ? ORDER BY e.fts_key`,
     )

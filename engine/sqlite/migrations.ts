@@ -459,4 +459,36 @@ export const migrations: Migration[] = [
       db.prepare('INSERT INTO search_index_key (id, secret) VALUES (1, ?)').run(randomBytes(32));
     },
   },
+  {
+    version: 12,
+    name: 'Packed bodies',
+    sql: /* sql */ `
+      -- A body of 512 bytes or more is stored as a BLOB of its UTF-8 packed with brotli, a shorter
+      -- one as TEXT (engine/sqlite/body-codec.ts); rows written before stay as they are. The
+      -- full-text triggers index the text: body_text(), which every connection has (open.ts).
+      DROP TRIGGER email_bodies_ai;
+      DROP TRIGGER email_bodies_au;
+      DROP TRIGGER emails_au;
+      CREATE TRIGGER email_bodies_ai AFTER INSERT ON email_bodies BEGIN
+        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text, filenames, tags)
+        SELECT e.fts_key, e.subject, body_text(NEW.text_body), e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr,
+               (SELECT group_concat(file_name, ' ') FROM attachments WHERE email_id = e.id), NEW.fts_tags
+        FROM emails e WHERE e.id = NEW.email_id;
+      END;
+      CREATE TRIGGER email_bodies_au AFTER UPDATE OF text_body, fts_tags ON email_bodies BEGIN
+        DELETE FROM email_fts WHERE rowid = (SELECT fts_key FROM emails WHERE id = OLD.email_id);
+        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text, filenames, tags)
+        SELECT e.fts_key, e.subject, body_text(NEW.text_body), e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr,
+               (SELECT group_concat(file_name, ' ') FROM attachments WHERE email_id = e.id), NEW.fts_tags
+        FROM emails e WHERE e.id = NEW.email_id;
+      END;
+      CREATE TRIGGER emails_au AFTER UPDATE OF subject, from_addr, to_addr, cc_addr, bcc_addr, fts_key ON emails BEGIN
+        DELETE FROM email_fts WHERE rowid = OLD.fts_key;
+        INSERT INTO email_fts (rowid, subject, body, from_text, to_text, cc_text, bcc_text, filenames, tags)
+        SELECT NEW.fts_key, NEW.subject, body_text(b.text_body), NEW.from_addr, NEW.to_addr, NEW.cc_addr, NEW.bcc_addr,
+               (SELECT group_concat(file_name, ' ') FROM attachments WHERE email_id = NEW.id), b.fts_tags
+        FROM email_bodies b WHERE b.email_id = NEW.id;
+      END;
+    `,
+  },
 ];

@@ -4,6 +4,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { migrations } from './migrations.js';
+import { bodyText, packedBytes } from './body-codec.js';
 import { ArchiveOpenError } from '../../shared/errors.js';
 
 export type Db = BetterSqlite3.Database;
@@ -13,6 +14,20 @@ export interface OpenOptions {
   readonly?: boolean;
   /** Fail instead of creating a new, empty archive when the file is missing. */
   mustExist?: boolean;
+}
+
+/**
+ * The SQL functions the archive's triggers and readers call (body-codec.ts): body_text(), a stored
+ * body as text, packed or not, which the full-text triggers index; body_bytes(), a packed body's
+ * length unpacked. Any connection that writes mail needs them; openArchive adds them to its own.
+ */
+export function addFunctions(db: Db): void {
+  db.function('body_text', { deterministic: true }, (stored: unknown) =>
+    bodyText(stored as string | Uint8Array | null),
+  );
+  db.function('body_bytes', { deterministic: true }, (stored: unknown) =>
+    stored instanceof Uint8Array ? packedBytes(stored) : null,
+  );
 }
 
 export function openArchive(path: string, options: OpenOptions = {}): Db {
@@ -49,6 +64,7 @@ export function openArchive(path: string, options: OpenOptions = {}): Db {
     db.pragma('cache_size = -32000');
     db.pragma('temp_store = MEMORY');
     db.pragma('mmap_size = 268435456');
+    addFunctions(db);
     if (!options.readonly) migrate(db);
     else assertCurrent(db, file);
   } catch (err) {

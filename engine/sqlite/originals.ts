@@ -96,7 +96,7 @@ function storedMessage(db: Db, id: number): StoredMessage {
   const row = prepared(
     db,
     `SELECT e.message_id, e.subject, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr, e.sent_date,
-            b.text_body, b.html_body, b.text_untruncated, b.html_untruncated, b.text_original, b.html_original
+            body_text(b.text_body) AS text_body, body_text(b.html_body) AS html_body, b.text_untruncated, b.html_untruncated, b.text_original, b.html_original
        FROM emails e LEFT JOIN email_bodies b ON b.email_id = e.id WHERE e.id = ?`,
   ).get(id) as StoredRow;
   const attachments = prepared(

@@ -4,6 +4,7 @@
 // writes. The full-text index follows by migration 1's triggers, the in-memory search index by the
 // rewrite counter (migration 3), conversations by engine/sqlite/threads.ts relinkReparsed. The
 // progress of a pass is a small file next to the archive, so no migration is needed for it.
+import { packBody } from './body-codec.js';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import type { ReparseCandidate, ReparseChange, ReparseProgress, ReparseStore } from '../store-contract.js';
 import type { Db } from './open.js';
@@ -41,7 +42,7 @@ interface Row extends RawDetail {
 const READ_SQL = `
   SELECT e.id, e.account_id, e.folder, e.message_id, e.subject, e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr,
          e.sent_date, e.received_date, e.is_outgoing, e.has_attachments, e.thread_subject, e.thread_reply,
-         b.text_body, b.html_body, b.text_untruncated, b.html_untruncated, b.text_original, b.html_original, b.fts_tags,
+         body_text(b.text_body) AS text_body, body_text(b.html_body) AS html_body, b.text_untruncated, b.html_untruncated, b.text_original, b.html_original, b.fts_tags,
          o.sha256, o.size, o.codec, o.data
     FROM emails e
     LEFT JOIN email_bodies b ON b.email_id = e.id
@@ -230,8 +231,8 @@ function writeOne(db: Db, { id, fields, fresh }: ReparseChange): void {
   }
   if (fields.some((f) => BODY_FIELDS.has(f))) {
     const values = [
-      fresh.text.stored,
-      fresh.html.stored,
+      packBody(fresh.text.stored),
+      packBody(fresh.html.stored),
       fresh.text.untruncated,
       fresh.html.untruncated,
       fresh.text.original,

@@ -209,7 +209,7 @@ export function getThread(
   // Only the beginning of each body is read into the answer (the stored, searchable text body).
   const bodies = prepared(
     db,
-    `SELECT email_id, substr(text_body, 1, ${EXCERPT_SOURCE_CHARS}) FROM email_bodies
+    `SELECT email_id, substr(body_text(text_body), 1, ${EXCERPT_SOURCE_CHARS}) FROM email_bodies
       WHERE email_id IN (SELECT value FROM json_each(?))`,
   )
     .raw()

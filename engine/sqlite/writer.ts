@@ -12,6 +12,7 @@ import { bumpGeneration } from './users.js';
 import { ATTACHMENT_CHUNK_BYTES, messageIdOnlyKey, normalizeFolder, type NewEmail } from '../rules/new-email.js';
 import { originalToStore, sha256Hex, type PackedOriginal } from '../rules/originals.js';
 import { prepared } from './statements.js';
+import { packedBodies } from './body-codec.js';
 
 export class ArchiveWriter {
   readonly #db: Db;
@@ -115,10 +116,13 @@ export class ArchiveWriter {
     const text = prepareBody(email.textBody, this.#bodyLimit);
     const html = prepareBody(email.htmlBody, this.#bodyLimit);
     const tags = messageTags({ ...email, folder, hasAttachments: hasFileAttachments(email.attachments) });
+    // Packed on a parse thread when the import had one (prepare.ts), else here.
+    const ahead = email.packedBodies;
+    const packed = ahead?.limit === this.#bodyLimit ? ahead : packedBodies(email, this.#bodyLimit);
     this.#insertBody.run(
       id,
-      text.stored,
-      html.stored,
+      packed.text,
+      packed.html,
       text.untruncated,
       html.untruncated,
       text.original,

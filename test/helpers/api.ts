@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Database from '../../engine/sqlite/driver.js';
-import type { Db } from '../../engine/sqlite/open.js';
+import { addFunctions, type Db } from '../../engine/sqlite/open.js';
 import { pino, type Logger } from 'pino';
 import supertest from 'supertest';
 import { defaultSettings, isPostgresUrl, type LoadOptions, type Settings } from '../../shared/config.js';
@@ -102,6 +102,7 @@ export async function startApi(overrides: SettingsOverrides = {}, options: ApiOp
     db() {
       db ??= new Database(fixture.dbPath);
       db.pragma('busy_timeout = 5000');
+      addFunctions(db); // its writes fire the archive's triggers
       return db;
     },
     async close() {

@@ -6,6 +6,7 @@
 // TEST_MAIL_ARCHIVER_SHAPE picks another, test/helpers/pg-mail-archiver.ts).
 import pg from 'pg';
 import Database from '../../engine/sqlite/driver.js';
+import { addFunctions } from '../../engine/sqlite/open.js';
 import { type ArchiveAdmin } from '../../engine/store-contract.js';
 import { openAdmin, prepareArchive } from '../../engine/archive.js';
 import { accessTypeOf } from '../../engine/postgres/handlers.js';
@@ -114,6 +115,7 @@ export async function changeArchive(
     const db = new Database(path);
     try {
       db.pragma('busy_timeout = 5000');
+      addFunctions(db); // its writes fire the archive's triggers
       change.sqlite(db);
     } finally {
       db.close();
