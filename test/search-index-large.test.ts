@@ -2,8 +2,11 @@
 // "Sizes"; docs/scale.md, "What breaks first"): a file written and read in pieces of a few bytes
 // is the file written in one piece, byte for byte, and its CRC-32 and HMAC are those of the
 // format (computed here over the whole file); a snapshot over 4 GiB, which Node 20 cannot view
-// as one Uint8Array and no HMAC update takes whole, is saved, loaded and verified.
+// as one Uint8Array and no HMAC update takes whole, is saved, loaded and verified; and a
+// PostgreSQL archive's sections hold folder names that, as one JSON string, would pass the
+// longest string JavaScript holds. Serial: the last two hold gigabytes each.
 import test from 'ava';
+import { constants } from 'node:buffer';
 import { createHmac, randomBytes } from 'node:crypto';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,6 +14,7 @@ import { crc32 } from 'node:zlib';
 import { loadIndex, NOT_SIGNED, saveIndex, type SavedMeta } from '../engine/search/bitsets/persist.js';
 import { buildSnapshot } from '../engine/sqlite/index-build.js';
 import { searchIndexKey } from '../engine/sqlite/index-verify.js';
+import { fromSections, sections } from '../engine/postgres/saved-sections.js';
 import { tempDir } from './helpers/fixture.js';
 import { archive } from './helpers/index-archive.js';
 
@@ -114,4 +118,48 @@ test.serial('a snapshot over 4 GiB is saved, loaded whole and verified', (t) => 
   } finally {
     cleanup();
   }
+});
+
+test.serial('PostgreSQL sections hold folder names longer together than a JavaScript string', (t) => {
+  // 200-character names: as one JSON array of every message's folder, 203 characters a message,
+  // so these 2.7 million messages would need a string longer than V8 makes.
+  const names = ['a', 'b', 'c'].map((c) => `Archive/${c.repeat(192)}`);
+  const n = Math.ceil(constants.MAX_STRING_LENGTH / 203) + 50_000;
+  const folder = Array.from({ length: n }, (_, i) => (i % 1000 === 999 ? null : names[i % 3]!));
+  const ids = Int32Array.from({ length: n }, (_, i) => i + 1);
+  const rows = {
+    ids,
+    sent: Float64Array.from(ids, (id) => id * 1000),
+    account: Int32Array.from(ids, (id) => id % 4),
+    outgoing: Uint8Array.from(ids, (id) => id % 2),
+    folder,
+  };
+  const saved = sections({ indexed: new Set([1, 5, n]), rows });
+  // As persist.ts gives them back: each section a fresh buffer of its own.
+  const back = fromSections(saved.map((s) => Uint8Array.from(s)));
+  if (!back) return t.fail('not read back');
+  t.deepEqual([...back.indexed], [1, 5, n]);
+  t.true(same(new Uint8Array(back.rows.ids.buffer), new Uint8Array(ids.buffer)));
+  t.true(same(new Uint8Array(back.rows.sent.buffer), new Uint8Array(rows.sent.buffer)));
+  t.true(same(new Uint8Array(back.rows.account.buffer), new Uint8Array(rows.account.buffer)));
+  t.true(same(back.rows.outgoing, rows.outgoing));
+  t.is(back.rows.folder.length, n);
+  t.is(
+    back.rows.folder.findIndex((f, i) => f !== folder[i]),
+    -1,
+  );
+
+  // A file of an earlier release: every message's folder in one JSON array.
+  const small = { ids: ids.slice(0, 4), sent: rows.sent.slice(0, 4), account: rows.account.slice(0, 4) };
+  const bytes = (a: Int32Array | Float64Array) => new Uint8Array(a.buffer);
+  const earlier = fromSections([
+    bytes(Int32Array.from([2])),
+    bytes(small.ids),
+    bytes(small.sent),
+    bytes(small.account),
+    rows.outgoing.slice(0, 4),
+    new TextEncoder().encode(JSON.stringify(['INBOX', null, 'Sent', 'INBOX'])),
+  ]);
+  t.deepEqual(earlier?.rows.folder, ['INBOX', null, 'Sent', 'INBOX']);
+  t.deepEqual([...(earlier?.rows.ids ?? [])], [1, 2, 3, 4]);
 });
