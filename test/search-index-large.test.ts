@@ -4,7 +4,8 @@
 // format (computed here over the whole file); a snapshot over 4 GiB, which Node 20 cannot view
 // as one Uint8Array and no HMAC update takes whole, is saved, loaded and verified; and a
 // PostgreSQL archive's sections hold folder names that, as one JSON string, would pass the
-// longest string JavaScript holds. Serial: the last two hold gigabytes each.
+// longest string JavaScript holds. Serial, so that nothing else of this file runs beside the
+// 4 GiB one (4.3 GB resident).
 import test from 'ava';
 import { constants } from 'node:buffer';
 import { createHmac, randomBytes } from 'node:crypto';

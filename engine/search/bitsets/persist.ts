@@ -21,8 +21,8 @@
 // what one call takes (measured on Node 20.20 and 24.22, docs/scale.md, "What breaks first"): a
 // Uint8Array over more than 2^32 bytes cannot be made on Node 20, an HMAC update of more than
 // 2^31 - 1 bytes throws ("data is too long"), zlib's crc32 of 2^32 bytes or more sums only the
-// length modulo 2^32 without a word, and one read or write moves at most 2 GiB. Offsets and
-// lengths are doubles throughout (the header's total, the table of lengths).
+// first (length modulo 2^32) bytes without a word, and one read or write moves at most 2 GiB.
+// Offsets and lengths are doubles throughout (the header's total, the table of lengths).
 import { closeSync, fsyncSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { createHmac, randomBytes, timingSafeEqual, type Hmac } from 'node:crypto';
 import { dirname } from 'node:path';
