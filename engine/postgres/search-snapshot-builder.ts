@@ -32,6 +32,7 @@ import {
   type PgSnapshotState,
 } from './search-snapshot.js';
 import { T } from './columns.js';
+import { fromSections, sections } from './saved-sections.js';
 import { raw, sql } from './sql.js';
 import { PgStore } from './store.js';
 
@@ -106,44 +107,6 @@ async function savedIndex(file: string): Promise<SavedIndex | undefined> {
     return undefined;
   }
   return new SavedIndex({ file, store: 'postgres', identity: id!.identity, key, log });
-}
-
-type Rows = PgSnapshotState['rows'];
-
-/**
- * What the file holds beside the snapshot: the documents its sets hold, and the messages' rows
- * it was built from (so a start with nothing changed keeps the sort orders instead of reading
- * them again: ADR 22's refresh reuses them while the ids are the same).
- */
-function sections(state: PgSnapshotState): Uint8Array[] {
-  const bytes = (a: ArrayBufferView) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-  const { ids, sent, account, outgoing, folder } = state.rows;
-  const folders = new TextEncoder().encode(JSON.stringify(folder));
-  return [bytes(Int32Array.from(state.indexed)), bytes(ids), bytes(sent), bytes(account), outgoing, folders];
-}
-
-function fromSections(parts: Uint8Array[]): { indexed: Int32Array; rows: Rows } | undefined {
-  if (parts.length !== 6) return undefined;
-  const [indexed, ids, sent, account, outgoing, folders] = parts as [
-    Uint8Array,
-    Uint8Array,
-    Uint8Array,
-    Uint8Array,
-    Uint8Array,
-    Uint8Array,
-  ];
-  // Each section is a fresh buffer of its own (persist.ts), so typed views start aligned.
-  const rows: Rows = {
-    ids: new Int32Array(ids.buffer, 0, ids.byteLength / 4),
-    sent: new Float64Array(sent.buffer, 0, sent.byteLength / 8),
-    account: new Int32Array(account.buffer, 0, account.byteLength / 4),
-    outgoing,
-    folder: JSON.parse(new TextDecoder().decode(folders)) as Array<string | null>,
-  };
-  const n = rows.ids.length;
-  if (rows.sent.length !== n || rows.account.length !== n || outgoing.length !== n || rows.folder.length !== n)
-    return undefined;
-  return { indexed: new Int32Array(indexed.buffer, 0, indexed.byteLength / 4), rows };
 }
 
 /** The saved index as the state a refresh starts from, or undefined when there is none to use. */

@@ -15,6 +15,14 @@
 // then tells a damaged file from one written by someone else. Written to a temporary file in
 // the same directory, fsynced, then renamed over the old one (and the directory fsynced), so
 // readers see the old file or the new one, never a mix, and two writers never interleave.
+//
+// Sizes: every byte goes through a read, a write, the HMAC and the CRC-32 in pieces of at most
+// PIECE_BYTES, never as one view of a whole part. Past a few million messages a snapshot passes
+// what one call takes (measured on Node 20.20 and 24.22, docs/scale.md, "What breaks first"): a
+// Uint8Array over more than 2^32 bytes cannot be made on Node 20, an HMAC update of more than
+// 2^31 - 1 bytes throws ("data is too long"), zlib's crc32 of 2^32 bytes or more sums only the
+// first (length modulo 2^32) bytes without a word, and one read or write moves at most 2 GiB.
+// Offsets and lengths are doubles throughout (the header's total, the table of lengths).
 import { closeSync, fsyncSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { createHmac, randomBytes, timingSafeEqual, type Hmac } from 'node:crypto';
 import { dirname } from 'node:path';
@@ -35,8 +43,17 @@ const MAC_AT = 32;
 export const INDEX_KEY_BYTES = 32;
 /** LoadResult.reason of a file that is whole but was not written with this archive's key. */
 export const NOT_SIGNED = 'not written by this service for this archive (its MAC does not match)';
-/** Reads and writes in pieces: one call may not move more than 2 GiB. */
-const CHUNK = 64 * 1024 * 1024;
+/**
+ * The largest piece of a part given to one read, write, HMAC update or CRC-32 (see "Sizes"
+ * above); a test passes a smaller one (`pieceBytes`) to take the many-piece path with a small
+ * archive.
+ */
+export const PIECE_BYTES = 64 * 1024 * 1024;
+
+/** `pieceBytes`: PIECE_BYTES unless given (tests), at least 1 and at most PIECE_BYTES. */
+export interface PieceOptions {
+  pieceBytes?: number;
+}
 
 const align8 = (n: number) => Math.ceil(n / 8) * 8;
 
@@ -67,22 +84,22 @@ export function saveIndex(
   meta: SavedMeta,
   snapshot: SharedArrayBuffer,
   sections: readonly Uint8Array[] = [],
+  o: PieceOptions = {},
 ): number {
+  const piece = pieceSize(o);
   const metaBytes = Buffer.from(JSON.stringify({ ...meta, snapshotMagic: SNAPSHOT_MAGIC }));
-  const parts: Uint8Array[] = [new Uint8Array(snapshot), ...sections];
+  const parts: Span[] = [{ buffer: snapshot, offset: 0, length: snapshot.byteLength }, ...sections.map(spanOf)];
   const table = new Float64Array(parts.length);
-  parts.forEach((p, i) => (table[i] = p.byteLength));
-  const body: Uint8Array[] = [
-    pad(metaBytes),
-    new Uint8Array(table.buffer),
-    ...parts.flatMap((p) => [p, new Uint8Array(align8(p.byteLength) - p.byteLength)]),
+  parts.forEach((p, i) => (table[i] = p.length));
+  const body: Span[] = [
+    spanOf(pad(metaBytes)),
+    spanOf(new Uint8Array(table.buffer)),
+    ...parts.flatMap((p) => [p, spanOf(new Uint8Array(align8(p.length) - p.length))]),
   ];
   let crc = 0;
   let total = HEADER_BYTES;
-  for (const b of body) {
-    crc = crc32(b, crc);
-    total += b.byteLength;
-  }
+  for (const b of body) total += b.length;
+  for (const p of pieces(body, piece)) crc = crc32(p, crc);
   const header = Buffer.alloc(HEADER_BYTES);
   header.write(FILE_MAGIC, 0, 'latin1');
   header.writeUInt32LE(FORMAT_VERSION, 8);
@@ -92,13 +109,17 @@ export function saveIndex(
   header.writeDoubleLE(total, 24);
   const mac = hmac(key);
   mac.update(header.subarray(0, MAC_AT));
-  for (const b of body) mac.update(b);
+  for (const p of pieces(body, piece)) mac.update(p);
   mac.digest().copy(header, MAC_AT);
 
   const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   const fd = openSync(temp, 'wx', 0o600);
   try {
-    for (const b of [header, ...body]) writeAll(fd, b);
+    let at = 0;
+    for (const p of [header, ...pieces(body, piece)]) {
+      writeAll(fd, p, at);
+      at += p.byteLength;
+    }
     fsyncSync(fd);
   } catch (err) {
     closeSync(fd);
@@ -123,7 +144,8 @@ export type LoadResult = { ok: true; saved: Saved } | { ok: false; reason: strin
  * Loads a saved index; anything short of a whole file of this format, signed with `key`, is
  * refused with a reason (NOT_SIGNED when only the MAC is wrong).
  */
-export function loadIndex(file: string, key: Uint8Array): LoadResult {
+export function loadIndex(file: string, key: Uint8Array, o: PieceOptions = {}): LoadResult {
+  const piece = pieceSize(o);
   const mac = hmac(key);
   let fd: number;
   try {
@@ -146,26 +168,28 @@ export function loadIndex(file: string, key: Uint8Array): LoadResult {
     let at = HEADER_BYTES;
     mac.update(header.subarray(0, MAC_AT));
     /** Everything read after the header, for the CRC-32 should the MAC not match. */
-    const body: Uint8Array[] = [];
-    const read = (target: Uint8Array) => {
-      if (at + target.byteLength > size) throw new Torn();
-      readAll(fd, target, at);
-      mac.update(target);
+    const body: Span[] = [];
+    const read = (target: Span) => {
+      if (at + target.length > size) throw new Torn();
+      for (const p of pieces([target], piece)) {
+        readAll(fd, p, at);
+        mac.update(p);
+        at += p.byteLength;
+      }
       body.push(target);
-      at += target.byteLength;
     };
     const metaBytes = new Uint8Array(align8(metaLength));
-    read(metaBytes);
+    read(spanOf(metaBytes));
     const table = new Float64Array(count);
-    read(new Uint8Array(table.buffer));
-    const parts: Uint8Array[] = [];
+    read(spanOf(new Uint8Array(table.buffer)));
+    const parts: Array<SharedArrayBuffer | ArrayBuffer> = [];
     for (let i = 0; i < count; i++) {
       const length = table[i]!;
       if (!Number.isSafeInteger(length) || length < 0 || at + length > size) throw new Torn();
       // The snapshot goes straight into shared memory: no second copy of hundreds of MiB.
-      const part = new Uint8Array(i === 0 ? new SharedArrayBuffer(length) : new ArrayBuffer(length));
-      read(part);
-      read(new Uint8Array(align8(length) - length));
+      const part = i === 0 ? new SharedArrayBuffer(length) : new ArrayBuffer(length);
+      read({ buffer: part, offset: 0, length });
+      read(spanOf(new Uint8Array(align8(length) - length)));
       parts.push(part);
     }
     if (at !== size) return { ok: false, reason: 'truncated or extended' };
@@ -173,7 +197,8 @@ export function loadIndex(file: string, key: Uint8Array): LoadResult {
     // CRC-32 and every byte it sums, so the CRC is computed only to tell why a MAC failed: a
     // damaged file (a log line) from a whole one this archive's key did not sign (a warning).
     if (!timingSafeEqual(mac.digest(), header.subarray(MAC_AT))) {
-      const sum = body.reduce((c, b) => crc32(b, c), 0);
+      let sum = 0;
+      for (const p of pieces(body, piece)) sum = crc32(p, sum);
       return { ok: false, reason: sum >>> 0 !== crc ? 'checksum mismatch' : NOT_SIGNED };
     }
     const meta = JSON.parse(Buffer.from(metaBytes.subarray(0, metaLength)).toString()) as SavedMeta & {
@@ -183,7 +208,11 @@ export function loadIndex(file: string, key: Uint8Array): LoadResult {
     const { snapshotMagic: _, ...rest } = meta;
     return {
       ok: true,
-      saved: { meta: rest, snapshot: parts[0]!.buffer as SharedArrayBuffer, sections: parts.slice(1) },
+      saved: {
+        meta: rest,
+        snapshot: parts[0] as SharedArrayBuffer,
+        sections: parts.slice(1).map((p) => new Uint8Array(p)),
+      },
     };
   } catch (err) {
     return { ok: false, reason: err instanceof Torn ? 'truncated' : String(err) };
@@ -206,15 +235,39 @@ function pad(bytes: Uint8Array): Uint8Array {
   return out;
 }
 
-function writeAll(fd: number, data: Uint8Array): void {
+/** Some bytes of a buffer, which may be larger than one Uint8Array can view (see "Sizes" above). */
+interface Span {
+  buffer: ArrayBufferLike;
+  offset: number;
+  length: number;
+}
+
+const spanOf = (b: Uint8Array): Span => ({ buffer: b.buffer, offset: b.byteOffset, length: b.byteLength });
+
+function pieceSize(o: PieceOptions): number {
+  const size = o.pieceBytes ?? PIECE_BYTES;
+  if (!Number.isInteger(size) || size < 1 || size > PIECE_BYTES) throw new Error(`pieceBytes ${size} out of range`);
+  return size;
+}
+
+/** The spans' bytes in order, as views of at most `size` bytes each. */
+function* pieces(spans: readonly Span[], size: number): Generator<Uint8Array> {
+  for (const s of spans)
+    for (let at = 0; at < s.length; at += size)
+      yield new Uint8Array(s.buffer, s.offset + at, Math.min(size, s.length - at));
+}
+
+/** Writes all of `data` at `position`: a write may take fewer bytes than it was given. */
+function writeAll(fd: number, data: Uint8Array, position: number): void {
   for (let done = 0; done < data.byteLength;) {
-    done += writeSync(fd, data, done, Math.min(CHUNK, data.byteLength - done));
+    done += writeSync(fd, data, done, data.byteLength - done, position + done);
   }
 }
 
+/** Fills `target` from `position`: a read may return fewer bytes than asked (none: the file ended). */
 function readAll(fd: number, target: Uint8Array, position: number): void {
   for (let done = 0; done < target.byteLength;) {
-    const n = readSync(fd, target, done, Math.min(CHUNK, target.byteLength - done), position + done);
+    const n = readSync(fd, target, done, target.byteLength - done, position + done);
     if (n === 0) throw new Torn();
     done += n;
   }
