@@ -124,6 +124,15 @@ export interface ReparseStore {
   clearProgress(): Promise<void>;
 }
 
+/** What saveSearchIndex did (engine/sqlite/index-save.ts). */
+export type IndexSaveOutcome =
+  /** The file already described every message. */
+  | { kind: 'current'; rows: number }
+  /** The file was caught up with the messages appended since it was saved, or built anew. */
+  | { kind: 'caught up' | 'built'; rows: number; seconds: number }
+  /** Another process of the host (a running service) is building it: it saves it itself. */
+  | { kind: 'busy' };
+
 export interface ArchiveAdmin {
   readonly kind: 'sqlite' | 'postgres';
   /** Where the archive is, for messages: the file, or host:port/database without credentials. */
@@ -201,6 +210,16 @@ export interface ArchiveAdmin {
    * `settle()` waits for it. Without it each writeBatch returns once that work is done.
    */
   openWriter(options?: { pipelined?: boolean }): MailWriter;
+  /**
+   * Brings the saved in-memory search index (Engine:SearchIndexFile, ADR 23) up to every message,
+   * so that the service's next start loads it instead of building it: an import's last step.
+   * Absent where the store's index is saved by the service alone (PostgreSQL).
+   */
+  saveSearchIndex?(o: {
+    file: string;
+    maxBytes: number;
+    log: (line: string, level?: 'warn') => void;
+  }): Promise<IndexSaveOutcome>;
   /**
    * Re-deriving stored fields from kept originals (docs/reparse.md); absent where the store keeps
    * no originals of its own (PostgreSQL: Mail Archiver's database is never rewritten).

@@ -23,6 +23,7 @@ import { hashPassword } from '../rules/password-hash.js';
 import { ArchiveWriter } from './writer.js';
 import { SqliteAttachmentTexts } from './attachment-text.js';
 import { SqliteReparse } from './reparse.js';
+import { saveCurrentIndex } from './index-save.js';
 
 /** The writer's per-message work on the importer's parse threads (MailWriter.prepare): packing the bodies. */
 const PREPARE = new URL('./prepare.js', import.meta.url).href;
@@ -85,6 +86,9 @@ export class SqliteAdmin implements ArchiveAdmin {
   refreshSearchIndex = async () => ({ indexed: 0, pruned: 0 });
   attachmentTexts = () => new SqliteAttachmentTexts(this.db);
   reparse = () => new SqliteReparse(this.db);
+
+  saveSearchIndex = async (o: Parameters<NonNullable<ArchiveAdmin['saveSearchIndex']>>[0]) =>
+    saveCurrentIndex(this.db, o);
 
   openWriter(): MailWriter {
     const writer = new ArchiveWriter(this.db);
