@@ -106,7 +106,15 @@ async function main(): Promise<void> {
     for await (const _ of readSources(planSources([mbox]).sources)) split++;
     const splitSeconds = (performance.now() - t) / 1000;
     if (split !== count) throw new Error(`the reader found ${split} messages, expected ${count}`);
+    const splitRate = rate(count, splitSeconds);
+    console.log(
+      `Read + split only: ${splitRate} msg/s (${(mb / splitSeconds).toFixed(0)} MB/s), ${splitSeconds.toFixed(2)} s.`,
+    );
     const parseSeconds = await parseOnly(mbox, count);
+    console.log(
+      `Parse only, on all ${availableParallelism()} cores, originals packed, nothing written (the floor): ` +
+        `${rate(count, parseSeconds)} msg/s, ${parseSeconds.toFixed(2)} s.`,
+    );
 
     const runsArg = process.argv.includes('--runs') ? process.argv[process.argv.indexOf('--runs') + 1]! : '';
     const wanted = runsArg ? runsArg.split(',') : ['before', 'threads', 'now'];
@@ -167,14 +175,6 @@ async function main(): Promise<void> {
           `\n  msg/s by tenth of the run: ${tenths.join(', ')}`,
       );
     }
-    const splitRate = rate(count, splitSeconds);
-    console.log(
-      `Read + split only: ${splitRate} msg/s (${(mb / splitSeconds).toFixed(0)} MB/s), ${splitSeconds.toFixed(2)} s.`,
-    );
-    console.log(
-      `Parse only, on all ${availableParallelism()} cores, originals packed, nothing written (the floor): ` +
-        `${rate(count, parseSeconds)} msg/s, ${parseSeconds.toFixed(2)} s.`,
-    );
     const by = new Map<string, (typeof runs)[number]>(runs.map((r) => [r.name, r]));
     const ratio = (a: string, b: string, what: string) => {
       const x = by.get(a);
