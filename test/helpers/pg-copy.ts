@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import Database from '../../engine/sqlite/driver.js';
+import { addFunctions } from '../../engine/sqlite/open.js';
 
 type Row = Record<string, unknown>;
 
@@ -55,6 +56,7 @@ function wallClock(ms: number, zone: string): string {
 export async function copySqliteToPostgres(sqlitePath: string, url: string, options: { timeZone?: string } = {}) {
   const zone = options.timeZone ?? 'UTC';
   const db = new Database(sqlitePath, { readonly: true });
+  addFunctions(db); // body_text(): a long body is stored packed (engine/sqlite/body-codec.ts)
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -121,13 +123,16 @@ export async function copySqliteToPostgres(sqlitePath: string, url: string, opti
         'OriginalBodyHtml',
         'RawHeaders',
       ],
-      all('SELECT e.*, b.* FROM emails e LEFT JOIN email_bodies b ON b.email_id = e.id ORDER BY e.id').map((e) => [
+      all(
+        `SELECT e.*, b.*, body_text(b.text_body) AS text_plain, body_text(b.html_body) AS html_plain
+           FROM emails e LEFT JOIN email_bodies b ON b.email_id = e.id ORDER BY e.id`,
+      ).map((e) => [
         e.id,
         e.account_id,
         e.message_id,
         e.subject,
-        e.text_body ?? '',
-        e.html_body ?? '',
+        e.text_plain ?? '',
+        e.html_plain ?? '',
         e.from_addr,
         e.to_addr,
         e.cc_addr,
