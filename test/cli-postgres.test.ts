@@ -362,6 +362,30 @@ test('attachment text rebuilds only the documents it changes: a file without tex
   t.false(rows[0]!.doc.includes("'a:"), 'no text, no attachment lexemes');
 });
 
+test('a search document is stored compressed with lz4 where the server has it (own migration 15)', async (t) => {
+  const a = await cliArchive(t, 'postgres');
+  ok(t, await a.cli(['accounts', 'add', '--name', 'Alice', '--email', 'alice@example.com']));
+  const dir = join(a.dir, 'mail');
+  mkdirSync(dir);
+  // A few thousand distinct words: a document of tens of KB, compressed as it is stored.
+  const words = Array.from({ length: 4000 }, (_, i) => `word${(i * 7919) % 5000}`).join(' ');
+  writeFileSync(
+    join(dir, 'long.eml'),
+    `From: bob@example.com\r\nTo: alice@example.com\r\nSubject: Long\r\nMessage-ID: <long@example.com>\r\n\r\n${words}\r\n`,
+  );
+  t.like(await importPaths(await a.admin(), [dir], { accountId: 1 }), { imported: 1 });
+  const [row] = await a.pgQuery<{ method: string | null; size: number }>(
+    'SELECT pg_column_compression(doc) AS method, octet_length(doc::text) AS size FROM mail_archive_gateway.search_docs',
+  );
+  t.true(row!.size > 50_000, `a document of ${row!.size} characters as text`);
+  // A server built without lz4 (the embedded PostgreSQL 14 of test:postgres14) keeps pglz.
+  const lz4 = await a.pgQuery('CREATE TEMP TABLE probe (x text COMPRESSION lz4)').then(
+    () => true,
+    (err: { code?: string }) => (err.code === '0A000' ? false : Promise.reject(err)),
+  );
+  t.is(row!.method, lz4 ? 'lz4' : 'pglz');
+});
+
 test('PgArchiveWriter: the body policy into Body, BodyUntruncatedText and OriginalBodyText, read back by the gateway', async (t) => {
   const a = await cliArchive(t, 'postgres');
   const admin = await openAdmin(a.db, { create: true, timeZone: 'UTC' });
