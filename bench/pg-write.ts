@@ -114,9 +114,13 @@ export async function measureWrites(
     const mbox = join(dir, 'corpus.mbox');
     await writeMbox(mbox, count);
     await admin((c) => c.query(`CREATE DATABASE "${database}"`));
-    // --log-statements: every statement's duration in the server's log, for profiling.
+    // --log-statements: every statement's duration in the server's log, for profiling (without its
+    // parameters: each batch's bodies would be logged again, as text).
     if (process.argv.includes('--log-statements'))
-      await admin((c) => c.query(`ALTER DATABASE "${database}" SET log_min_duration_statement = 0`));
+      await admin(async (c) => {
+        await c.query(`ALTER DATABASE "${database}" SET log_min_duration_statement = 0`);
+        await c.query(`ALTER DATABASE "${database}" SET log_parameter_max_length = 0`);
+      });
     const { host, port, user } = server();
     const postgres = await importInto(
       'PostgreSQL',

@@ -3,7 +3,7 @@
 // hashes, e-mail placeholders, access-log rows), and the mail write path (PgArchiveWriter).
 // Everything the two stores share is tested on both in test/cli.test.ts and test/import.test.ts.
 import test, { type ExecutionContext } from 'ava';
-import { cpSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openAdmin, openStore } from '../engine/archive.js';
@@ -311,6 +311,79 @@ test('the import writes each search document itself, the very one the catch-up b
   );
   ok(t, await a.cli(['index']));
   t.deepEqual(await docs(), written);
+});
+
+test('attachment text rebuilds only the documents it changes: a file without text keeps the one the import wrote', async (t) => {
+  const a = await cliArchive(t, 'postgres');
+  ok(t, await a.cli(['accounts', 'add', '--name', 'Alice', '--email', 'alice@example.com']));
+  const dir = join(a.dir, 'mail');
+  const message = (name: string, type: string, content: string) =>
+    writeFileSync(
+      join(dir, `${name}.eml`),
+      [
+        'From: Bob <bob@example.com>',
+        'To: alice@example.com',
+        `Subject: ${name}`,
+        `Message-ID: <${name}@example.com>`,
+        'Content-Type: multipart/mixed; boundary="b"',
+        '',
+        '--b',
+        'Content-Type: text/plain',
+        '',
+        'see the file',
+        '--b',
+        `Content-Type: ${type}; name="${name}.bin"`,
+        `Content-Disposition: attachment; filename="${name}.bin"`,
+        'Content-Transfer-Encoding: base64',
+        '',
+        Buffer.from(content).toString('base64'),
+        '--b--',
+        '',
+      ].join('\r\n'),
+    );
+  mkdirSync(dir);
+  message('withtext', 'text/plain', 'quarterly zeppelin figures');
+  message('notext', 'application/octet-stream', 'no text can be read from these bytes');
+  const admin = await a.admin();
+  t.like(await importPaths(admin, [dir], { accountId: 1 }), { imported: 2, failed: 0 });
+  const rows = await a.pgQuery<{ subject: string; same: boolean; doc: string }>(
+    `SELECT e."Subject" AS subject, d.xmin::text = e.xmin::text AS same, d.doc::text AS doc
+       FROM mail_archive_gateway.search_docs d JOIN mail_archiver."ArchivedEmails" e ON e."Id" = d.email_id
+      ORDER BY e."Subject"`,
+  );
+  t.deepEqual(
+    rows.map((r) => [r.subject, r.same]),
+    [
+      ['notext', true], // written with the message, never rewritten
+      ['withtext', false], // built again once its file's text was read
+    ],
+  );
+  t.true(rows[1]!.doc.includes("'a:zeppelin'"), 'the text read from the file is in the document');
+  t.false(rows[0]!.doc.includes("'a:"), 'no text, no attachment lexemes');
+});
+
+test('a search document is stored compressed with lz4 where the server has it (own migration 15)', async (t) => {
+  const a = await cliArchive(t, 'postgres');
+  ok(t, await a.cli(['accounts', 'add', '--name', 'Alice', '--email', 'alice@example.com']));
+  const dir = join(a.dir, 'mail');
+  mkdirSync(dir);
+  // A few thousand distinct words: a document of tens of KB, compressed as it is stored.
+  const words = Array.from({ length: 4000 }, (_, i) => `word${(i * 7919) % 5000}`).join(' ');
+  writeFileSync(
+    join(dir, 'long.eml'),
+    `From: bob@example.com\r\nTo: alice@example.com\r\nSubject: Long\r\nMessage-ID: <long@example.com>\r\n\r\n${words}\r\n`,
+  );
+  t.like(await importPaths(await a.admin(), [dir], { accountId: 1 }), { imported: 1 });
+  const [row] = await a.pgQuery<{ method: string | null; size: number }>(
+    'SELECT pg_column_compression(doc) AS method, octet_length(doc::text) AS size FROM mail_archive_gateway.search_docs',
+  );
+  t.true(row!.size > 50_000, `a document of ${row!.size} characters as text`);
+  // A server built without lz4 (the embedded PostgreSQL 14 of test:postgres14) keeps pglz.
+  const lz4 = await a.pgQuery('CREATE TEMP TABLE probe (x text COMPRESSION lz4)').then(
+    () => true,
+    (err: { code?: string }) => (err.code === '0A000' ? false : Promise.reject(err)),
+  );
+  t.is(row!.method, lz4 ? 'lz4' : 'pglz');
 });
 
 test('PgArchiveWriter: the body policy into Body, BodyUntruncatedText and OriginalBodyText, read back by the gateway', async (t) => {

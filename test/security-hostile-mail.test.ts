@@ -124,7 +124,9 @@ test('attachment text is saved in small batches, not all at the end', async (t) 
   const saves: number[] = [];
   const store: AttachmentTextStore = {
     pending: async (_limit, options) =>
-      options?.emailIds?.[0] === 1 ? contents.filter((c) => !saved.has(c.contentId)) : [],
+      options?.emailIds?.includes(1)
+        ? contents.filter((c) => !saved.has(c.contentId)).map((c) => ({ ...c, emailId: 1 }))
+        : [],
     countPending: async () => 0,
     content: async (c) => Buffer.from(`words of ${c.contentId}`),
     save: async (results) => {
@@ -140,6 +142,47 @@ test('attachment text is saved in small batches, not all at the end', async (t) 
   t.true(saves.length >= 3, `saved in ${saves.length} steps: ${saves.join(', ')}`);
   t.true(Math.max(...saves) <= 25, 'at most 25 outcomes per save');
 });
+
+for (const kind of STORE_KINDS) {
+  test(`[${kind}] a batch's new contents are asked for in one statement, each read once, for the first message holding it`, async (t) => {
+    const { a, admin, importFiles } = await archiveWithAccount(t, kind);
+    const file = (name: string, words: string) => ({ name, type: 'text/plain', data: Buffer.from(words) });
+    const summary = await importFiles(
+      {
+        'a.eml': eml('First', 'x', [file('a.txt', 'shared words'), file('b.txt', 'first only')]),
+        'b.eml': eml('Second', 'x', [file('again.txt', 'shared words'), file('c.txt', 'second only')]),
+        'c.eml': eml('Third', 'no files', []),
+      },
+      { attachmentText: false },
+    );
+    t.is(summary.imported, 3);
+    const store = admin.attachmentTexts();
+    const asked: Array<readonly number[] | undefined> = [];
+    const read: string[] = [];
+    const counting: AttachmentTextStore = {
+      pending: (n, options) => {
+        asked.push(options?.emailIds);
+        return store.pending(n, options);
+      },
+      countPending: () => store.countPending(),
+      content: (c) => {
+        read.push(c.fileName);
+        return store.content(c);
+      },
+      save: (results, ids) => store.save(results, ids),
+    };
+    const extractor = new Extractor();
+    t.teardown(() => extractor.close());
+    const done = await indexNewMessages(counting, extractor, [1, 2, 3]);
+    t.deepEqual(asked, [[1, 2, 3]], 'one statement for the three messages');
+    t.deepEqual(read, ['a.txt', 'b.txt', 'c.txt'], 'the shared content read once, as the first message names it');
+    t.is(done.contents, 3);
+    t.deepEqual(
+      (await texts(a, admin)).map((r) => r.status),
+      ['ok', 'ok', 'ok'],
+    );
+  });
+}
 
 test('past the pass text budget the rest is left for reindex --attachments, and counted', async (t) => {
   const { a, admin, importFiles } = await archiveWithAccount(t, 'sqlite');

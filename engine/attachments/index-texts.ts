@@ -94,10 +94,14 @@ export async function indexNewMessages(
   const saver = new Saver(store);
   const seen = new Set<number>();
   const perAttachment = { maxChars: extractor.limits.maxChars, timeoutMs: extractor.limits.timeoutMs };
+  const held = new Map<number, PendingContent[]>();
+  for (const c of await store.pending(Number.MAX_SAFE_INTEGER, { emailIds })) {
+    const list = held.get(c.emailId!);
+    if (list) list.push(c);
+    else held.set(c.emailId!, [c]);
+  }
   for (const emailId of emailIds) {
-    const pending = (await store.pending(Number.MAX_SAFE_INTEGER, { emailIds: [emailId] })).filter(
-      (c) => !seen.has(c.contentId),
-    );
+    const pending = (held.get(emailId) ?? []).filter((c) => !seen.has(c.contentId));
     const message = budget.message(bytes?.get(emailId));
     for (const c of pending) {
       if (budget.spent) {

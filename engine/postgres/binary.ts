@@ -43,34 +43,5 @@ export const textArray = (items: ReadonlyArray<string | null>): Buffer =>
 /** `$n::bytea[]`. */
 export const byteaArray = (items: ReadonlyArray<Buffer | null>): Buffer => binaryArray(OID.bytea, items);
 
-/**
- * One tsvector (tsvectorrecv's layout): its lexemes with their positions (distinct, ascending,
- * 1..16383, at most 256; a lexeme of at most 2,047 bytes without NUL).
- */
-export function tsvectorBinary(lexemes: ReadonlyMap<string, readonly number[]>): Buffer {
-  // Sized by the UTF-8 bound (three bytes per UTF-16 unit), written once, cut to what was written.
-  let size = 4;
-  for (const [lex, positions] of lexemes) size += 3 * lex.length + 3 + 2 * positions.length;
-  const out = Buffer.allocUnsafe(size);
-  out.writeInt32BE(lexemes.size, 0);
-  let at = 4;
-  // In the server's order (memcmp of the UTF-8 bytes, a prefix first), which JavaScript's order
-  // of strings is but for characters past U+FFFF: the server then need not sort them itself
-  // (tsvectorrecv sorts only a vector it finds out of order), a quarter of its time per
-  // document. Sorting on a parse thread is cheaper than on the server, which every batch waits on.
-  for (const lex of [...lexemes.keys()].sort()) {
-    const positions = lexemes.get(lex)!;
-    at += out.write(lex, at, 'utf8');
-    out[at++] = 0;
-    out[at++] = positions.length >> 8;
-    out[at++] = positions.length & 0xff;
-    for (const p of positions) {
-      out[at++] = p >> 8; // weight D (0) in the top two bits
-      out[at++] = p & 0xff;
-    }
-  }
-  return out.subarray(0, at);
-}
-
-/** `$n::tsvector[]`. */
+/** `$n::tsvector[]`: documents in tsvectorrecv's layout (search-index.ts documentBinary). */
 export const tsvectorArray = (docs: readonly Buffer[]): Buffer => binaryArray(OID.tsvector, docs);

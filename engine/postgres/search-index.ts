@@ -22,7 +22,7 @@ import { SearchIndexBuilding } from '../../shared/errors.js';
 import { parseQuery } from '../../shared/query-language.js';
 import { addressTags, ATTACHMENT_TAG, exactAddressTag } from '../search/tags.js';
 import { tokenize } from '../search/unicode61.js';
-import { tsvectorArray, tsvectorBinary } from './binary.js';
+import { tsvectorArray } from './binary.js';
 import { nextBatch } from './catch-up.js';
 import { T } from './columns.js';
 import { join, raw, sql, type Sql } from './sql.js';
@@ -90,54 +90,96 @@ export interface IndexedText {
 }
 
 /**
+ * One field's part of a document: its distinct words (each cut to the lexeme size) in the order
+ * first seen, with their positions and UTF-8 sizes, and its adjacent pairs by word number
+ * (`first * PAIR_RADIX + second`), distinct, in the order first seen.
+ */
+interface FieldWords {
+  letter: string;
+  words: string[];
+  /** Each word's number. */
+  numbers: Map<string, number>;
+  positions: number[][];
+  bytes: number[];
+  pairs: number[];
+}
+
+/** A document as built: its tags (`g:` lexemes, no positions) and its fields' words and pairs. */
+interface Document {
+  tags: Set<string>;
+  fields: FieldWords[];
+  /** Whether the pairs are kept; false: the document says `_:unpaired` instead. */
+  paired: boolean;
+}
+
+/** Word numbers in a pair key: a field holds fewer words than this (1 MB of lexemes of 3 bytes at least). */
+const PAIR_RADIX = 2 ** 19;
+
+/**
  * A message's document: each lexeme with its positions (distinct, ascending), then its adjacent
  * word pairs (ADR 24; no positions) exactly as migration 10's with_pairs derives them from the
  * stored positions: per field, each word stored at a position with each word stored at the next
  * (`B:first second`), or `_:unpaired` when a pair would pass a lexeme's size or the pairs the
  * document's 1 MB. Built here, where the server's SQL function took 1.5 ms a document (the
  * larger part of a write's cost); migration 13's trigger keeps a document that brings its pairs.
+ * Words are numbered per field, so a pair is a number until the document is written.
  */
-export function documentLexemes(m: IndexedText): Map<string, number[]> {
-  const positions = new Map<string, number[]>();
-  const pairs = new Set<string>();
+function buildDocument(m: IndexedText): Document {
+  const fields: FieldWords[] = [];
   let lexemeText = 0;
   const add = (field: Field, text: string) => {
-    const prefix = `${FIELD[field]}:`;
-    const upper = `${FIELD[field].toUpperCase()}:`;
+    const numbers = new Map<string, number>();
+    const f: FieldWords = { letter: FIELD[field], words: [], numbers, positions: [], bytes: [], pairs: [] };
+    const pairs = new Set<number>();
     // The word stored at the previous position, and at 16382: every word clamped to 16383 follows it.
-    let previous: string | undefined;
-    let beforeLast: string | undefined;
+    let previous = -1;
+    let beforeLast = -1;
     const tokens = tokenize(text);
     for (let i = 0; i < tokens.length; i++) {
       const token = tokens[i]!;
       // At most three bytes per UTF-16 unit: only a long token can pass the lexeme limit.
-      const lex = 2 + 3 * token.length <= MAX_LEXEME_BYTES ? prefix + token : lexeme(field, token);
+      const word = 2 + 3 * token.length <= MAX_LEXEME_BYTES ? token : lexeme(field, token).slice(2);
       const position = Math.min(i + 1, MAX_POSITION);
-      let list = positions.get(lex);
-      if (!list) {
-        lexemeText += Buffer.byteLength(lex);
+      let n = numbers.get(word);
+      if (n === undefined) {
+        const bytes = Buffer.byteLength(word);
+        lexemeText += 2 + bytes;
         if (lexemeText > MAX_LEXEME_TEXT) {
-          previous = undefined; // a huge body: its last distinct words are not indexed
+          previous = -1; // a huge body: its last distinct words are not indexed
           continue;
         }
-        positions.set(lex, (list = []));
+        n = f.words.length;
+        numbers.set(word, n);
+        f.words.push(word);
+        f.positions.push([]);
+        f.bytes.push(bytes);
       }
+      const list = f.positions[n]!;
       if (list.length >= MAX_POSITIONS) {
-        previous = undefined; // this occurrence keeps no position
+        previous = -1; // this occurrence keeps no position
         continue;
       }
       list.push(position);
-      const word = lex.slice(2);
       const before = position < MAX_POSITION ? previous : beforeLast;
-      if (before !== undefined) pairs.add(`${upper}${before} ${word}`);
-      previous = word;
-      if (position === MAX_POSITION - 1) beforeLast = word;
+      if (before >= 0) {
+        const pair = before * PAIR_RADIX + n;
+        if (!pairs.has(pair)) {
+          pairs.add(pair);
+          f.pairs.push(pair);
+        }
+      }
+      previous = n;
+      if (position === MAX_POSITION - 1) beforeLast = n;
     }
+    // Clamped positions repeat at 16383; PostgreSQL wants them distinct.
+    for (const list of f.positions)
+      if (list.length > 1 && list[list.length - 1] === MAX_POSITION && list[list.length - 2] === MAX_POSITION)
+        list.splice(list.indexOf(MAX_POSITION) + 1);
+    if (f.words.length > 0) fields.push(f);
   };
   // Tags first: they are few and must never be lost to the size limit.
   const tags = addressTags(m);
   if (m.hasAttachments) tags.push(ATTACHMENT_TAG);
-  for (const tag of tags) positions.set(lexeme('tag', tag), []);
   add('subject', m.subject);
   add('from', m.from);
   add('to', m.to);
@@ -147,40 +189,163 @@ export function documentLexemes(m: IndexedText): Map<string, number[]> {
   add('body', m.body);
   // Last: a long document may lose its last distinct words to the size limit, never the body.
   add('attachment', m.attachmentText ?? '');
-  // Clamped positions repeat at 16383; PostgreSQL wants them distinct.
-  for (const list of positions.values())
-    if (list.length > 1 && list[list.length - 1] === MAX_POSITION && list[list.length - 2] === MAX_POSITION)
-      list.splice(list.indexOf(MAX_POSITION) + 1);
-  for (const pair of pairsThatFit(positions, pairs, lexemeText)) positions.set(pair, []);
-  return positions;
+  const doc = { tags: new Set(tags.map((tag) => lexeme('tag', tag))), fields, paired: true };
+  doc.paired = pairsFit(doc, lexemeText);
+  return doc;
 }
 
-/** The pairs, or `_:unpaired` when one passes a lexeme's size or all of them the document's 1 MB. */
-function pairsThatFit(
-  positions: ReadonlyMap<string, number[]>,
-  pairs: ReadonlySet<string>,
-  counted: number,
-): Iterable<string> {
-  if (pairs.size === 0) return pairs;
+/** Whether the pairs fit: no pair passes a lexeme's size, and with them the document its 1 MB. */
+function pairsFit(doc: Document, counted: number): boolean {
   // UTF-8 takes at most three bytes per UTF-16 unit: most documents fit by that bound alone.
   let bound = counted;
-  for (const [lex, list] of positions) if (list.length === 0) bound += 3 * lex.length; // the tags
-  for (const pair of pairs) {
-    if (3 * pair.length > MAX_LEXEME_BYTES) {
-      bound = Infinity;
-      break;
+  for (const tag of doc.tags) bound += 3 * tag.length;
+  for (const f of doc.fields)
+    for (const pair of f.pairs) {
+      const length = 3 + f.words[Math.floor(pair / PAIR_RADIX)]!.length + f.words[pair % PAIR_RADIX]!.length;
+      if (3 * length > MAX_LEXEME_BYTES) bound = Infinity;
+      bound += 3 * length;
     }
-    bound += 3 * pair.length;
-  }
-  if (counted <= MAX_LEXEME_TEXT && bound <= MAX_LEXEME_TEXT) return pairs;
+  if (counted <= MAX_LEXEME_TEXT && bound <= MAX_LEXEME_TEXT) return true;
   let bytes = 0;
-  for (const lex of positions.keys()) bytes += Buffer.byteLength(lex);
-  for (const pair of pairs) {
-    const size = Buffer.byteLength(pair);
-    bytes += size;
-    if (size > MAX_LEXEME_BYTES || bytes > MAX_LEXEME_TEXT) return ['_:unpaired'];
+  for (const tag of doc.tags) bytes += Buffer.byteLength(tag);
+  for (const f of doc.fields) for (const size of f.bytes) bytes += 2 + size;
+  for (const f of doc.fields)
+    for (const pair of f.pairs) {
+      const size = 3 + f.bytes[Math.floor(pair / PAIR_RADIX)]! + f.bytes[pair % PAIR_RADIX]!;
+      bytes += size;
+      if (size > MAX_LEXEME_BYTES || bytes > MAX_LEXEME_TEXT) return false;
+    }
+  return true;
+}
+
+/**
+ * A document in tsvector's binary form (tsvectorrecv's layout): the number of lexemes, then each
+ * lexeme NUL-terminated with its positions (weight D: 0 in the top two bits). The lexemes go in
+ * the server's order (memcmp of the UTF-8 bytes, a prefix first), which JavaScript's order of
+ * strings is but for characters past U+FFFF: the server then need not sort them itself
+ * (tsvectorrecv sorts only a vector it finds out of order), a quarter of its time per document.
+ * That order is the field letter's (the pairs' capitals, `_`, then the small letters: every
+ * lexeme is a letter and a colon), then the word's within a field, and a pair's by its first word
+ * and then its second, as no word holds a space or anything below it (they separate words). So a
+ * field's words are sorted once, and its pairs as numbers by the ranks of their words.
+ */
+function documentBuffer(doc: Document): Buffer {
+  type Run = { letter: number; write: () => void };
+  const runs: Run[] = [];
+  let count = 0;
+  let size = 4;
+  let out: Buffer;
+  let at = 0;
+  const ending = (positions: readonly number[]) => {
+    out[at++] = 0;
+    out[at++] = positions.length >> 8;
+    out[at++] = positions.length & 0xff;
+    for (const p of positions) {
+      out[at++] = p >> 8;
+      out[at++] = p & 0xff;
+    }
+  };
+  const copy = (from: Buffer, start: number, end: number) => {
+    if (end - start > 32) at += from.copy(out, at, start, end);
+    else for (let i = start; i < end; i++) out[at++] = from[i]!;
+  };
+  const tags = [...doc.tags].sort().map((tag) => Buffer.from(tag, 'utf8'));
+  count += tags.length;
+  for (const tag of tags) size += tag.length + 3;
+  runs.push({
+    letter: FIELD.tag.charCodeAt(0),
+    write: () => {
+      for (const tag of tags) {
+        copy(tag, 0, tag.length);
+        ending([]);
+      }
+    },
+  });
+  if (!doc.paired) {
+    const mark = Buffer.from('_:unpaired');
+    count++;
+    size += mark.length + 3;
+    runs.push({
+      letter: mark[0]!,
+      write: () => {
+        copy(mark, 0, mark.length);
+        ending([]);
+      },
+    });
   }
-  return pairs;
+  for (const f of doc.fields) {
+    const words = [...f.words].sort();
+    const byRank = words.map((w) => f.numbers.get(w)!);
+    const rank = new Int32Array(words.length);
+    byRank.forEach((n, r) => (rank[n] = r));
+    // The sorted words' UTF-8 bytes back to back (NUL between), and where each begins.
+    const text = Buffer.from(words.join('\0'), 'utf8');
+    const starts = new Int32Array(words.length);
+    for (let r = 1; r < words.length; r++) starts[r] = starts[r - 1]! + f.bytes[byRank[r - 1]!]! + 1;
+    const letter = f.letter.charCodeAt(0);
+    count += words.length;
+    for (let r = 0; r < words.length; r++) size += 2 + f.bytes[byRank[r]!]! + 3 + 2 * f.positions[byRank[r]!]!.length;
+    runs.push({
+      letter,
+      write: () => {
+        for (let r = 0; r < words.length; r++) {
+          out[at++] = letter;
+          out[at++] = 0x3a; // ':'
+          copy(text, starts[r]!, starts[r]! + f.bytes[byRank[r]!]!);
+          ending(f.positions[byRank[r]!]!);
+        }
+      },
+    });
+    if (!doc.paired || f.pairs.length === 0) continue;
+    const pairs = new Float64Array(f.pairs.length);
+    for (let i = 0; i < pairs.length; i++) {
+      const p = f.pairs[i]!;
+      const first = rank[Math.floor(p / PAIR_RADIX)]!;
+      const second = rank[p % PAIR_RADIX]!;
+      pairs[i] = first * PAIR_RADIX + second;
+      size += 6 + f.bytes[byRank[first]!]! + f.bytes[byRank[second]!]!;
+    }
+    pairs.sort();
+    count += pairs.length;
+    const upper = f.letter.toUpperCase().charCodeAt(0);
+    runs.push({
+      letter: upper,
+      write: () => {
+        for (const p of pairs) {
+          const first = Math.floor(p / PAIR_RADIX);
+          const second = p % PAIR_RADIX;
+          out[at++] = upper;
+          out[at++] = 0x3a;
+          copy(text, starts[first]!, starts[first]! + f.bytes[byRank[first]!]!);
+          out[at++] = 0x20; // ' '
+          copy(text, starts[second]!, starts[second]! + f.bytes[byRank[second]!]!);
+          ending([]);
+        }
+      },
+    });
+  }
+  out = Buffer.allocUnsafe(size);
+  out.writeInt32BE(count, 0);
+  at = 4;
+  for (const run of runs.sort((a, b) => a.letter - b.letter)) run.write();
+  return out;
+}
+
+/** The document's lexemes with their positions, in no particular order (documentVector). */
+export function documentLexemes(m: IndexedText): Map<string, number[]> {
+  const doc = buildDocument(m);
+  const lexemes = new Map<string, number[]>();
+  for (const tag of doc.tags) lexemes.set(tag, []);
+  for (const f of doc.fields) {
+    f.words.forEach((w, n) => lexemes.set(`${f.letter}:${w}`, f.positions[n]!));
+    if (doc.paired) {
+      const upper = f.letter.toUpperCase();
+      for (const p of f.pairs)
+        lexemes.set(`${upper}:${f.words[Math.floor(p / PAIR_RADIX)]!} ${f.words[p % PAIR_RADIX]!}`, []);
+    }
+  }
+  if (!doc.paired) lexemes.set('_:unpaired', []);
+  return lexemes;
 }
 
 /** The tsvector input text of a message's document (tests compare it with the server's). */
@@ -192,7 +357,7 @@ export function documentVector(m: IndexedText): string {
 }
 
 /** A message's document in tsvector's binary form, as insertDocuments and the writer send it. */
-export const documentBinary = (m: IndexedText): Buffer => tsvectorBinary(documentLexemes(m));
+export const documentBinary = (m: IndexedText): Buffer => documentBuffer(buildDocument(m));
 
 /**
  * The document of a new message as the writer stores it (writer.ts; built ahead on a parse

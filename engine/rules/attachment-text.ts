@@ -30,17 +30,24 @@ export interface PendingContent {
   size: number;
   contentType: string;
   fileName: string;
+  /** Asked for `emailIds`: which of those messages holds it (a content two of them hold is listed for each). */
+  emailId?: number;
 }
 
 export interface AttachmentTextStore {
   /**
    * Up to `limit` contents without an outcome, in cursor order after `after` (a scan resumes
-   * there instead of probing every content already done again); only those of `emailIds` when given.
+   * there instead of probing every content already done again). With `emailIds` only theirs,
+   * once for each of those messages that holds it (`emailId`): one statement for a whole batch
+   * of new messages, not one for each.
    */
   pending(limit: number, options?: { emailIds?: readonly number[]; after?: number }): Promise<PendingContent[]>;
   countPending(): Promise<number>;
   content(c: PendingContent): Promise<Buffer>;
-  /** Stores outcomes and re-indexes the messages holding them, and `emailIds` too. */
+  /**
+   * Stores outcomes and re-indexes the messages holding them, and `emailIds` too (a store may
+   * leave out those of them holding no text, whose entries the text cannot change).
+   */
   save(
     results: ReadonlyArray<{ contentId: number; result: ExtractResult }>,
     emailIds?: readonly number[],

@@ -14,11 +14,11 @@ import { prepared } from './statements.js';
 import { visibleAccountsClause } from './accounts.js';
 import { bumpGeneration } from './users.js';
 
-// The attachment that names a content: its first (lowest id) attachment row.
-const PENDING = `SELECT c.id AS contentId, c.id AS cursor, c.size, a.content_type AS contentType, a.file_name AS fileName
-                   FROM attachment_contents c
-                   JOIN attachments a ON a.id = (SELECT min(id) FROM attachments WHERE content_id = c.id)
-                  WHERE c.id > ? AND NOT EXISTS (SELECT 1 FROM attachment_texts t WHERE t.content_id = c.id)`;
+// A content without an outcome, named by its first (lowest id) attachment row `a`.
+const COLUMNS = 'c.id AS contentId, c.id AS cursor, c.size, a.content_type AS contentType, a.file_name AS fileName';
+const NAMED = 'JOIN attachments a ON a.id = (SELECT min(id) FROM attachments WHERE content_id = c.id)';
+const NO_OUTCOME = 'c.id > ? AND NOT EXISTS (SELECT 1 FROM attachment_texts t WHERE t.content_id = c.id)';
+const PENDING = `SELECT ${COLUMNS} FROM attachment_contents c ${NAMED} WHERE ${NO_OUTCOME}`;
 
 export function pendingContents(
   db: Db,
@@ -27,11 +27,14 @@ export function pendingContents(
 ): PendingContent[] {
   if (emailIds) {
     if (emailIds.length === 0) return [];
+    // Once for each of these messages that holds the content, in content order.
     return prepared(
       db,
-      `${PENDING} AND c.id IN (SELECT content_id FROM attachments WHERE email_id IN (SELECT value FROM json_each(?)))
-        ORDER BY c.id LIMIT ?`,
-    ).all(after, JSON.stringify(emailIds), limit) as PendingContent[];
+      `SELECT ${COLUMNS}, m.email_id AS emailId
+         FROM (SELECT DISTINCT email_id, content_id FROM attachments WHERE email_id IN (SELECT value FROM json_each(?))) m
+         JOIN attachment_contents c ON c.id = m.content_id ${NAMED}
+        WHERE ${NO_OUTCOME} ORDER BY c.id LIMIT ?`,
+    ).all(JSON.stringify(emailIds), after, limit) as PendingContent[];
   }
   return prepared(db, `${PENDING} ORDER BY c.id LIMIT ?`).all(after, limit) as PendingContent[];
 }
