@@ -26,6 +26,7 @@ const BROTLI_PARAMS = {
 
 /** The body as stored: the text itself, or its packed bytes when that saves at least an eighth. */
 export function packBody(text: string | null): string | Buffer | null {
+  // Fewer than a third as many UTF-16 units can never make PACK_MIN_BYTES of UTF-8.
   if (text === null || text.length < PACK_MIN_BYTES / 3) return text;
   const bytes = Buffer.from(text, 'utf8');
   if (bytes.length < PACK_MIN_BYTES) return text;
@@ -56,13 +57,13 @@ export function packedBytes(stored: Uint8Array): number {
 }
 
 /**
- * A message's bodies as the writer stores them, with the limit they were cut at: prepared (NULs
- * out, cut at the limit: engine/rules/body.ts) and packed.
+ * A message's bodies as the writer stores them (prepared: NULs out, cut at the stored-body limit,
+ * engine/rules/body.ts; then packed), for a parse thread to do ahead of the writer (prepare.ts).
  */
-export function packedBodies(email: Pick<NewEmail, 'textBody' | 'htmlBody'>, limit = STORED_BODY_LIMIT): PackedBodies {
+export function packedBodies(email: Pick<NewEmail, 'textBody' | 'htmlBody'>): PackedBodies {
   return {
-    limit,
-    text: packBody(prepareBody(email.textBody, limit).stored),
-    html: packBody(prepareBody(email.htmlBody, limit).stored),
+    limit: STORED_BODY_LIMIT,
+    text: packBody(prepareBody(email.textBody).stored),
+    html: packBody(prepareBody(email.htmlBody).stored),
   };
 }

@@ -13,7 +13,7 @@ import { lowerThreadPriority } from '../threads/priority.js';
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import { openArchive } from './open.js';
 import { archiveState, buildSnapshot } from './index-build.js';
-import { extendSnapshot } from './index-extend.js';
+import { caughtUp } from './index-extend.js';
 import { once, readyLine, SavedIndex, type BuilderLog } from '../search/bitsets/saved-index.js';
 import { Snapshot } from '../search/bitsets/snapshot.js';
 import { postSnapshot, type SnapshotMessage, type SnapshotOrigin } from '../search/bitsets/share.js';
@@ -105,10 +105,8 @@ function tick(): void {
   // Rebuild once the archive has been still for QUIET_MS (the first build does not wait).
   if (built && now - seen!.at < QUIET_MS && !loadedBehind) return;
   loadedBehind = false;
-  // Appended mail is added to the current snapshot; a rewrite, or a quarter more mail than at
-  // the last full build (the choice of kept words drifts), means a full build.
-  const extended =
-    latestSnapshot && latestSnapshot.rows < fullBuildRows * 1.25 ? extendSnapshot(db, latestSnapshot) : undefined;
+  // Appended mail is added to the current snapshot, unless a full build is due (caughtUp).
+  const extended = caughtUp(db, latestSnapshot, fullBuildRows);
   if (extended) {
     latest = extended;
     origin = { kind: 'caught up', fromFile: origin.fromFile };

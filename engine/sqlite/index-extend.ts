@@ -13,6 +13,16 @@ import { PairFinder } from '../search/bitsets/pairs.js';
 import { grownTerms } from '../search/bitsets/rows.js';
 import { pack, Snapshot, termKey, wordsFor } from '../search/bitsets/snapshot.js';
 
+/**
+ * `snapshot` caught up with the mail appended since, or undefined when a full build is due: a
+ * rewrite, or a quarter more mail than at the last full build (`fullBuildRows`: the choice of
+ * kept words drifts). The one rule of the builder thread (index-builder.ts) and of an import's
+ * last step (index-save.ts).
+ */
+export function caughtUp(db: Db, snapshot: Snapshot | undefined, fullBuildRows: number): SharedArrayBuffer | undefined {
+  return snapshot && snapshot.rows < fullBuildRows * 1.25 ? extendSnapshot(db, snapshot) : undefined;
+}
+
 /** A new snapshot with the messages added since `old`, or undefined when only a full build will do. */
 export function extendSnapshot(db: Db, old: Snapshot): SharedArrayBuffer | undefined {
   return inReadTransaction(db, () => extend(db, old));

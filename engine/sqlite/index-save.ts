@@ -5,12 +5,11 @@
 // describes the archive and the archive has not grown by a quarter since its last full build,
 // else a full build; one process of the host builds at a time (the build lock).
 import { archiveState, buildSnapshot } from './index-build.js';
-import { extendSnapshot } from './index-extend.js';
+import { caughtUp } from './index-extend.js';
 import { describesArchive, searchIndexKey } from './index-verify.js';
 import type { Db } from './open.js';
 import { SavedIndex, type BuilderLog } from '../search/bitsets/saved-index.js';
 import { Snapshot } from '../search/bitsets/snapshot.js';
-
 import type { IndexSaveOutcome } from '../store-contract.js';
 
 export function saveCurrentIndex(db: Db, o: { file: string; maxBytes: number; log: BuilderLog }): IndexSaveOutcome {
@@ -28,11 +27,13 @@ export function saveCurrentIndex(db: Db, o: { file: string; maxBytes: number; lo
   const state = archiveState(db);
   if (snap && snap.maxId === state.maxId && snap.rewrites === state.rewrites)
     return { kind: 'current', rows: snap.rows };
-  const fullBuildRows = loaded?.meta.fullBuildRows ?? 0;
-  const extended = snap && snap.rows < fullBuildRows * 1.25 ? extendSnapshot(db, snap) : undefined;
+  // The lock first: while another process builds, it saves, and catching up here would be lost.
   if (!saved.mayBuild()) return { kind: 'busy' };
+  const fullBuildRows = loaded?.meta.fullBuildRows ?? 0;
+  let extended: SharedArrayBuffer | undefined;
   let buffer: SharedArrayBuffer;
   try {
+    extended = caughtUp(db, snap, fullBuildRows);
     buffer = extended ?? buildSnapshot(db, { maxBytes: o.maxBytes });
   } catch (err) {
     saved.releaseLock();

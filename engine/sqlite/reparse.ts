@@ -4,11 +4,11 @@
 // writes. The full-text index follows by migration 1's triggers, the in-memory search index by the
 // rewrite counter (migration 3), conversations by engine/sqlite/threads.ts relinkReparsed. The
 // progress of a pass is a small file next to the archive, so no migration is needed for it.
-import { packBody } from './body-codec.js';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import type { ReparseCandidate, ReparseChange, ReparseProgress, ReparseStore } from '../store-contract.js';
 import type { Db } from './open.js';
 import { prepared } from './statements.js';
+import { packBody } from './body-codec.js';
 import { OriginalDamaged, unpackOriginal } from '../rules/originals.js';
 import {
   needsRelink,

@@ -12,7 +12,7 @@ import { bumpGeneration } from './users.js';
 import { ATTACHMENT_CHUNK_BYTES, messageIdOnlyKey, normalizeFolder, type NewEmail } from '../rules/new-email.js';
 import { originalToStore, sha256Hex, type PackedOriginal } from '../rules/originals.js';
 import { prepared } from './statements.js';
-import { packedBodies } from './body-codec.js';
+import { packBody } from './body-codec.js';
 
 export class ArchiveWriter {
   readonly #db: Db;
@@ -118,7 +118,8 @@ export class ArchiveWriter {
     const tags = messageTags({ ...email, folder, hasAttachments: hasFileAttachments(email.attachments) });
     // Packed on a parse thread when the import had one (prepare.ts), else here.
     const ahead = email.packedBodies;
-    const packed = ahead?.limit === this.#bodyLimit ? ahead : packedBodies(email, this.#bodyLimit);
+    const packed =
+      ahead?.limit === this.#bodyLimit ? ahead : { text: packBody(text.stored), html: packBody(html.stored) };
     this.#insertBody.run(
       id,
       packed.text,
