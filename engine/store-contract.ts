@@ -59,7 +59,8 @@ export interface MailWriter {
   /**
    * A module (URL) whose default export the importer runs on each parsed message where it was
    * parsed (a parse thread, engine/import/parsers.ts), so that per-message work of this store's
-   * write happens on every core: PostgreSQL builds the search document there. None on SQLite.
+   * write happens on every core: PostgreSQL builds the search document there, SQLite packs the
+   * bodies (engine/sqlite/prepare.ts).
    */
   readonly prepare?: string;
   /**
