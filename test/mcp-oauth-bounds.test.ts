@@ -5,6 +5,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { addressPartition, isPublicAddress } from '../gateway/address.js';
+import { ClientMetadataDocuments } from '../gateway/oauth/clients.js';
+import { defaultSettings } from '../shared/config.js';
 import {
   authorizeUrl,
   CALLBACK,
@@ -105,6 +107,36 @@ test('fetches in flight: one per URL however many ask, and at most ClientMetadat
     res.end(JSON.stringify({ client_id: self, client_name: 'Slow', redirect_uris: [CALLBACK] }));
   }
   for (const res of [...(await Promise.all(same)), await other]) t.is(res.status, 200);
+});
+
+test('requests for one URL that pass the per-address budget together still make one fetch', async (t) => {
+  // The budget answers asynchronously (Redis, or a promise in memory); under load several requests
+  // for one document were all charged before any had started its fetch, and each fetched it.
+  const docs = await documentServer();
+  t.teardown(docs.close);
+  const settings = defaultSettings().Mcp.OAuth;
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let charged = 0;
+  const documents = new ClientMetadataDocuments(
+    { ...settings, ClientMetadataAllowedOrigins: [docs.origin] },
+    {
+      consume: async () => {
+        charged++;
+        await gate;
+      },
+    },
+  );
+  const url = `${docs.origin}/together.json`;
+  const asking = Array.from({ length: 5 }, (_, i) => documents.resolve(url, `address-${i}`));
+  await waitFor('every request charged', () => charged === 5, 5_000, 5);
+  open();
+  const resolved = await Promise.all(asking);
+  t.deepEqual(
+    resolved.map((c) => c.name),
+    Array(5).fill('Doc Client'),
+  );
+  t.deepEqual(docs.hits, ['/together.json'], 'one fetch for five requests');
 });
 
 test('the metadata fetch refuses every form of IPv4 inside IPv6 and other non-public addresses', async (t) => {

@@ -146,13 +146,15 @@ export class ClientMetadataDocuments {
   ) {}
 
   async resolve(clientId: string, partition: string): Promise<ResolvedClient> {
-    const cached = this.#cache.get(clientId);
-    if (cached) return { clientId, name: cached.name, redirectUris: cached.redirectUris, kind: cached.kind };
-    const pending = this.#pending.get(clientId);
-    if (pending) return pending;
+    const known = this.#known(clientId);
+    if (known) return known;
     // What needs no fetch is checked before the address is charged for one.
     const { url, allowed } = metadataUrl(clientId, this.settings);
     await this.budget.consume(partition);
+    // The budget answers asynchronously: a request for this URL that came meanwhile may have
+    // started (or even ended) its fetch. Join it rather than fetch the same document twice.
+    const meanwhile = this.#known(clientId);
+    if (meanwhile) return meanwhile;
     if (this.#open >= this.settings.ClientMetadataMaxConcurrentFetches)
       throw new Problem(
         503,
@@ -171,6 +173,14 @@ export class ClientMetadataDocuments {
       this.#open--;
       this.#pending.delete(clientId);
     }
+  }
+
+  /** The document kept, or the fetch of it in flight; undefined when it must be fetched. */
+  #known(clientId: string): Promise<ResolvedClient> | undefined {
+    const cached = this.#cache.get(clientId);
+    if (cached)
+      return Promise.resolve({ clientId, name: cached.name, redirectUris: cached.redirectUris, kind: cached.kind });
+    return this.#pending.get(clientId);
   }
 }
 
