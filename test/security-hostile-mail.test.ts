@@ -13,6 +13,7 @@ import { indexNewMessages, reindexAttachments } from '../engine/attachments/inde
 import type { AttachmentTextStore } from '../engine/rules/attachment-text.js';
 import { importPaths, type ImportOptions } from '../engine/import/importer.js';
 import { DEFAULT_IMPORT_LIMITS } from '../engine/import/limits.js';
+import { readSources } from '../engine/import/sources.js';
 import type { ArchiveAdmin } from '../engine/store-contract.js';
 import { line } from '../engine/cli/commands/sync.js';
 import { noTextReason } from '../gateway/archive-service.js';
@@ -279,6 +280,24 @@ test('a winmail.dat of 300 files gives Import:MaxTnefFiles attachments besides t
 
 // ---------------------------------------------------------------------------------------------
 // Item 5 (files): the largest message archived.
+
+test('a message file above the limit is refused from its size, never read', async (t) => {
+  const all = async (size: number) => {
+    const out = [];
+    // The path does not exist: opening it gives a read error instead of the size.
+    const source = { kind: 'message' as const, path: '/nonexistent/huge.eml', folder: 'INBOX', size, mtime: 0 };
+    for await (const m of readSources([source], 100_000)) out.push(m);
+    return out;
+  };
+  const [over, ...more] = await all(5e9);
+  t.is(more.length, 0);
+  t.like(over, { bytes: 5e9, origin: '/nonexistent/huge.eml' });
+  t.is(over!.raw.length, 0);
+  t.is(over!.readError, undefined, 'not opened');
+  // Below the limit the same file is opened, and its error says why it was not imported.
+  const [under] = await all(10);
+  t.regex(under!.readError!, /cannot be read \(ENOENT\)/);
+});
 
 test('a message above Import:MaxMessageBytes is skipped, counted and named with its size', async (t) => {
   const { a, admin, importFiles } = await archiveWithAccount(t, 'sqlite');

@@ -109,8 +109,9 @@ export async function importPaths(
   const { sources, ignored } = planSources(paths, options.folder);
   for (const file of ignored) options.onIgnored?.(file);
   const bytesTotal = sources.reduce((sum, s) => sum + s.size, 0);
+  const { maxMessageBytes } = { ...DEFAULT_IMPORT_LIMITS, ...options.limits };
   const run = (target: ArchiveAdmin, extra: Partial<ImportOptions> = {}) =>
-    importMessages(target, readSources(sources), { ...options, ...extra, bytesTotal });
+    importMessages(target, readSources(sources, maxMessageBytes), { ...options, ...extra, bytesTotal });
   if (!options.dryRun) return { ...(await run(admin)), ignored };
   // A dry run is the import itself, rolled back: its counts are the real ones, duplicates within
   // the run and against the archive alike. Nothing outlives it: no attachment text, no lastSync.

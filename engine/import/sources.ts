@@ -1,7 +1,7 @@
 // What the operator pointed the importer at, resolved to a list of sources before anything is
 // written (so a typo fails fast), then read one message at a time.
 import { closeSync, openSync, readdirSync, readSync, statSync, type Dirent, type Stats } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { StoreError } from '../../shared/errors.js';
 import { normalizeFolder } from '../rules/new-email.js';
@@ -285,12 +285,23 @@ function fileSource(
   plan.sources.push({ kind: 'message', path, folder: here, size: st.size, mtime: st.mtimeMs });
 }
 
-/** Reads the sources in order, one message at a time; an mbox is streamed, never loaded whole. */
-export async function* readSources(sources: readonly Source[]): AsyncGenerator<RawMessage> {
+/**
+ * Reads the sources in order, one message at a time; an mbox is streamed, never loaded whole. A
+ * message file larger than `maxMessageBytes` is not read: it is given with its size and no bytes,
+ * to be refused for its size as it would be after reading.
+ */
+export async function* readSources(sources: readonly Source[], maxMessageBytes = Infinity): AsyncGenerator<RawMessage> {
   for (const s of sources) {
     if (s.kind === 'message') {
+      if (s.size > maxMessageBytes) {
+        yield { raw: Buffer.alloc(0), folder: s.folder, origin: s.path, mtime: s.mtime, bytes: s.size };
+        continue;
+      }
       try {
-        const raw = await readFile(s.path);
+        // Synchronous on purpose: a message file is small and cached, and fs/promises' readFile
+        // costs about 300 µs of CPU per file against 10 µs for readFileSync (Node 20, 2 KB files),
+        // on the thread that also writes the archive. A Maildir import was bound by it.
+        const raw = readFileSync(s.path);
         if (isUtf16(raw.subarray(0, 4))) {
           yield {
             raw: Buffer.alloc(0),
