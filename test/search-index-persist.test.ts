@@ -9,10 +9,10 @@ import test, { type ExecutionContext } from 'ava';
 import { spawnSync } from 'node:child_process';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { copyFileSync, existsSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
 import type { Db } from '../engine/sqlite/open.js';
 import { EnginePool } from '../engine/pool/pool.js';
-import { BuildLock, releaseLockOfThread } from '../engine/search/bitsets/build-lock.js';
+import { BuildLock, processStart, releaseLockOfThread } from '../engine/search/bitsets/build-lock.js';
 import { exactCount } from '../engine/sqlite/search.js';
 import type { SearchIndexInfo } from '../shared/jobs.js';
 import { parseSearchInput } from '../shared/search-input.js';
@@ -278,6 +278,24 @@ test.serial(
 
       holder(process.pid, `${process.pid}-77-x`);
       t.false(new BuildLock(file).tryTake(), 'its holder is alive');
+      // A build longer than an hour (a full PostgreSQL build at 6 to 10M messages) keeps its lock
+      // while its holder lives; a lock whose pid a later process took is abandoned.
+      const hoursAgo = (h: number) => (Date.now() - h * 3_600_000) / 1000;
+      const own = { pid: process.pid, host: hostname(), token: `${process.pid}-77-x` };
+      writeFileSync(`${file}.lock`, JSON.stringify({ ...own, started: processStart(process.pid) }));
+      utimesSync(`${file}.lock`, hoursAgo(2), hoursAgo(2));
+      t.truthy(processStart(process.pid));
+      t.false(new BuildLock(file).tryTake(), 'a live holder two hours into its build');
+      writeFileSync(`${file}.lock`, JSON.stringify({ ...own, started: '1' }));
+      const reused = new BuildLock(file);
+      t.true(reused.tryTake(), 'the pid is alive, but it is another process than the one that took it');
+      reused.release();
+      writeFileSync(`${file}.lock`, JSON.stringify(own)); // written by an earlier version: no start
+      utimesSync(`${file}.lock`, hoursAgo(2), hoursAgo(2));
+      const old = new BuildLock(file);
+      t.true(old.tryTake(), 'a holder that cannot be checked is given up after an hour');
+      old.release();
+      holder(process.pid, `${process.pid}-77-x`);
       releaseLockOfThread(file, 78);
       t.true(existsSync(`${file}.lock`), 'another thread');
       releaseLockOfThread(file, 77);

@@ -4,20 +4,43 @@
 //
 // Not proper-lockfile: it proves a holder alive by touching the lock from a timer, and a SQLite
 // build holds its thread's event loop for minutes, so the lock would look abandoned in the
-// middle of every long build. Here the lock names its holder's pid, and it is abandoned when
-// that process is gone (same host: PM2 runs a cluster on one) or after MAX_HOLD_MS.
+// middle of every long build. Here the lock names its holder's pid and when that process
+// started, and it is abandoned when that process is gone (same host: PM2 runs a cluster on one).
+// The start time tells a live holder from a new process that got its pid, so a live holder keeps
+// the lock however long its build takes (a full PostgreSQL build passes an hour at 6 to 10M
+// messages); only a lock whose holder cannot be checked (another host, no /proc, a lock of an
+// earlier version) is given up by age, after MAX_HOLD_MS.
 import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { threadId } from 'node:worker_threads';
 import { randomUUID } from 'node:crypto';
 
-/** Longer than any build (7–8 minutes at a million messages); a lock older than this is abandoned. */
+/** A lock whose holder cannot be checked is abandoned this long after it was taken. */
 const MAX_HOLD_MS = 60 * 60 * 1000;
+/** Even a holder proven alive gives way after this: a build wedged for a day is not a build. */
+const MAX_LIVE_HOLD_MS = 24 * 60 * 60 * 1000;
 
 interface Holder {
   pid: number;
   host: string;
   token: string;
+  /** When the holder's process started (processStart), where it can be read. */
+  started?: string;
+}
+
+/**
+ * When a process of this host started, as Linux gives it: field 22 of /proc/<pid>/stat, in clock
+ * ticks since boot (a pid taken again by a later process has a later start). undefined where there
+ * is no /proc, or no such process.
+ */
+export function processStart(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    // The command name (field 2) is in parentheses and may hold spaces or parentheses itself.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
 }
 
 export class BuildLock {
@@ -43,7 +66,14 @@ export class BuildLock {
       try {
         const fd = openSync(this.#path, 'wx', 0o600);
         try {
-          writeSync(fd, JSON.stringify({ pid: process.pid, host: hostname(), token: this.#token } satisfies Holder));
+          const started = processStart(process.pid);
+          const holder: Holder = {
+            pid: process.pid,
+            host: hostname(),
+            token: this.#token,
+            ...(started ? { started } : {}),
+          };
+          writeSync(fd, JSON.stringify(holder));
         } finally {
           closeSync(fd);
         }
@@ -82,12 +112,16 @@ export class BuildLock {
     } catch {
       return true; // gone meanwhile
     }
-    if (age > MAX_HOLD_MS) return true;
+    if (age > MAX_LIVE_HOLD_MS) return true;
     const holder = this.#holder();
     // Written but not yet filled (its creator is between open and write): not abandoned yet.
     if (!holder) return age > 10_000;
-    if (holder.host !== hostname()) return false;
-    return !alive(holder.pid);
+    if (holder.host !== hostname()) return age > MAX_HOLD_MS;
+    if (!alive(holder.pid)) return true;
+    const started = holder.started === undefined ? undefined : processStart(holder.pid);
+    // Its pid is alive: the holder itself when the start matches, a later process when not.
+    if (started !== undefined) return started !== holder.started;
+    return age > MAX_HOLD_MS;
   }
 }
 
