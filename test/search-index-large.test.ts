@@ -4,7 +4,7 @@
 // format (computed here over the whole file); a snapshot over 4 GiB, which Node 20 cannot view
 // as one Uint8Array and no HMAC update takes whole, is saved, loaded and verified; and a
 // PostgreSQL archive's sections hold folder names that, as one JSON string, would pass the
-// longest string JavaScript holds. Serial, so that nothing else of this file runs beside the
+// longest string JavaScript holds, and so does a snapshot's vocabulary. Serial, so that nothing else of this file runs beside the
 // 4 GiB one (4.3 GB resident).
 import test from 'ava';
 import { constants } from 'node:buffer';
@@ -13,6 +13,7 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { loadIndex, NOT_SIGNED, saveIndex, type SavedMeta } from '../engine/search/bitsets/persist.js';
+import { decodeWords, encodeWords, ORDERS, pack, Snapshot } from '../engine/search/bitsets/snapshot.js';
 import { buildSnapshot } from '../engine/sqlite/index-build.js';
 import { searchIndexKey } from '../engine/sqlite/index-verify.js';
 import { fromSections, sections } from '../engine/postgres/saved-sections.js';
@@ -119,6 +120,43 @@ test.serial('a snapshot over 4 GiB is saved, loaded whole and verified', (t) => 
   } finally {
     cleanup();
   }
+});
+
+test('the vocabulary in pieces of a few words and bytes is the vocabulary joined whole', (t) => {
+  const words = ['a', 'bé', '日本語', 'zz', '', 'x'.repeat(40), '😀', 'q'];
+  const whole = new TextEncoder().encode(words.join('\n'));
+  for (const pieceWords of [1, 2, 3, 7, 8, 100])
+    t.true(same(encodeWords(words, pieceWords), whole), `${pieceWords} words`);
+  for (const pieceBytes of [1, 2, 5, 17, 1000])
+    t.deepEqual(decodeWords(whole, pieceBytes), words, `${pieceBytes} bytes`);
+  t.deepEqual(decodeWords(new Uint8Array(0)), []);
+});
+
+test.serial('a vocabulary longer together than a JavaScript string is packed and read back', (t) => {
+  // 1,000,000 words of 540 characters: 540 MB joined, past V8's longest string (2^29 − 24).
+  // Each word starts with its own number, so sorting compares a few characters.
+  const tail = 'v'.repeat(533);
+  const count = 1_000_000;
+  const vocab = Array.from({ length: count }, (_, i) => i.toString(36).padStart(6, '0') + tail + (i % 10));
+  t.true(count * 541 > constants.MAX_STRING_LENGTH);
+  const orders = Object.fromEntries(ORDERS.map((o) => [o, new Int32Array(0)])) as Parameters<typeof pack>[0]['orders'];
+  const buffer = pack({
+    maxId: 0,
+    rewrites: 0,
+    sent: new Float64Array(1),
+    keys: new Float64Array(0),
+    ids: new Int32Array(0),
+    orders,
+    universe: new Uint32Array(1),
+    terms: [],
+    vocab,
+    buildMs: 0,
+  });
+  const back = new Snapshot(buffer).vocab;
+  t.is(back.length, count);
+  t.is(back[0], vocab[0]);
+  t.is(back[count - 1], vocab[count - 1]);
+  t.is(back[654_321], vocab[654_321]);
 });
 
 test.serial('PostgreSQL sections hold folder names longer together than a JavaScript string', (t) => {

@@ -89,7 +89,7 @@ export function pack(parts: SnapshotParts): SharedArrayBuffer {
   const words = wordsFor(parts.maxId);
   const encoder = new TextEncoder();
   const dict = encoder.encode(parts.terms.map((t) => t.key).join('\n'));
-  const vocab = encoder.encode([...parts.vocab].sort().join('\n'));
+  const vocab = encodeWords([...parts.vocab].sort());
   const rows = parts.keys.length;
   const dataBytes = parts.terms.reduce((sum, t) => sum + align8(4 * lengthOf(t.set)), 0);
   const sizes = [
@@ -143,6 +143,46 @@ export function pack(parts: SnapshotParts): SharedArrayBuffer {
   header[HEADER.keyKind] = parts.keyKind ?? KEY_ROWIDS;
   header[HEADER.magic] = MAGIC;
   return buffer;
+}
+
+// The vocabulary goes in and out of the buffer in pieces: as one string, every word joined, it
+// passes the longest string V8 holds (2^29 − 24 characters, buffer.constants.MAX_STRING_LENGTH)
+// at about 50 million words of mail, and the build ended in "Invalid string length".
+const VOCAB_PIECE_WORDS = 65_536;
+const VOCAB_PIECE_BYTES = 16 * 1024 * 1024;
+
+/** Words as UTF-8, '\n' between them: the join of them all, built `pieceWords` at a time. */
+export function encodeWords(words: readonly string[], pieceWords = VOCAB_PIECE_WORDS): Uint8Array {
+  const encoder = new TextEncoder();
+  const pieces: Uint8Array[] = [];
+  let total = 0;
+  for (let i = 0; i < words.length; i += pieceWords) {
+    const piece = encoder.encode((i > 0 ? '\n' : '') + words.slice(i, i + pieceWords).join('\n'));
+    pieces.push(piece);
+    total += piece.length;
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const piece of pieces) {
+    out.set(piece, at);
+    at += piece.length;
+  }
+  return out;
+}
+
+/** encodeWords' bytes as words again, decoded about `pieceBytes` at a time (cut at a '\n'). */
+export function decodeWords(bytes: Uint8Array, pieceBytes = VOCAB_PIECE_BYTES): string[] {
+  const words: string[] = [];
+  if (bytes.length === 0) return words;
+  const decoder = new TextDecoder();
+  for (let start = 0; ;) {
+    // A '\n' byte is never inside a character's UTF-8, so every cut is between two words.
+    const newline = start + pieceBytes < bytes.length ? bytes.indexOf(0x0a, start + pieceBytes) : -1;
+    const end = newline < 0 ? bytes.length : newline;
+    for (const word of decoder.decode(bytes.subarray(start, end)).split('\n')) words.push(word);
+    if (end === bytes.length) return words;
+    start = end + 1;
+  }
 }
 
 export const wordsFor = (maxId: number) => Math.ceil((maxId + 1) / 32);
@@ -201,9 +241,8 @@ export class Snapshot {
     const decoder = new TextDecoder();
     const dict = decoder.decode(new Uint8Array(buffer, at, dictBytes).slice());
     at += align8(dictBytes);
-    const vocab = decoder.decode(new Uint8Array(buffer, at, vocabBytes).slice());
     if (terms > 0) dict.split('\n').forEach((key, i) => this.#index.set(key, i));
-    this.vocab = vocabBytes > 0 ? vocab.split('\n') : [];
+    this.vocab = decodeWords(new Uint8Array(buffer, at, vocabBytes).slice());
   }
 
   get bytes(): number {
