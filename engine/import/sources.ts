@@ -1,7 +1,6 @@
 // What the operator pointed the importer at, resolved to a list of sources before anything is
 // written (so a typo fails fast), then read one message at a time.
-import { closeSync, openSync, readdirSync, readSync, statSync, type Dirent, type Stats } from 'node:fs';
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync, type Dirent, type Stats } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { StoreError } from '../../shared/errors.js';
 import { normalizeFolder } from '../rules/new-email.js';
