@@ -109,9 +109,12 @@ export async function importPaths(
   const { sources, ignored } = planSources(paths, options.folder);
   for (const file of ignored) options.onIgnored?.(file);
   const bytesTotal = sources.reduce((sum, s) => sum + s.size, 0);
-  const { maxMessageBytes } = { ...DEFAULT_IMPORT_LIMITS, ...options.limits };
   const run = (target: ArchiveAdmin, extra: Partial<ImportOptions> = {}) =>
-    importMessages(target, readSources(sources, maxMessageBytes), { ...options, ...extra, bytesTotal });
+    importMessages(target, readSources(sources, limitsOf(options).maxMessageBytes), {
+      ...options,
+      ...extra,
+      bytesTotal,
+    });
   if (!options.dryRun) return { ...(await run(admin)), ignored };
   // A dry run is the import itself, rolled back: its counts are the real ones, duplicates within
   // the run and against the archive alike. Nothing outlives it: no attachment text, no lastSync.
@@ -129,6 +132,9 @@ export async function importPaths(
 
 const ROLLBACK = Symbol('dry run: roll back');
 
+/** The import's limits: the defaults, with what the options set. */
+const limitsOf = (options: ImportOptions): ImportLimits => ({ ...DEFAULT_IMPORT_LIMITS, ...options.limits });
+
 /** Imports messages from any reader (files, or the demo generator) into one account. */
 export async function importMessages(
   target: Db | ArchiveAdmin,
@@ -140,7 +146,7 @@ export async function importMessages(
   const account = await admin.requireAccount(options.accountId);
   const writer = admin.openWriter({ pipelined: true });
   const batchSize = Math.max(1, options.batchSize ?? DEFAULT_BATCH_SIZE);
-  const limits = { ...DEFAULT_IMPORT_LIMITS, ...options.limits };
+  const limits = limitsOf(options);
   const textBudget = options.textBudget ?? new TextBudget(limits.text);
   let textDeferred = 0;
   const progress: ImportProgress = {
