@@ -1,12 +1,22 @@
 // Builds a snapshot (snapshot.ts) from the archive, inside one read transaction so that every
 // part describes the same moment. FTS5 does the reading: its vocabulary table says which words
 // are common, and one MATCH per kept word lists its messages. At 1,000,000 messages this reads
-// about 80 million postings; see docs/performance.md for the time it takes.
-import { lowerBound } from '../search/bitsets/lower-bound.js';
+// about 80 million postings. The word pairs read every message again; they are found on helper
+// threads meanwhile (ADR 34). See docs/performance.md, "A full build", for the time it takes.
+import { availableParallelism } from 'node:os';
+import { gallop } from '../search/bitsets/lower-bound.js';
 import type { Db } from './open.js';
 import { DEFAULT_COLUMNS } from '../search/compile.js';
 import { SORT_COLUMNS } from '../search/sort.js';
-import { buildPairs, MAX_PAIR_WORDS, PAIR_SHARE, type ColumnTexts } from '../search/bitsets/pairs.js';
+import {
+  buildPairs,
+  MAX_PAIR_WORDS,
+  PAIR_SHARE,
+  pairSets,
+  type ColumnTexts,
+  type PairLists,
+} from '../search/bitsets/pairs.js';
+import { startHelpers } from '../threads/sync-workers.js';
 import { addPrefixTails, TAIL_MIN_COST_US } from '../search/bitsets/tails.js';
 import {
   ORDERS,
@@ -25,6 +35,17 @@ export interface BuildOptions {
   maxBytes?: number;
   /** Keep a prefix tail when asking FTS5 for its words would cost more than this (µs); tests use 0. */
   tailMinCostUs?: number;
+  /**
+   * Threads that find the word pairs while this one reads FTS5 (default: one per core, at most
+   * 8); 1 finds them here.
+   */
+  pairThreads?: number;
+  /** Below this many messages the pairs are found here: a thread's start costs more (default 50,000). */
+  pairThreadsFrom?: number;
+  /** Told where the pairs were found, and why not on the threads when they were asked for. */
+  onPairs?: (where: 'threads' | 'here', why?: string) => void;
+  /** Called as the helper threads are started (tests: a write at that moment). */
+  beforePairHelpers?: () => void;
 }
 
 const DEFAULT_MAX_BYTES = 768 * 1024 * 1024;
@@ -73,6 +94,8 @@ function build(db: Db, options: BuildOptions): SharedArrayBuffer {
   db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.email_fts_vocab USING fts5vocab(main, email_fts, 'col')");
   // Per term and group: an upper bound of its documents (the sum over the group's columns).
   const bound = new Map<string, number>();
+  // ... and a lower bound (its commonest column), so that a word that cannot fit is not read.
+  const least = new Map<string, number>();
   const vocab = new Set<string>();
   const columnGroups = new Map<string, Group[]>();
   for (const [g, { columns }] of Object.entries(GROUPS) as Array<[keyof typeof GROUPS, { columns: string[] }]>) {
@@ -89,14 +112,26 @@ function build(db: Db, options: BuildOptions): SharedArrayBuffer {
     for (const g of groups) {
       const key = termKey(g, term);
       bound.set(key, (bound.get(key) ?? 0) + docs);
+      least.set(key, Math.max(least.get(key) ?? 0, docs));
     }
   }
   const candidates = [...bound].filter(([, docs]) => docs >= minDocs).sort((a, b) => b[1] - a[1]);
 
   const terms: Array<{ key: string; set: TermSet }> = [];
   let bytes = 0;
+  // The word pairs (pairs.ts) re-read every message: most of a build's time. Their words are known
+  // once every candidate common enough to be one has been read (candidates go most common first),
+  // so the pairs are found on other threads from then on, while this one reads the rest.
+  let pairs: (() => Array<{ key: string; set: TermSet }>) | undefined;
+  const startPairsOnce = () => {
+    pairs ??= startPairs(db, { maxId, rewrites, universe, rows, words, pairWords: pairWordsOf(terms, rows) }, options);
+  };
   const list = db.prepare('SELECT rowid FROM email_fts WHERE email_fts MATCH ?').pluck();
-  for (const [key] of candidates) {
+  for (const [key, docs] of candidates) {
+    if (docs * PAIR_SHARE < rows) startPairsOnce();
+    // Past the budget, the least this word's set could take is too much: FTS5 is not asked. At
+    // millions of messages the budget binds, and most of the MATCHes were for words then dropped.
+    if (bytes + 4 * Math.min(words, Math.max(minDocs, least.get(key)!)) > budget) continue;
     const group = key[0] as keyof typeof GROUPS;
     const token = key.slice(2);
     const found = list.all(`${GROUPS[group].filter} : "${token.replaceAll('"', '""')}"`) as number[];
@@ -119,15 +154,11 @@ function build(db: Db, options: BuildOptions): SharedArrayBuffer {
     words,
     minCostUs: options.tailMinCostUs ?? TAIL_MIN_COST_US,
   });
-  // Common word pairs (pairs.ts): all of them or none, since a missing pair means "nowhere".
-  const pairWords = terms
-    .filter((t) => t.key.startsWith('d:') && t.set.docs * PAIR_SHARE >= rows)
-    .sort((a, b) => b.set.docs - a.set.docs)
-    .slice(0, MAX_PAIR_WORDS)
-    .map((t) => t.key.slice(2));
-  const pairs = pairWords.length ? buildPairs(pairWords, messageTexts(db, 0), words) : [];
-  const pairBytes = pairs.reduce((sum, p) => sum + 4 * (p.set.kind === 'bits' ? words : p.set.ids.length), 0);
-  if (bytes + pairBytes <= budget) terms.push(...pairs);
+  // Common word pairs: all of them or none, since a missing pair means "nowhere".
+  startPairsOnce();
+  const pairTerms = pairs!();
+  const pairBytes = pairTerms.reduce((sum, p) => sum + 4 * (p.set.kind === 'bits' ? words : p.set.ids.length), 0);
+  if (bytes + pairBytes <= budget) terms.push(...pairTerms);
   return pack({
     maxId,
     rewrites,
@@ -142,12 +173,99 @@ function build(db: Db, options: BuildOptions): SharedArrayBuffer {
   });
 }
 
+/** The pair words: the kept words of the default columns in at least 1 message in PAIR_SHARE. */
+function pairWordsOf(terms: ReadonlyArray<{ key: string; set: TermSet }>, rows: number): string[] {
+  return terms
+    .filter((t) => t.key.startsWith('d:') && t.set.docs * PAIR_SHARE >= rows)
+    .sort((a, b) => b.set.docs - a.set.docs)
+    .slice(0, MAX_PAIR_WORDS)
+    .map((t) => t.key.slice(2));
+}
+
+/** What a helper thread of the pairs (pairs-helper.ts) is given. */
+export interface PairsInput {
+  dbPath: string;
+  maxId: number;
+  rewrites: number;
+  /** Its run: ids above `after`, up to `upTo`. */
+  after: number;
+  upTo: number;
+  pairWords: string[];
+}
+
+/** Helpers that show no progress for this long are given up (a message's pairs take microseconds). */
+const PAIR_STALL_MS = 60_000;
+
+/**
+ * Starts finding the word pairs: on helper threads (pairs-helper.ts), each given an equal share of
+ * the messages by id, or here when the archive is small, in memory, or there is one core. Returns
+ * what gives the pair sets; on the helpers' path it blocks until they answer, and finds the pairs
+ * here if one of them could not (an archive rewritten since this build began, a failed thread).
+ */
+function startPairs(
+  db: Db,
+  o: { maxId: number; rewrites: number; universe: Uint32Array; rows: number; words: number; pairWords: string[] },
+  options: BuildOptions,
+): () => Array<{ key: string; set: TermSet }> {
+  const here = (why?: string) => () => {
+    if (o.pairWords.length === 0) return [];
+    options.onPairs?.('here', why);
+    return buildPairs(o.pairWords, messageTexts(db, 0), o.words);
+  };
+  const threads = options.pairThreads ?? Math.min(8, availableParallelism());
+  if (o.pairWords.length === 0 || threads < 2 || db.memory || o.rows < (options.pairThreadsFrom ?? 50_000))
+    return here();
+  const inputs = idRuns(o.universe, o.rows, threads).map(([after, upTo]): PairsInput => ({
+    dbPath: db.name,
+    maxId: o.maxId,
+    rewrites: o.rewrites,
+    after,
+    upTo,
+    pairWords: o.pairWords,
+  }));
+  options.beforePairHelpers?.();
+  const helpers = startHelpers<PairsInput, PairLists | 'stale'>(new URL('./pairs-helper.js', import.meta.url), inputs, {
+    stallMs: PAIR_STALL_MS,
+  });
+  return () => {
+    const parts = helpers.wait();
+    if (!parts) return here(helpers.failure)();
+    if (parts.includes('stale')) return here('the archive was rewritten while the pairs were read')();
+    options.onPairs?.('threads');
+    return pairSets(o.pairWords, parts as PairLists[], o.words);
+  };
+}
+
+/** At most `runs` consecutive id ranges (after, upTo], none empty, holding about as many messages each. */
+export function idRuns(universe: Uint32Array, rows: number, runs: number): Array<[number, number]> {
+  runs = Math.max(1, Math.min(runs, rows));
+  const out: Array<[number, number]> = [];
+  let after = 0;
+  let seen = 0;
+  let next = Math.ceil(rows / runs);
+  for (let w = 0; w < universe.length && out.length < runs - 1; w++) {
+    let bits = universe[w]!;
+    while (bits !== 0 && out.length < runs - 1) {
+      const low = 31 - Math.clz32(bits & -bits);
+      bits &= bits - 1;
+      if (++seen === next) {
+        const id = w * 32 + low;
+        out.push([after, id]);
+        after = id;
+        next = Math.ceil((rows * (out.length + 1)) / runs);
+      }
+    }
+  }
+  out.push([after, Number.MAX_SAFE_INTEGER]);
+  return out;
+}
+
 /** Full-text rowids (ascending) as message ids, unsorted. */
 function toIds(found: number[], keys: Float64Array, ids: Int32Array): Int32Array {
   const out = new Int32Array(found.length);
   let p = 0;
   found.forEach((key, i) => {
-    p = lowerBound(keys, key, p);
+    p = gallop(keys, key, p);
     out[i] = ids[p]!;
   });
   return out;
@@ -158,13 +276,11 @@ function toSet(found: number[], keys: Float64Array, ids: Int32Array, words: numb
   const dense = found.length >= words;
   const bits = dense ? new Uint32Array(words) : undefined;
   const list = dense ? undefined : new Int32Array(found.length);
-  // Both ascending: a common word walks the keys once, a rarer one jumps by binary search.
-  const jump = found.length * 20 < keys.length;
+  // Both ascending: each key is found from the last by galloping, in steps of the log of the gap.
   let p = 0;
   let i = 0;
   for (const key of found) {
-    if (jump) p = lowerBound(keys, key, p);
-    else while (keys[p]! < key) p++;
+    p = gallop(keys, key, p);
     const id = ids[p]!;
     if (bits) bits[id >>> 5]! |= 1 << (id & 31);
     else list![i++] = id;
@@ -173,15 +289,19 @@ function toSet(found: number[], keys: Float64Array, ids: Int32Array, words: numb
   return { kind: 'ids', ids: list!.sort(), docs: found.length };
 }
 
-/** Messages above `afterId`, in id order, with the default columns' texts as FTS5 indexes them. */
-export function messageTexts(db: Db, afterId: number): Iterable<[number, ...ColumnTexts]> {
+/** Messages above `afterId` (up to `upTo`), in id order, with the default columns' texts as FTS5 indexes them. */
+export function messageTexts(
+  db: Db,
+  afterId: number,
+  upTo = Number.MAX_SAFE_INTEGER,
+): Iterable<[number, ...ColumnTexts]> {
   return db
     .prepare(
       `SELECT e.id, e.subject, body_text(b.text_body), e.from_addr, e.to_addr, e.cc_addr, e.bcc_addr
-         FROM emails e JOIN email_bodies b ON b.email_id = e.id WHERE e.id > ? ORDER BY e.id`,
+         FROM emails e JOIN email_bodies b ON b.email_id = e.id WHERE e.id > ? AND e.id <= ? ORDER BY e.id`,
     )
     .raw()
-    .iterate(afterId) as Iterable<[number, ...ColumnTexts]>;
+    .iterate(afterId, upTo) as Iterable<[number, ...ColumnTexts]>;
 }
 
 /** Runs `work` inside one read transaction, so that everything it reads describes one moment. */

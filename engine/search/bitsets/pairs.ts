@@ -61,33 +61,90 @@ export class PairFinder {
 }
 
 /**
- * The pair sets (and a marker per pair word) for messages given in ascending id order. `words`
- * is the number of 32-bit words of a bitset: a pair in more messages than that is a bitset.
+ * The pairs found in a run of messages given in ascending id order: each pair's ids, ascending,
+ * pairs in the order first met. Flat typed arrays, so that a builder's helper thread hands them
+ * over without copying (engine/sqlite/index-pairs.ts).
  */
+export interface PairLists {
+  /** Pair numbers (`first * K + second`, K the number of pair words), in the order first met. */
+  pairs: Int32Array;
+  /** Where each pair's ids start in `ids`, one more than `pairs` (the last is the end). */
+  starts: Int32Array;
+  ids: Int32Array;
+}
+
+/** Every adjacent pair of pair words in `messages`; `beat` is called once a message (progress). */
+export function findPairs(
+  pairWords: readonly string[],
+  messages: Iterable<[number, ...ColumnTexts]>,
+  beat?: () => void,
+): PairLists {
+  const finder = new PairFinder(pairWords);
+  const lists = new Postings<number>();
+  for (const [id, ...texts] of messages) {
+    finder.pairs(texts, (pair) => lists.add(pair, id));
+    beat?.();
+  }
+  const pairs = Int32Array.from(lists.keys());
+  const starts = new Int32Array(pairs.length + 1);
+  pairs.forEach((pair, i) => (starts[i + 1] = starts[i]! + lists.docs(pair)));
+  const ids = new Int32Array(starts[pairs.length]!);
+  pairs.forEach((pair, i) => ids.set(lists.ids(pair), starts[i]));
+  return { pairs, starts, ids };
+}
+
+/**
+ * The pair sets (and a marker per pair word) from the pair lists of consecutive runs of messages,
+ * in id order: the same sets, in the same order, as one run over all of them. `words` is the
+ * number of 32-bit words of a bitset: a pair in more messages than that is a bitset.
+ */
+export function pairSets(
+  pairWords: readonly string[],
+  parts: readonly PairLists[],
+  words: number,
+): Array<{ key: string; set: TermSet }> {
+  if (pairWords.length === 0) return [];
+  const finder = new PairFinder(pairWords);
+  const out: Array<{ key: string; set: TermSet }> = pairWords.map((w) => ({
+    key: pairWordKey(w),
+    set: { kind: 'ids', ids: new Int32Array(0), docs: 0 },
+  }));
+  // Each pair's place in each part, and its messages over all of them, in the order first met.
+  const places = parts.map((part) => new Map(Array.from(part.pairs, (pair, i) => [pair, i])));
+  const docs = new Map<number, number>();
+  parts.forEach((part, p) =>
+    places[p]!.forEach((i, pair) => docs.set(pair, (docs.get(pair) ?? 0) + part.starts[i + 1]! - part.starts[i]!)),
+  );
+  for (const [pair, n] of docs) {
+    const runs = parts.flatMap((part, p) => {
+      const i = places[p]!.get(pair);
+      return i === undefined ? [] : [part.ids.subarray(part.starts[i], part.starts[i + 1])];
+    });
+    let set: TermSet;
+    if (n >= words) {
+      const bits = new Uint32Array(words);
+      for (const run of runs) for (const id of run) bits[id >>> 5]! |= 1 << (id & 31);
+      set = { kind: 'bits', bits, docs: n };
+    } else {
+      const ids = new Int32Array(n);
+      let at = 0;
+      for (const run of runs) {
+        ids.set(run, at);
+        at += run.length;
+      }
+      set = { kind: 'ids', ids, docs: n };
+    }
+    out.push({ key: finder.key(pair), set });
+  }
+  return out;
+}
+
+/** The pair sets of `messages`, on this thread (pairSets of one run). */
 export function buildPairs(
   pairWords: readonly string[],
   messages: Iterable<[number, ...ColumnTexts]>,
   words: number,
 ): Array<{ key: string; set: TermSet }> {
   if (pairWords.length === 0) return [];
-  const finder = new PairFinder(pairWords);
-  const lists = new Postings<number>();
-  for (const [id, ...texts] of messages) finder.pairs(texts, (pair) => lists.add(pair, id));
-  const out: Array<{ key: string; set: TermSet }> = pairWords.map((w) => ({
-    key: pairWordKey(w),
-    set: { kind: 'ids', ids: new Int32Array(0), docs: 0 },
-  }));
-  for (const pair of lists.keys()) {
-    const ids = lists.ids(pair);
-    let set: TermSet;
-    if (ids.length >= words) {
-      const bits = new Uint32Array(words);
-      for (const id of ids) bits[id >>> 5]! |= 1 << (id & 31);
-      set = { kind: 'bits', bits, docs: ids.length };
-    } else {
-      set = { kind: 'ids', ids: ids.slice(), docs: ids.length };
-    }
-    out.push({ key: finder.key(pair), set });
-  }
-  return out;
+  return pairSets(pairWords, [findPairs(pairWords, messages)], words);
 }
