@@ -23,7 +23,7 @@ import { compileSearch } from '../search/compile.js';
 import { countMatches, leafKey, matchSet } from '../search/bitsets/count.js';
 import { pageIds, rankedPageIds, relevanceWindow } from '../search/bitsets/page.js';
 import { needsSubjects, rankedSets, termsFromSets } from '../search/bitsets/ranked.js';
-import { grownSet, grownTerms, keptTerms, Postings, toTermSet } from '../search/bitsets/rows.js';
+import { grownSet, grownTerms, keptTerms, Postings, toTermSet, type PostingLists } from '../search/bitsets/rows.js';
 import {
   DOCS_KEY,
   KEY_POSITIONS,
@@ -212,7 +212,12 @@ const DEFAULT_FIELDS = new Set(['s', 'b', 'f', 't', 'c', 'k']);
  * the subject, `t:` for a hidden tag (`g:` lexemes). File names and attachment text stay with
  * the side index (they are asked of it, as FTS5 is asked on SQLite).
  */
-function addDocument(id: number, lexemes: string[], add: (key: string, id: number) => void, vocab: Set<string>): void {
+export function addDocument(
+  id: number,
+  lexemes: string[],
+  add: (key: string, id: number) => void,
+  vocab: Set<string>,
+): void {
   const seen = new Set<string>();
   for (const lex of lexemes) {
     const field = lex[0]!;
@@ -231,19 +236,148 @@ function addDocument(id: number, lexemes: string[], add: (key: string, id: numbe
 
 /**
  * Reads the lexemes of these documents in batches, as they are in the transaction's snapshot:
- * the words and tags (a lower-case field letter), not the word pairs of migration 10 (upper case,
- * and `_:unpaired`), which the sets never hold and which are more than half of a document's
- * lexemes (measured: half the time to read 5,000 documents with them left out in SQL).
+ * the default columns' words and the tags (LEXEME_FIELDS), not the word pairs of migration 10
+ * (upper case, and `_:unpaired`), which the sets never hold and which are more than half of a
+ * document's lexemes (measured: half the time to read 5,000 documents with them left out in
+ * SQL), nor file names and attachment text, which addDocument passes over.
  */
 async function* documents(client: pg.Client, ids: number[]): AsyncGenerator<[number, string[]]> {
-  for (let i = 0; i < ids.length; i += DOC_BATCH) {
-    const { rows } = await client.query<[number, string[]]>({
-      text: `SELECT email_id, ARRAY(SELECT l FROM unnest(tsvector_to_array(doc)) l WHERE ascii(l) >= ascii('a'))
+  for await (const { rows } of inBatches(ids, (batch) =>
+    client.query<[number, string]>({
+      text: `SELECT email_id, array_to_string(ARRAY(SELECT l FROM unnest(tsvector_to_array(doc)) l
+                                                   WHERE left(l, 1) IN (${LEXEME_FIELDS})), ' ')
                FROM mail_archive_gateway.search_docs WHERE email_id = ANY($1::int[])`,
-      values: [ids.slice(i, i + DOC_BATCH)],
+      values: [batch],
       rowMode: 'array',
-    });
-    yield* rows;
+    }),
+  ))
+    for (const [id, lexemes] of rows) yield [id, lexemes === '' ? [] : lexemes.split(' ')];
+}
+
+/**
+ * The fields whose lexemes a build reads: the default columns' and the hidden tags'. Their words
+ * are the tokenizer's (unicode61.ts), which never hold a space, and the tags are letters and
+ * digits; so a document's lexemes come as one string split here, for a fraction of the time
+ * that parsing a text array took (a string made per character run, the largest part of this
+ * thread's time after the sets themselves).
+ */
+const LEXEME_FIELDS = [...DEFAULT_FIELDS, 'g'].map((f) => `'${f}'`).join(', ');
+
+/**
+ * `query` for each batch of DOC_BATCH ids, the next batch asked before this one is handed over:
+ * the server reads and unpacks documents while this thread adds the last ones to its sets, where
+ * each waited for the other (a full build at 100,000 messages spent about half its time waiting
+ * for the server).
+ */
+async function* inBatches<R>(ids: number[], query: (batch: number[]) => Promise<R>): AsyncGenerator<R> {
+  let next = ids.length > 0 ? query(ids.slice(0, DOC_BATCH)) : undefined;
+  try {
+    for (let i = DOC_BATCH; next; i += DOC_BATCH) {
+      const current = await next;
+      next = i < ids.length ? query(ids.slice(i, i + DOC_BATCH)) : undefined;
+      yield current;
+    }
+  } finally {
+    // Left early (the build failed): the batch asked ahead must not become an unhandled rejection.
+    next?.catch(() => {});
+  }
+}
+
+/**
+ * A full build's postings from side-index documents: the same terms and lists as addDocument
+ * gives, for a fraction of its time. Each distinct lexeme is parsed once into the terms it adds to
+ * (its `s:` or `t:` term, its word's `d:` term), so a lexeme costs one Map lookup; a word is
+ * counted once per document by a stamp. addDocument made three strings per lexeme and hashed
+ * each, about two thirds of a PostgreSQL build's time in this thread. Terms come out in the order
+ * addDocument adds them first, which keptTerms's order follows for words of equal counts.
+ */
+export class DocumentPostings implements PostingLists {
+  readonly vocab = new Set<string>();
+  /** Per lexeme: its `s:`/`t:` term and its word's `d:` term (-1: none). */
+  readonly #lexemes = new Map<string, { own: number; word: number }>();
+  readonly #words = new Map<string, number>();
+  readonly #keys: string[] = [];
+  #lists: Int32Array[] = [];
+  #counts: number[] = [];
+  /** Per term: the last document that added to it (a word counts once per document). */
+  #stamps = new Int32Array(1024);
+  #document = 0;
+  #byKey: Map<string, number> | undefined;
+
+  add(id: number, lexemes: readonly string[]): void {
+    const stamp = ++this.#document;
+    for (const lexeme of lexemes) {
+      const terms = this.#lexemes.get(lexeme) ?? this.#lexeme(lexeme);
+      if (terms.own >= 0) this.#push(terms.own, id);
+      const word = terms.word;
+      if (word >= 0 && this.#stamps[word] !== stamp) {
+        this.#stamps[word] = stamp;
+        this.#push(word, id);
+      }
+    }
+  }
+
+  keys(): Iterable<string> {
+    return this.#keys;
+  }
+
+  docs(key: string): number {
+    const term = this.#term(key);
+    return term === undefined ? 0 : this.#counts[term]!;
+  }
+
+  ids(key: string): Int32Array {
+    const term = this.#term(key);
+    return term === undefined ? new Int32Array(0) : this.#lists[term]!.subarray(0, this.#counts[term]);
+  }
+
+  /** A lexeme seen for the first time: its terms, made in the order addDocument adds to them. */
+  #lexeme(lexeme: string): { own: number; word: number } {
+    const field = lexeme[0]!;
+    const word = lexeme.slice(2);
+    const terms = { own: -1, word: -1 };
+    if (field === 'g') terms.own = this.#newTerm(termKey('t', word));
+    else if (DEFAULT_FIELDS.has(field)) {
+      if (field === 's') terms.own = this.#newTerm(termKey('s', word));
+      let term = this.#words.get(word);
+      if (term === undefined) {
+        this.#words.set(word, (term = this.#newTerm(termKey('d', word))));
+        this.vocab.add(word);
+      }
+      terms.word = term;
+    }
+    this.#lexemes.set(lexeme, terms);
+    return terms;
+  }
+
+  #newTerm(key: string): number {
+    const term = this.#keys.length;
+    this.#keys.push(key);
+    this.#lists.push(new Int32Array(4));
+    this.#counts.push(0);
+    if (term === this.#stamps.length) {
+      const grown = new Int32Array(term * 2);
+      grown.set(this.#stamps);
+      this.#stamps = grown;
+    }
+    return term;
+  }
+
+  #push(term: number, id: number): void {
+    const n = this.#counts[term]!;
+    let list = this.#lists[term]!;
+    if (n === list.length) {
+      const grown = new Int32Array(n * 2);
+      grown.set(list);
+      this.#lists[term] = list = grown;
+    }
+    list[n] = id;
+    this.#counts[term] = n + 1;
+  }
+
+  #term(key: string): number | undefined {
+    this.#byKey ??= new Map(this.#keys.map((k, i) => [k, i]));
+    return this.#byKey.get(key);
   }
 }
 
@@ -258,14 +392,15 @@ async function pairIds(client: pg.Client, pairWords: readonly string[], ids: num
   if (pairWords.length === 0 || ids.length === 0) return out;
   const index = new Map(pairWords.map((w, i) => [w, i]));
   const lexemes = pairWords.flatMap((w) => [...DEFAULT_FIELDS].map((f) => `${f}:${w}`));
-  for (let i = 0; i < ids.length; i += DOC_BATCH) {
-    const { rows } = await client.query<[number, string, number[]]>({
+  for await (const { rows } of inBatches(ids, (batch) =>
+    client.query<[number, string, number[]]>({
       text: `SELECT d.email_id, u.lexeme, u.positions FROM mail_archive_gateway.search_docs d,
                     unnest(d.doc) AS u(lexeme, positions, weights)
               WHERE d.email_id = ANY($1::int[]) AND u.lexeme = ANY($2::text[])`,
-      values: [ids.slice(i, i + DOC_BATCH), lexemes],
+      values: [batch, lexemes],
       rowMode: 'array',
-    });
+    }),
+  )) {
     // Per document and field: position -> pair word.
     const docs = new Map<number, Map<string, Map<number, number>>>();
     for (const [id, lexeme, positions] of rows) {
@@ -345,33 +480,34 @@ async function refreshPgSnapshot(
   }
 
   const postings = new Postings();
-  const vocab = full ? new Set<string>() : new Set(old.snapshot.vocab);
+  const fullPostings = new DocumentPostings();
+  const vocab = full ? fullPostings.vocab : new Set(old.snapshot.vocab);
   const keptBefore = (key: string) => !full && old.snapshot.term(key) !== undefined;
-  const add = full
-    ? (key: string, id: number) => postings.add(key, id)
-    : (key: string, id: number) => {
-        if (keptBefore(key)) postings.add(key, id);
-        else if (key.startsWith('d:')) {
-          // A word not kept belongs to the tails of its prefixes (as engine/sqlite/index-extend.ts).
-          const chars = [...key.slice(2)];
-          for (let l = 1; l <= Math.min(MAX_TAIL_PREFIX, chars.length); l++) {
-            const tail = termKey('p', chars.slice(0, l).join(''));
-            if (keptBefore(tail)) postings.add(tail, id);
-          }
-        }
-      };
+  // A refresh adds to the terms kept before, and a word not kept to the tails of its prefixes (as
+  // engine/sqlite/index-extend.ts); a full build collects every term (DocumentPostings).
+  const add = (key: string, id: number) => {
+    if (keptBefore(key)) postings.add(key, id);
+    else if (key.startsWith('d:')) {
+      const chars = [...key.slice(2)];
+      for (let l = 1; l <= Math.min(MAX_TAIL_PREFIX, chars.length); l++) {
+        const tail = termKey('p', chars.slice(0, l).join(''));
+        if (keptBefore(tail)) postings.add(tail, id);
+      }
+    }
+  };
   for await (const [id, lexemes] of documents(
     client,
     [...fresh].sort((a, b) => a - b),
   ))
-    addDocument(id, lexemes, add, vocab);
+    if (full) fullPostings.add(id, lexemes);
+    else addDocument(id, lexemes, add, vocab);
 
   const budget = options.maxBytes ?? DEFAULT_MAX_BYTES;
   const minDocs = options.minDocs ?? SIDE_INDEX_MIN_DOCS;
   let terms: Array<{ key: string; set: TermSet }>;
   if (full) {
     terms = keptTerms({
-      postings,
+      postings: fullPostings,
       vocab,
       words,
       minDocs,

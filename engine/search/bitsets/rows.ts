@@ -6,6 +6,14 @@
 import { addPrefixTails, TAIL_MIN_COST_US, type TailCost } from './tails.js';
 import { termKey, type Snapshot, type TermSet } from './snapshot.js';
 
+/** Id lists by term, as keptTerms reads them. */
+export interface PostingLists {
+  /** The terms, in the order they were first added (keptTerms breaks ties by it). */
+  keys(): Iterable<string>;
+  docs(key: string): number;
+  ids(key: string): Int32Array;
+}
+
 /** Growable id lists, one per term (or per pair, pairs.ts). */
 export class Postings<K = string> {
   readonly #lists = new Map<K, { ids: Int32Array; n: number }>();
@@ -51,7 +59,7 @@ export function toTermSet(ids: ArrayLike<number>, words: number): TermSet {
  * a term whatever its size (filter tags a store can only answer by reading every message).
  */
 export function keptTerms(o: {
-  postings: Postings;
+  postings: PostingLists;
   vocab: Set<string>;
   words: number;
   minDocs: number;
