@@ -7,7 +7,7 @@
 //   npm run bench:build [-- --messages 1000000 --runs 2]
 import { openArchive } from '../engine/sqlite/open.js';
 import { buildSnapshot, type BuildOptions } from '../engine/sqlite/index-build.js';
-import { HEADER } from '../engine/search/bitsets/snapshot.js';
+import { contentBytes } from '../engine/search/bitsets/snapshot.js';
 import { ensureCorpus, corpusArgs } from './corpus.js';
 import { arg } from './lib/args.js';
 import { ratio } from './lib/load.js';
@@ -28,10 +28,7 @@ function run(label: string, options: BuildOptions) {
   });
   const used = process.cpuUsage(cpu);
   const seconds = (performance.now() - started) / 1000;
-  const bytes = Buffer.from(new Uint8Array(buffer));
-  const header = new Float64Array(bytes.buffer, bytes.byteOffset, HEADER.buildMs + 1);
-  header[HEADER.builtAt] = 0;
-  header[HEADER.buildMs] = 0;
+  const bytes = contentBytes(buffer);
   console.log(
     `${label}: ${seconds.toFixed(1)} s, ${((used.user + used.system) / 1e6).toFixed(1)} s of CPU, ` +
       `${(buffer.byteLength / 2 ** 20).toFixed(0)} MiB, pairs found ${where.join(', ') || 'nowhere (none kept)'}`,

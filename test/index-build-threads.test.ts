@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildSnapshot, idRuns, type BuildOptions } from '../engine/sqlite/index-build.js';
 import { openArchive, type Db } from '../engine/sqlite/open.js';
-import { HEADER, Snapshot } from '../engine/search/bitsets/snapshot.js';
+import { contentBytes, Snapshot } from '../engine/search/bitsets/snapshot.js';
 import { startHelpers } from '../engine/threads/sync-workers.js';
 import { gallop, lowerBound } from '../engine/search/bitsets/lower-bound.js';
 import fc from 'fast-check';
@@ -23,11 +23,7 @@ writer.close();
 function built(db: Db, options: BuildOptions): { bytes: Buffer; snap: Snapshot; where: string[] } {
   const where: string[] = [];
   const buffer = buildSnapshot(db, { ...options, onPairs: (w, why) => where.push(why ? `${w}: ${why}` : w) });
-  const bytes = Buffer.from(new Uint8Array(buffer));
-  const header = new Float64Array(bytes.buffer, bytes.byteOffset, HEADER.buildMs + 1);
-  header[HEADER.builtAt] = 0;
-  header[HEADER.buildMs] = 0;
-  return { bytes, snap: new Snapshot(buffer), where };
+  return { bytes: contentBytes(buffer), snap: new Snapshot(buffer), where };
 }
 
 test('word pairs found on helper threads give the very same snapshot as on the building thread', (t) => {

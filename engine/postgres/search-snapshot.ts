@@ -286,8 +286,9 @@ async function* inBatches<R>(ids: number[], query: (batch: number[]) => Promise<
 /**
  * A full build's postings from side-index documents: the same terms and lists as addDocument
  * gives, for a fraction of its time. Each distinct lexeme is parsed once into the terms it adds to
- * (its `s:` or `t:` term, its word's `d:` term), so a lexeme costs one Map lookup; a word is
- * counted once per document by a stamp. addDocument made three strings per lexeme and hashed
+ * (its `s:` or `t:` term, its word's `d:` term, by number), so a lexeme costs one lookup of its
+ * string, and its ids go to lists kept by term number; a word is counted once per document by a
+ * stamp. addDocument made three strings per lexeme and hashed
  * each, about two thirds of a PostgreSQL build's time in this thread. Terms come out in the order
  * addDocument adds them first, which keptTerms's order follows for words of equal counts.
  */
@@ -297,8 +298,8 @@ export class DocumentPostings implements PostingLists {
   readonly #lexemes = new Map<string, { own: number; word: number }>();
   readonly #words = new Map<string, number>();
   readonly #keys: string[] = [];
-  #lists: Int32Array[] = [];
-  #counts: number[] = [];
+  /** Each term's ids, by the term's number. */
+  readonly #lists = new Postings<number>();
   /** Per term: the last document that added to it (a word counts once per document). */
   #stamps = new Int32Array(1024);
   #document = 0;
@@ -308,11 +309,11 @@ export class DocumentPostings implements PostingLists {
     const stamp = ++this.#document;
     for (const lexeme of lexemes) {
       const terms = this.#lexemes.get(lexeme) ?? this.#lexeme(lexeme);
-      if (terms.own >= 0) this.#push(terms.own, id);
+      if (terms.own >= 0) this.#lists.add(terms.own, id);
       const word = terms.word;
       if (word >= 0 && this.#stamps[word] !== stamp) {
         this.#stamps[word] = stamp;
-        this.#push(word, id);
+        this.#lists.add(word, id);
       }
     }
   }
@@ -322,13 +323,11 @@ export class DocumentPostings implements PostingLists {
   }
 
   docs(key: string): number {
-    const term = this.#term(key);
-    return term === undefined ? 0 : this.#counts[term]!;
+    return this.#lists.docs(this.#term(key));
   }
 
   ids(key: string): Int32Array {
-    const term = this.#term(key);
-    return term === undefined ? new Int32Array(0) : this.#lists[term]!.subarray(0, this.#counts[term]);
+    return this.#lists.ids(this.#term(key));
   }
 
   /** A lexeme seen for the first time: its terms, made in the order addDocument adds to them. */
@@ -353,8 +352,6 @@ export class DocumentPostings implements PostingLists {
   #newTerm(key: string): number {
     const term = this.#keys.length;
     this.#keys.push(key);
-    this.#lists.push(new Int32Array(4));
-    this.#counts.push(0);
     if (term === this.#stamps.length) {
       const grown = new Int32Array(term * 2);
       grown.set(this.#stamps);
@@ -363,21 +360,10 @@ export class DocumentPostings implements PostingLists {
     return term;
   }
 
-  #push(term: number, id: number): void {
-    const n = this.#counts[term]!;
-    let list = this.#lists[term]!;
-    if (n === list.length) {
-      const grown = new Int32Array(n * 2);
-      grown.set(list);
-      this.#lists[term] = list = grown;
-    }
-    list[n] = id;
-    this.#counts[term] = n + 1;
-  }
-
-  #term(key: string): number | undefined {
+  /** A term's number; -1, which holds nothing, for a term never added. */
+  #term(key: string): number {
     this.#byKey ??= new Map(this.#keys.map((k, i) => [k, i]));
-    return this.#byKey.get(key);
+    return this.#byKey.get(key) ?? -1;
   }
 }
 

@@ -207,14 +207,14 @@ function startPairs(
   o: { maxId: number; rewrites: number; universe: Uint32Array; rows: number; words: number; pairWords: string[] },
   options: BuildOptions,
 ): () => Array<{ key: string; set: TermSet }> {
-  const here = (why?: string) => () => {
+  const here = (why?: string) => {
     if (o.pairWords.length === 0) return [];
     options.onPairs?.('here', why);
     return buildPairs(o.pairWords, messageTexts(db, 0), o.words);
   };
   const threads = options.pairThreads ?? Math.min(8, availableParallelism());
   if (o.pairWords.length === 0 || threads < 2 || db.memory || o.rows < (options.pairThreadsFrom ?? 50_000))
-    return here();
+    return () => here();
   const inputs = idRuns(o.universe, o.rows, threads).map(([after, upTo]): PairsInput => ({
     dbPath: db.name,
     maxId: o.maxId,
@@ -229,8 +229,8 @@ function startPairs(
   });
   return () => {
     const parts = helpers.wait();
-    if (!parts) return here(helpers.failure)();
-    if (parts.includes('stale')) return here('the archive was rewritten while the pairs were read')();
+    if (!parts) return here(helpers.failure);
+    if (parts.includes('stale')) return here('the archive was rewritten while the pairs were read');
     options.onPairs?.('threads');
     return pairSets(o.pairWords, parts as PairLists[], o.words);
   };

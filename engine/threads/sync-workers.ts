@@ -72,12 +72,15 @@ export function startHelpers<I, O>(file: URL, inputs: readonly I[], o: { stallMs
       }
       const answers = helpers.map((h) => receiveMessageOnPort(h.port)?.message as Answer<O> | undefined);
       stop();
-      const failed = answers.find((a) => !a || 'error' in a);
-      if (failed || answers.some((a) => !a)) {
-        failure = failed && 'error' in failed ? failed.error : 'a helper thread ended without an answer';
-        return undefined;
+      const ok: O[] = [];
+      for (const answer of answers) {
+        if (answer && 'ok' in answer) ok.push(answer.ok);
+        else {
+          failure = answer ? answer.error : 'a helper thread ended without an answer';
+          return undefined;
+        }
       }
-      return answers.map((a) => (a as { ok: O }).ok);
+      return ok;
     },
   };
 }

@@ -9,7 +9,7 @@
 // Positions are found with the FTS5-equivalent tokenizer (unicode61.ts): a token's position is
 // its index in its column, and a phrase never spans two columns, as in FTS5.
 import { tokenize } from '../unicode61.js';
-import { Postings } from './rows.js';
+import { Postings, toTermSet } from './rows.js';
 import { termKey, type TermSet } from './snapshot.js';
 
 /** Pair words are kept words of the default columns found in at least 1 message in this many. */
@@ -63,7 +63,7 @@ export class PairFinder {
 /**
  * The pairs found in a run of messages given in ascending id order: each pair's ids, ascending,
  * pairs in the order first met. Flat typed arrays, so that a builder's helper thread hands them
- * over without copying (engine/sqlite/index-pairs.ts).
+ * over without copying (engine/sqlite/pairs-helper.ts).
  */
 export interface PairLists {
   /** Pair numbers (`first * K + second`, K the number of pair words), in the order first met. */
@@ -109,31 +109,24 @@ export function pairSets(
     key: pairWordKey(w),
     set: { kind: 'ids', ids: new Int32Array(0), docs: 0 },
   }));
-  // Each pair's place in each part, and its messages over all of them, in the order first met.
-  const places = parts.map((part) => new Map(Array.from(part.pairs, (pair, i) => [pair, i])));
-  const docs = new Map<number, number>();
-  parts.forEach((part, p) =>
-    places[p]!.forEach((i, pair) => docs.set(pair, (docs.get(pair) ?? 0) + part.starts[i + 1]! - part.starts[i]!)),
-  );
-  for (const [pair, n] of docs) {
-    const runs = parts.flatMap((part, p) => {
-      const i = places[p]!.get(pair);
-      return i === undefined ? [] : [part.ids.subarray(part.starts[i], part.starts[i + 1])];
+  // Each pair's runs of ids, part after part, pairs in the order first met.
+  const runs = new Map<number, Int32Array[]>();
+  for (const part of parts)
+    part.pairs.forEach((pair, i) => {
+      const run = part.ids.subarray(part.starts[i], part.starts[i + 1]);
+      const known = runs.get(pair);
+      if (known) known.push(run);
+      else runs.set(pair, [run]);
     });
-    let set: TermSet;
-    if (n >= words) {
-      const bits = new Uint32Array(words);
-      for (const run of runs) for (const id of run) bits[id >>> 5]! |= 1 << (id & 31);
-      set = { kind: 'bits', bits, docs: n };
-    } else {
-      const ids = new Int32Array(n);
-      let at = 0;
-      for (const run of runs) {
-        ids.set(run, at);
-        at += run.length;
-      }
-      set = { kind: 'ids', ids, docs: n };
+  for (const [pair, lists] of runs) {
+    const ids = new Int32Array(lists.reduce((n, run) => n + run.length, 0));
+    let at = 0;
+    for (const run of lists) {
+      ids.set(run, at);
+      at += run.length;
     }
+    // Already ascending: a list as it is, a bitset as toTermSet makes one.
+    const set: TermSet = ids.length >= words ? toTermSet(ids, words) : { kind: 'ids', ids, docs: ids.length };
     out.push({ key: finder.key(pair), set });
   }
   return out;

@@ -185,6 +185,19 @@ export function decodeWords(bytes: Uint8Array, pieceBytes = VOCAB_PIECE_BYTES): 
   }
 }
 
+/**
+ * A copy of a packed snapshot's bytes with when and how long it was built left out (zero): two
+ * builds of the same archive by different paths (helper threads or one, bench/build.ts) must
+ * give the very same bytes but for those.
+ */
+export function contentBytes(buffer: SharedArrayBuffer): Buffer {
+  const bytes = Buffer.from(new Uint8Array(buffer));
+  const header = new Float64Array(bytes.buffer, bytes.byteOffset, HEADER_SLOTS);
+  header[HEADER.builtAt] = 0;
+  header[HEADER.buildMs] = 0;
+  return bytes;
+}
+
 export const wordsFor = (maxId: number) => Math.ceil((maxId + 1) / 32);
 const lengthOf = (set: TermSet) => (set.kind === 'bits' ? set.bits.length : set.ids.length);
 
