@@ -17,6 +17,7 @@ import { addAccount } from '../engine/sqlite/accounts.js';
 import { addUser, assignAccount } from '../engine/sqlite/users.js';
 import { ArchiveWriter } from '../engine/sqlite/writer.js';
 import { dedupKeyFor, type NewAttachment, type NewEmail } from '../engine/rules/new-email.js';
+import { CORPUS_BYTES_PER_MESSAGE, ensureFreeSpace, orStopForSpace } from './lib/disk.js';
 
 export const CORPUS_VERSION = 4;
 export const CACHE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../bench/.cache');
@@ -343,6 +344,7 @@ export function ensureCorpus(options: CorpusOptions = {}): string {
     return path;
   }
   mkdirSync(CACHE_DIR, { recursive: true });
+  ensureFreeSpace(CACHE_DIR, messages * CORPUS_BYTES_PER_MESSAGE.sqlite, `A corpus of ${messages} messages`);
   const building = `${path}.building`;
   for (const suffix of ['', '-wal', '-shm']) rmSync(building + suffix, { force: true });
   const started = Date.now();
@@ -385,5 +387,5 @@ export function corpusArgs(argv: readonly string[] = process.argv): { messages: 
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  process.stdout.write(`${ensureCorpus(corpusArgs())}\n`);
+  await orStopForSpace(() => process.stdout.write(`${ensureCorpus(corpusArgs())}\n`));
 }

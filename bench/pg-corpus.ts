@@ -10,6 +10,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { openAdmin } from '../engine/archive.js';
+import { CORPUS_BYTES_PER_MESSAGE, ensureFreeSpace, orStopForSpace } from './lib/disk.js';
 import { CACHE_DIR, CORPUS_BATCH, CORPUS_VERSION, corpusArgs, planCorpus, type CorpusOptions } from './corpus.js';
 
 function server() {
@@ -55,6 +56,11 @@ export async function ensurePgCorpus(options: CorpusOptions & { rebuild?: boolea
   );
   if (exists && !options.rebuild) return pgCorpusUrl(name);
   await admin(async (c) => {
+    // The server's data directory, when the server is on this machine (it is not checked otherwise).
+    const dir = (await c.query<{ data_directory: string }>('SHOW data_directory')).rows[0]!.data_directory;
+    ensureFreeSpace(dir, messages * CORPUS_BYTES_PER_MESSAGE.postgres, `A PostgreSQL corpus of ${messages} messages`);
+  });
+  await admin(async (c) => {
     await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
     await c.query(`DROP DATABASE IF EXISTS "${building}" WITH (FORCE)`);
     await c.query(`CREATE DATABASE "${building}"`);
@@ -99,5 +105,7 @@ export async function ensurePgCorpus(options: CorpusOptions & { rebuild?: boolea
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  process.stdout.write(`${await ensurePgCorpus({ ...corpusArgs(), rebuild: process.argv.includes('--rebuild') })}\n`);
+  await orStopForSpace(async () =>
+    process.stdout.write(`${await ensurePgCorpus({ ...corpusArgs(), rebuild: process.argv.includes('--rebuild') })}\n`),
+  );
 }
