@@ -323,8 +323,14 @@ export function planCorpus(messages: number, seed: number): CorpusPlan {
   return { accounts, users, messages: stream };
 }
 
-/** Messages per write transaction while building a corpus. */
+/** Messages per write transaction of the PostgreSQL corpus (bench/pg-corpus.ts). */
 export const CORPUS_BATCH = 5000;
+
+/**
+ * Messages per write transaction of the SQLite corpus: a random index page takes several rows
+ * before it is written out (with a batch of 5,000, each commit wrote most pages it touched again).
+ */
+const SQLITE_CORPUS_BATCH = 25_000;
 
 /** Builds the corpus unless it is cached; returns its path. */
 export function ensureCorpus(options: CorpusOptions = {}): string {
@@ -349,6 +355,12 @@ export function ensureCorpus(options: CorpusOptions = {}): string {
   for (const suffix of ['', '-wal', '-shm']) rmSync(building + suffix, { force: true });
   const started = Date.now();
   const db = openArchive(building);
+  // Written under a temporary name and renamed when complete, so a crash leaves nothing to trust:
+  // no sync to disk per batch, and a page cache that holds the 13 message indexes' hot pages
+  // (their keys, dates and subjects, come in no order). 1.39x faster at 150,000 messages and
+  // rising with the size, where the service's own 32 MB cache kept re-reading them.
+  db.pragma('synchronous = OFF');
+  db.pragma(`cache_size = -${2 * 1024 * 1024}`);
   const plan = planCorpus(messages, seed);
   const accountIds = plan.accounts.map((a) => addAccount(db, a).id);
   for (const u of plan.users) {
@@ -357,14 +369,14 @@ export function ensureCorpus(options: CorpusOptions = {}): string {
   }
   const writer = new ArchiveWriter(db);
   const stream = plan.messages(accountIds);
-  for (let start = 0; start < messages; start += CORPUS_BATCH) {
+  for (let start = 0; start < messages; start += SQLITE_CORPUS_BATCH) {
     writer.batch(() => {
-      for (let i = start; i < Math.min(messages, start + CORPUS_BATCH); i++)
+      for (let i = start; i < Math.min(messages, start + SQLITE_CORPUS_BATCH); i++)
         writer.add(stream.next().value as NewEmail);
     });
-    if ((start / CORPUS_BATCH) % 20 === 0)
+    if ((start / SQLITE_CORPUS_BATCH) % 4 === 0)
       log(
-        `corpus: ${Math.min(messages, start + CORPUS_BATCH)} / ${messages} messages (${((Date.now() - started) / 1000).toFixed(0)} s)`,
+        `corpus: ${Math.min(messages, start + SQLITE_CORPUS_BATCH)} / ${messages} messages (${((Date.now() - started) / 1000).toFixed(0)} s)`,
       );
   }
   db.pragma('optimize');
