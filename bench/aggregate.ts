@@ -6,16 +6,13 @@
 // GROUP BY over the same matches (the job's own SQL path, `reference`). Every answer measured is
 // checked equal to the baseline's, and so are `--equal` generated queries (default 30).
 //
-//   npm run bench:aggregate [-- --messages 1000000 --runs 21 --baseline-runs 3 --equal 30 --saved]
+//   npm run bench:aggregate [-- --messages 1000000 --runs 21 --baseline-runs 3 --equal 30]
 import { isDeepStrictEqual } from 'node:util';
 import { openArchive, type Db } from '../engine/sqlite/open.js';
 import { aggregateEmails } from '../engine/sqlite/aggregate.js';
-import { buildSnapshot } from '../engine/sqlite/index-build.js';
 import { adoptSnapshot } from '../engine/sqlite/index-share.js';
 import { ColumnPoster, COLUMN_KINDS, columnFor, followColumns } from '../engine/sqlite/aggregate-columns.js';
 import { Snapshot } from '../engine/search/bitsets/snapshot.js';
-import { SavedIndex } from '../engine/search/bitsets/saved-index.js';
-import { searchIndexKey } from '../engine/sqlite/index-verify.js';
 import { searchEmails } from '../engine/sqlite/search.js';
 import { GROUP_BY, type AggregateQuery } from '../shared/jobs.js';
 import { parseAggregateInput } from '../shared/search-input.js';
@@ -23,6 +20,7 @@ import { COMMON_WORDS, ensureCorpus } from './corpus.js';
 import { arg } from './lib/args.js';
 import { ms, percentile, ratio } from './lib/load.js';
 import { Scorecard } from './lib/scorecard.js';
+import { benchSnapshot } from './lib/saved-snapshot.js';
 
 const TARGET_MS = 50;
 const admin = { isAdmin: true, userId: 0 };
@@ -62,25 +60,6 @@ function wordNear40(db: Db, messages: number): { word: string; share: number } {
   return best;
 }
 
-/** With --saved: the saved index of `dbPath` when it loads, is signed by it, and covers it as it is. */
-function savedSnapshot(db: Db, dbPath: string): Snapshot | undefined {
-  if (!process.argv.includes('--saved')) return undefined;
-  const file = `${dbPath}.index`;
-  const saved = new SavedIndex({
-    file,
-    store: 'sqlite',
-    identity: 'sqlite-archive',
-    key: searchIndexKey(db),
-    log: (line) => console.log(line),
-  }).loadIfChanged();
-  if (!saved) return undefined;
-  const snap = new Snapshot(saved.snapshot);
-  const maxId = db.prepare('SELECT coalesce(max(id), 0) FROM emails').pluck().get() as number;
-  if (snap.maxId === maxId) return snap;
-  console.log(`${file} covers ids up to ${snap.maxId}, the archive ${maxId}: building instead`);
-  return undefined;
-}
-
 /** Until the posted columns have reached this thread (a channel delivers on the event loop). */
 async function waitForColumns(db: Db, snap: Snapshot): Promise<void> {
   const deadline = Date.now() + 60_000;
@@ -99,19 +78,16 @@ async function main(): Promise<void> {
   const db = openArchive(dbPath, { readonly: true });
   console.log(`# Aggregate benchmark: ${messages.toLocaleString('en')} messages (${dbPath})`);
 
-  // --saved: the service's saved file (<archive>.index) when it is this archive's and current, as
-  // a restart loads it; at 10,000,000 messages a build in process is a quarter of an hour.
-  const loaded = savedSnapshot(db, dbPath);
-  const built = timed(() => loaded ?? new Snapshot(buildSnapshot(db)));
-  adoptSnapshot(db, built.value);
+  const { snapshot, how } = benchSnapshot(db, dbPath);
+  adoptSnapshot(db, snapshot);
   // The group columns, as the builder thread reads and posts them after each snapshot.
   const channel = `bench-aggregate-${process.pid}`;
   followColumns(db, channel);
   const poster = new ColumnPoster(db, channel);
-  const posted = timed(() => poster.post(built.value));
-  await waitForColumns(db, built.value);
+  const posted = timed(() => poster.post(snapshot));
+  await waitForColumns(db, snapshot);
   console.log(
-    `In-memory index ${loaded ? 'loaded from its saved file' : `built in ${(built.ms / 1000).toFixed(1)} s`}, its group columns in ${(posted.ms / 1000).toFixed(1)} s (the builder thread's work, not measured below).`,
+    `In-memory index ${how}, its group columns in ${(posted.ms / 1000).toFixed(1)} s (the builder thread's work, not measured below).`,
   );
   const { word, share } = wordNear40(db, messages);
   console.log(`Word: "${word}", in ${(share * 100).toFixed(1)}% of the messages.`);

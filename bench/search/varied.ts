@@ -7,9 +7,8 @@
 // server, /accounts while the stream saturates the pool, and the server's memory.
 import { openArchive, type Db } from '../../engine/sqlite/open.js';
 import { exactCount, searchEmails } from '../../engine/sqlite/search.js';
-import { buildSnapshot } from '../../engine/sqlite/index-build.js';
+import { benchSnapshot } from '../lib/saved-snapshot.js';
 import { adoptSnapshot } from '../../engine/sqlite/index-share.js';
-import { Snapshot } from '../../engine/search/bitsets/snapshot.js';
 import type { SearchQuery } from '../../shared/jobs.js';
 import { parseSearchInput } from '../../shared/search-input.js';
 import { sampleAddresses } from '../corpus.js';
@@ -376,11 +375,9 @@ export async function runVaried(o: VariedOptions): Promise<void> {
   const server = await startArchiveServer(o.dbPath);
   try {
     // The in-process floor is the engine as served: with its own copy of the search index.
-    const t = performance.now();
-    adoptSnapshot(db, new Snapshot(buildSnapshot(db)));
-    console.log(
-      `In-process search index for the engine floor built in ${((performance.now() - t) / 1000).toFixed(1)} s.`,
-    );
+    const { snapshot, how } = benchSnapshot(db, o.dbPath);
+    adoptSnapshot(db, snapshot);
+    console.log(`In-process search index for the engine floor ${how}.`);
     const plan = planStream(db, o);
     const archiveSize = searchEmails(db, o.admin.principal, parseSearchInput({}, LIMITS)).totalItems;
     const before = await oneAtATime(db, server, plan, o);
