@@ -59,8 +59,6 @@ export async function ensurePgCorpus(options: CorpusOptions & { rebuild?: boolea
     // The server's data directory, when the server is on this machine (it is not checked otherwise).
     const dir = (await c.query<{ data_directory: string }>('SHOW data_directory')).rows[0]!.data_directory;
     ensureFreeSpace(dir, messages * CORPUS_BYTES_PER_MESSAGE.postgres, `A PostgreSQL corpus of ${messages} messages`);
-  });
-  await admin(async (c) => {
     await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
     await c.query(`DROP DATABASE IF EXISTS "${building}" WITH (FORCE)`);
     await c.query(`CREATE DATABASE "${building}"`);

@@ -4,9 +4,9 @@
 import { existsSync, statfsSync } from 'node:fs';
 
 /**
- * Bytes a corpus takes per message, with room for its last step. SQLite: 3.4 KB written per
- * message at 300,000 (bench/corpus.ts), and FTS5's final `optimize` writes its index again
- * into the WAL before the checkpoint. PostgreSQL: 4.4 GB at 1,000,000 (docs/performance.md) plus
+ * Bytes a corpus takes per message, with room for its last step. SQLite: 2,692 bytes a message
+ * at 8,575,000 (docs/performance.md, "Towards ten million"), and FTS5's final `optimize` writes
+ * its index again into the WAL before the checkpoint. PostgreSQL: 4.4 GB at 1,000,000 (docs/performance.md) plus
  * the WAL the server keeps while writing.
  */
 export const CORPUS_BYTES_PER_MESSAGE = { sqlite: 5_000, postgres: 6_000 } as const;

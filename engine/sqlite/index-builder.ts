@@ -14,10 +14,10 @@ import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import { openArchive } from './open.js';
 import { archiveState, buildSnapshot } from './index-build.js';
 import { caughtUp } from './index-extend.js';
-import { once, readyLine, SavedIndex, type BuilderLog } from '../search/bitsets/saved-index.js';
+import { once, readyLine, type BuilderLog } from '../search/bitsets/saved-index.js';
 import { Snapshot } from '../search/bitsets/snapshot.js';
 import { postSnapshot, type SnapshotMessage, type SnapshotOrigin } from '../search/bitsets/share.js';
-import { describesArchive, searchIndexKey } from './index-verify.js';
+import { describesArchive, sqliteSavedIndex } from './index-verify.js';
 import { ColumnPoster } from './aggregate-columns.js';
 
 export interface BuilderData {
@@ -54,9 +54,7 @@ let loadedBehind = false;
 const QUIET_MS = 2000;
 
 const log: BuilderLog = (line, level) => parentPort?.postMessage({ log: line, level });
-const saved = data.indexFile
-  ? new SavedIndex({ file: data.indexFile, store: 'sqlite', identity: 'sqlite-archive', key: searchIndexKey(db), log })
-  : undefined;
+const saved = data.indexFile ? sqliteSavedIndex(db, data.indexFile, log) : undefined;
 
 const post = () => postSnapshot(bc, data.posted, { buffer: latest!, origin });
 const announce = once(() => readyLine(origin, latestSnapshot!.rows, log, saved?.keptIn));

@@ -6,21 +6,15 @@
 // else a full build; one process of the host builds at a time (the build lock).
 import { archiveState, buildSnapshot } from './index-build.js';
 import { caughtUp } from './index-extend.js';
-import { describesArchive, searchIndexKey } from './index-verify.js';
+import { describesArchive, sqliteSavedIndex } from './index-verify.js';
 import type { Db } from './open.js';
-import { SavedIndex, type BuilderLog } from '../search/bitsets/saved-index.js';
+import type { BuilderLog } from '../search/bitsets/saved-index.js';
 import { Snapshot } from '../search/bitsets/snapshot.js';
 import type { IndexSaveOutcome } from '../store-contract.js';
 
 export function saveCurrentIndex(db: Db, o: { file: string; maxBytes: number; log: BuilderLog }): IndexSaveOutcome {
   const started = performance.now();
-  const saved = new SavedIndex({
-    file: o.file,
-    store: 'sqlite',
-    identity: 'sqlite-archive',
-    key: searchIndexKey(db),
-    log: o.log,
-  });
+  const saved = sqliteSavedIndex(db, o.file, o.log);
   const loaded = saved.loadIfChanged();
   let snap = loaded ? new Snapshot(loaded.snapshot) : undefined;
   if (snap && !describesArchive(db, snap).ok) snap = undefined;

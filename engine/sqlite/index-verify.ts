@@ -9,6 +9,7 @@
 import type { Db } from './open.js';
 import { archiveState, inReadTransaction } from './index-build.js';
 import type { Snapshot } from '../search/bitsets/snapshot.js';
+import { SavedIndex, type BuilderLog } from '../search/bitsets/saved-index.js';
 
 // Every intermediate stays below 2^53, so SQLite's 64-bit integers and JavaScript's doubles
 // compute the same value (rowids are below 2^53 by fts-key.ts; both truncate % toward zero), and
@@ -42,3 +43,7 @@ export function describesArchive(db: Db, snap: Snapshot): { ok: true } | { ok: f
       : { ok: false, reason: 'it describes other mail' };
   });
 }
+
+/** The saved index file of a SQLite archive, signed with its key (the builder, the import, benchmarks). */
+export const sqliteSavedIndex = (db: Db, file: string, log: BuilderLog): SavedIndex =>
+  new SavedIndex({ file, store: 'sqlite', identity: 'sqlite-archive', key: searchIndexKey(db), log });
