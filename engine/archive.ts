@@ -81,7 +81,8 @@ export async function prepareArchive(
   }
   const pg = (await import('pg')).default;
   const { prepareSchema } = await import('./postgres/schema.js');
-  const client = new pg.Client({ connectionString: config.path, connectionTimeoutMillis: 5_000 });
+  const { CONNECT_TIMEOUT_MS } = await import('./postgres/connect.js');
+  const client = new pg.Client({ connectionString: config.path, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   client.on('error', () => {});
   try {
     await client.connect();

@@ -4,6 +4,7 @@
 // process stops with one sentence naming Database:Path, without the password.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
@@ -142,6 +143,41 @@ test.serial(
     t.regex(lines[0]!, new RegExp(`127\\.0\\.0\\.1:${port}/archive`));
     t.notRegex(result.stderr + result.stdout, /hunter2secret/);
     t.notRegex(result.stderr, /\n\s+at /, 'no stack trace');
+  },
+);
+
+test.serial(
+  'start-up against a server that takes 7 s to answer waits for it, as Mail Archiver (Npgsql) does',
+  async (t) => {
+    // A server that answers slowly, not one that is down: each connection reaches PostgreSQL only
+    // after 7 s, as on a host too busy to run the server's new process at once. With a 5 s connect
+    // timeout the start-up failed here with "timeout expired".
+    const sockets = new Set<Socket>();
+    let connections = 0;
+    const slow = createServer((client) => {
+      connections++;
+      sockets.add(client);
+      client.on('error', () => {});
+      setTimeout(() => {
+        const server = connect(primary!.port, '127.0.0.1');
+        sockets.add(server);
+        server.on('error', () => client.destroy());
+        client.on('close', () => server.destroy());
+        client.pipe(server).pipe(client);
+      }, 7_000);
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    t.teardown(() => {
+      for (const s of sockets) s.destroy();
+      slow.close();
+    });
+    const { port } = slow.address() as { port: number };
+    const url = new URL(primary!.url(DB, ROLE.name, ROLE.password));
+    url.port = String(port);
+    const started = performance.now();
+    await t.notThrowsAsync(prepareArchive({ path: url.toString() }));
+    t.true(performance.now() - started >= 7_000, 'the answer came through the slow server');
+    t.true(connections >= 1);
   },
 );
 

@@ -5,6 +5,22 @@
 import pg from 'pg';
 import { ArchiveUnavailable } from '../../shared/errors.js';
 
+/**
+ * How long a connection opened at start-up, by the CLI or by the index builder may take to be
+ * ready for queries: Npgsql's default (Timeout=15), which Mail Archiver runs with. It was 5 s: on
+ * a busy two-core host (the test suite, a neighbour's backup) a server that answered in six
+ * seconds stopped the service's start-up with "timeout expired", though it was up. A server that
+ * refuses connections still fails at once; only one that does not answer waits this long.
+ */
+export const CONNECT_TIMEOUT_MS = 15_000;
+
+/**
+ * The same for the pools that serve requests: shorter, because a request that meets a server not
+ * answering at all should get its 503, or the next replica, while its budget lasts
+ * (docs/postgres.md). Each pool keeps a connection open (`min: 1`), so requests rarely connect.
+ */
+const REQUEST_CONNECT_TIMEOUT_MS = 5_000;
+
 /** int8 (count(*), bigint sizes) as a number: archive counts stay far below 2^53. */
 const types = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
@@ -38,7 +54,7 @@ export function createPgPool(url: string, options: PgPoolOptions): pg.Pool {
     // at a million messages (a lossy bitmap rechecks every document of a page).
     options: '-c jit=off -c work_mem=32MB',
     ...(options.statementTimeoutMs !== undefined ? { statement_timeout: options.statementTimeoutMs } : {}),
-    connectionTimeoutMillis: 5_000,
+    connectionTimeoutMillis: REQUEST_CONNECT_TIMEOUT_MS,
     // One connection stays open however long the thread is idle: a new one costs the next search
     // its start-up and a server process with cold caches whose statements are not prepared yet
     // (measured at 1,000,000 messages: 46 ms for the first search after 35 s idle, 3 ms warm).

@@ -43,6 +43,7 @@ import { accountTag, directionTag, folderTag } from '../search/tags.js';
 import { tokenize } from '../search/unicode61.js';
 import { pageOf, toSummary, type RawSummary } from '../rules/summary.js';
 import { SORT_COLUMNS, summaryColumns, T } from './columns.js';
+import { CONNECT_TIMEOUT_MS } from './connect.js';
 import { DOCS, pairedTsQuery, tagTsQuery, tsquery } from './search-index.js';
 import { guessPresent, learnPresent, presentSql, sameAnswerBasis, type Present } from './search-present.js';
 import { raw, reused, sql, type Sql } from './sql.js';
@@ -584,6 +585,7 @@ async function connect(url: string): Promise<pg.Client> {
   const client = new pg.Client({
     connectionString: url,
     application_name: 'mail-archive-gateway search index',
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     // The exporting transaction sits idle while its snapshot serves; nothing JIT-compiles here.
     options: '-c jit=off -c work_mem=64MB -c idle_in_transaction_session_timeout=0 -c statement_timeout=0',
   });

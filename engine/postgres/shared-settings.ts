@@ -3,13 +3,14 @@
 // without each being configured: today the key that signs web sessions.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { CONNECT_TIMEOUT_MS } from './connect.js';
 
 /**
  * The session-signing secret of this database: the one stored, or a new random one stored now.
  * Gateways starting together race harmlessly: the first insert wins and everyone reads it back.
  */
 export async function sharedSessionSecret(url: string): Promise<string> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   client.on('error', () => {});
   await client.connect();
   try {
