@@ -7,7 +7,7 @@ import { openArchive, type Db } from '../engine/sqlite/open.js';
 import { buildSnapshot } from '../engine/sqlite/index-build.js';
 import { extendSnapshot } from '../engine/sqlite/index-extend.js';
 import { adoptSnapshot, currentSnapshot } from '../engine/sqlite/index-share.js';
-import { Snapshot } from '../engine/search/bitsets/snapshot.js';
+import { pack, Snapshot, wordsFor } from '../engine/search/bitsets/snapshot.js';
 import { newPostCount, postSnapshot, SnapshotFollower } from '../engine/search/bitsets/share.js';
 import { BroadcastChannel } from 'node:worker_threads';
 import { countMatches } from '../engine/search/bitsets/count.js';
@@ -244,6 +244,44 @@ test('a prefix asks the store once for all its words the index does not keep', (
     t.is(counted?.total, 3);
     t.true(sameAsSql(db, snap, { isAdmin: true, userId: 0 }, query));
   });
+});
+
+test('positionOfKey finds a full-text rowid from any start at or before it, and where a missing one would go', (t) => {
+  // It gallops from `from` (a word's rowids come ascending, close together); a rowid it does not
+  // find is how FtsSource tells the archive has moved past the snapshot.
+  fc.assert(
+    fc.property(fc.uniqueArray(fc.integer({ min: 1, max: 400 }), { maxLength: 120 }), fc.nat(), (raw, pick) => {
+      const keys = Float64Array.from(raw.sort((a, b) => a - b));
+      const rows = keys.length;
+      const maxId = rows;
+      const snap = new Snapshot(
+        pack({
+          maxId,
+          rewrites: 0,
+          sent: new Float64Array(maxId + 1),
+          keys,
+          ids: Int32Array.from(keys, (_, i) => i + 1),
+          orders: {
+            receivedDate: new Int32Array(rows),
+            subject: new Int32Array(rows),
+            from: new Int32Array(rows),
+            to: new Int32Array(rows),
+          },
+          universe: new Uint32Array(wordsFor(maxId)),
+          terms: [],
+          vocab: [],
+          buildMs: 0,
+        }),
+      );
+      for (let i = 0; i < rows; i++) t.is(snap.positionOfKey(keys[i]!, pick % (i + 1)), i);
+      for (let key = 0; key <= 401; key++) {
+        if (keys.includes(key)) continue;
+        const insertion = keys.findIndex((k) => k > key);
+        t.is(snap.positionOfKey(key, 0), -1 - (insertion < 0 ? rows : insertion));
+      }
+    }),
+    { numRuns: 60 },
+  );
 });
 
 test('new mail is counted at once: the index steps aside until it has caught up', (t) => {

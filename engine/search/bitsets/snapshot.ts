@@ -23,6 +23,8 @@
 //   vocab    bytes              every word of the default columns, sorted, '\n'-separated (prefix search)
 //   data     bitsets and id lists
 
+import { gallop } from './lower-bound.js';
+
 export const MAGIC = 0x6d616731; // 'mag1'
 
 export const HEADER = {
@@ -294,18 +296,13 @@ export class Snapshot {
       : { kind: 'ids', ids: new Int32Array(this.buffer, offset, length), docs };
   }
 
-  /** Where a full-text rowid sits in `keys` (its id is `ids` there), or -1 - insertion point. */
+  /**
+   * Where a full-text rowid sits in `keys` (its id is `ids` there) at or after `from`, or -1 -
+   * insertion point. Callers walk a word's rowids in ascending order, mostly close together, so
+   * this gallops from `from` rather than searching the rest of the archive for each.
+   */
   positionOfKey(key: number, from = 0): number {
-    const keys = this.keys;
-    let lo = from;
-    let hi = keys.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const k = keys[mid]!;
-      if (k < key) lo = mid + 1;
-      else if (k > key) hi = mid - 1;
-      else return mid;
-    }
-    return -1 - lo;
+    const p = gallop(this.keys, key, from);
+    return this.keys[p] === key ? p : -1 - p;
   }
 }
