@@ -246,6 +246,39 @@ test('a prefix asks the store once for all its words the index does not keep', (
   });
 });
 
+test('the words a prefix leaves to the store are asked once per snapshot when that took a while, as a word is', (t) => {
+  withArchive((db) => {
+    const { accounts } = buildArchive(db, 100);
+    const writer = new ArchiveWriter(db);
+    writer.batch(() => {
+      for (const word of ['quill', 'quince', 'quoit'])
+        writer.add(email({ accountId: accounts[0]!, subject: `about ${word}`, textBody: word }));
+    });
+    const snap = new Snapshot(buildSnapshot(db, { minDocs: 1_000_000, tailMinCostUs: Number.MAX_SAFE_INTEGER }));
+    const fts = new FtsSource(db);
+    const asked: Leaf[] = [];
+    // A store slow enough for the leaf cache (it keeps answers that took 2 ms or more).
+    const source: LeafSource = {
+      ids: (leaf, s) => {
+        asked.push(leaf);
+        for (const started = performance.now(); performance.now() - started < 3;);
+        return fts.ids(leaf, s);
+      },
+    };
+    const first = parseSearchInput({ q: 'qu*' }, limits);
+    // Another search with the same prefix: its next page, or another sort.
+    const second = parseSearchInput({ q: 'qu*', sortBy: 'subject', page: 2, pageSize: 1 }, limits);
+    t.is(countMatches(source, snap, null, first, parseQuery('qu*'))?.total, 3);
+    t.is(countMatches(source, snap, null, second, parseQuery('qu*'))?.total, 3);
+    t.deepEqual(
+      asked,
+      [{ kind: 'words', words: ['quill', 'quince', 'quoit'] }],
+      'the second search found the answer kept',
+    );
+    t.true(sameAsSql(db, snap, { isAdmin: true, userId: 0 }, second));
+  });
+});
+
 test('positionOfKey finds a full-text rowid from any start at or before it, and where a missing one would go', (t) => {
   // It gallops from `from` (a word's rowids come ascending, close together); a rowid it does not
   // find is how FtsSource tells the archive has moved past the snapshot.
