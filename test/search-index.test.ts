@@ -222,17 +222,24 @@ test('a prefix counts every message of its words kept as lists of ids, and of it
   });
 });
 
+/**
+ * An archive with three words under `qu`, and a snapshot that keeps nothing of them and no tail:
+ * every word under the prefix is the store's to list.
+ */
+function prefixLeftToStore(db: Db): Snapshot {
+  const { accounts } = buildArchive(db, 100);
+  const writer = new ArchiveWriter(db);
+  writer.batch(() => {
+    for (const word of ['quill', 'quince', 'quoit'])
+      writer.add(email({ accountId: accounts[0]!, subject: `about ${word}`, textBody: word }));
+  });
+  return new Snapshot(buildSnapshot(db, { minDocs: 1_000_000, tailMinCostUs: Number.MAX_SAFE_INTEGER }));
+}
+
 test('a prefix asks the store once for all its words the index does not keep', (t) => {
   withArchive((db) => {
-    const { accounts } = buildArchive(db, 100);
-    const writer = new ArchiveWriter(db);
-    writer.batch(() => {
-      for (const word of ['quill', 'quince', 'quoit'])
-        writer.add(email({ accountId: accounts[0]!, subject: `about ${word}`, textBody: word }));
-    });
-    // Nothing of `qu` kept, no tail: every word under the prefix is the store's to list. A store
-    // whose every question is a round trip (PostgreSQL) must be asked once, not once per word.
-    const snap = new Snapshot(buildSnapshot(db, { minDocs: 1_000_000, tailMinCostUs: Number.MAX_SAFE_INTEGER }));
+    // A store whose every question is a round trip (PostgreSQL) must be asked once, not once per word.
+    const snap = prefixLeftToStore(db);
     t.is(snap.term('p:qu'), undefined);
     const fts = new FtsSource(db);
     const asked: Leaf[] = [];
@@ -248,13 +255,7 @@ test('a prefix asks the store once for all its words the index does not keep', (
 
 test('the words a prefix leaves to the store are asked once per snapshot when that took a while, as a word is', (t) => {
   withArchive((db) => {
-    const { accounts } = buildArchive(db, 100);
-    const writer = new ArchiveWriter(db);
-    writer.batch(() => {
-      for (const word of ['quill', 'quince', 'quoit'])
-        writer.add(email({ accountId: accounts[0]!, subject: `about ${word}`, textBody: word }));
-    });
-    const snap = new Snapshot(buildSnapshot(db, { minDocs: 1_000_000, tailMinCostUs: Number.MAX_SAFE_INTEGER }));
+    const snap = prefixLeftToStore(db);
     const fts = new FtsSource(db);
     const asked: Leaf[] = [];
     // A store slow enough for the leaf cache (it keeps answers that took 2 ms or more).
