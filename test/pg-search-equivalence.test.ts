@@ -327,7 +327,7 @@ test.serial('generated queries and filters: the same totals and first pages on S
 // must be SQL's, item for item, on the same state of the database.
 const NO_THREAD = (q: string) => !/thread:/i.test(q);
 
-async function indexedStore(options: { minDocs: number }, old?: ExportedSnapshot) {
+async function indexedStore(options: { minDocs: number; maxBytes?: number }, old?: ExportedSnapshot) {
   const exported = await exportSnapshot(pgdb.url, old?.state, { ...options, tailMinCostUs: 0 });
   const indexed = new PgStore({ url: pgdb.url, timeZone: ZONE });
   indexed.adoptSearchSnapshot(exported.state.snapshot, exported.token);
@@ -401,6 +401,43 @@ for (const [label, minDocs] of [
     }
   });
 }
+
+test.serial(
+  'a budget short of every common word pair keeps the pairs of the commonest pair words; phrases equal SQL',
+  async (t) => {
+    await catchUpSearchIndex(store);
+    const whole = await indexedStore({ minDocs: 50 });
+    const full = whole.exported.state.snapshot;
+    const size = (key: string) => {
+      const set = full.term(key)!;
+      return 4 * (set.kind === 'bits' ? full.words : set.ids.length);
+    };
+    const pairWords = full.termKeys.filter((k) => k.startsWith('w:')).map((k) => k.slice(2));
+    const single = full.termKeys.filter((k) => !k.startsWith('b:')).reduce((n, k) => n + size(k), 0);
+    const pairBytes = full.termKeys.filter((k) => k.startsWith('b:')).reduce((n, k) => n + size(k), 0);
+    await whole.indexed.close();
+    await whole.exported.release();
+    t.true(pairWords.length >= 3, 'the archive has common words to pair');
+    // Room for every single word and half the pairs' bytes: before, no pair at all was kept.
+    const { exported, indexed } = await indexedStore({ minDocs: 50, maxBytes: single + Math.floor(pairBytes / 2) });
+    try {
+      const kept = exported.state.snapshot.termKeys.filter((k) => k.startsWith('w:')).map((k) => k.slice(2));
+      t.true(kept.length > 0 && kept.length < pairWords.length, `${kept.length} of ${pairWords.length} pair words`);
+      t.deepEqual(kept, pairWords.slice(0, kept.length), 'the commonest pair words first');
+      const admin = { isAdmin: true, userId: users.admin };
+      const mismatches: string[] = [];
+      for (const first of pairWords)
+        for (const second of pairWords) {
+          const problem = await compareWithSql(indexed, admin, parseSearchInput({ q: `"${first} ${second}"` }, limits));
+          if (problem) mismatches.push(problem);
+        }
+      t.deepEqual(mismatches.slice(0, 10), [], `${mismatches.length} mismatches`);
+    } finally {
+      await indexed.close();
+      await exported.release();
+    }
+  },
+);
 
 test.serial(
   'the index stays exact across deletes, folder moves, reassignments, permission changes and new mail made by plain SQL',

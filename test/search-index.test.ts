@@ -280,6 +280,43 @@ test('the words a prefix leaves to the store are asked once per snapshot when th
   });
 });
 
+test('a budget short of every common word pair keeps the pairs of the commonest pair words, and phrases stay exact', (t) => {
+  withArchive((db) => {
+    buildArchive(db, 400);
+    const full = new Snapshot(buildSnapshot(db, { minDocs: 3 }));
+    const size = (key: string) => {
+      const set = full.term(key)!;
+      return 4 * (set.kind === 'bits' ? full.words : set.ids.length);
+    };
+    const pairWords = full.termKeys.filter((k) => k.startsWith('w:')).map((k) => k.slice(2));
+    const pairKeys = full.termKeys.filter((k) => k.startsWith('b:'));
+    t.true(pairWords.length >= 3, 'the archive has common words to pair');
+    const single = full.termKeys.filter((k) => !k.startsWith('b:')).reduce((n, k) => n + size(k), 0);
+    const pairBytes = pairKeys.reduce((n, k) => n + size(k), 0);
+    // Room for every single word and half the pairs' bytes: before, no pair at all was kept.
+    const part = new Snapshot(buildSnapshot(db, { minDocs: 3, maxBytes: single + Math.floor(pairBytes / 2) }));
+    const kept = part.termKeys.filter((k) => k.startsWith('w:')).map((k) => k.slice(2));
+    t.true(kept.length > 0 && kept.length < pairWords.length, `${kept.length} of ${pairWords.length} pair words`);
+    t.deepEqual(kept, pairWords.slice(0, kept.length), 'the commonest pair words first');
+    const both = (key: string) =>
+      key
+        .slice(2)
+        .split(' ')
+        .every((w) => kept.includes(w));
+    t.deepEqual(
+      part.termKeys.filter((k) => k.startsWith('b:')),
+      pairKeys.filter(both),
+      'every pair of two kept words, and no other',
+    );
+    const admin = { isAdmin: true, userId: 0 };
+    for (const first of pairWords)
+      for (const second of pairWords) {
+        const query = parseSearchInput({ q: `"${first} ${second}"` }, limits);
+        t.true(sameAsSql(db, part, admin, query), `"${first} ${second}"`);
+      }
+  });
+});
+
 test('positionOfKey finds a full-text rowid from any start at or before it, and where a missing one would go', (t) => {
   // It gallops from `from` (a word's rowids come ascending, close together); a rowid it does not
   // find is how FtsSource tells the archive has moved past the snapshot.

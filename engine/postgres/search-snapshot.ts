@@ -37,7 +37,7 @@ import {
 } from '../search/bitsets/snapshot.js';
 import { StaleSnapshot, type Leaf, type LeafSource } from '../search/bitsets/source.js';
 import { MAX_TAIL_PREFIX, type TailCost } from '../search/bitsets/tails.js';
-import { MAX_PAIR_WORDS, PAIR_SHARE, pairKey, pairWordKey } from '../search/bitsets/pairs.js';
+import { MAX_PAIR_WORDS, PAIR_SHARE, pairKey, pairsWithin, pairWordKey } from '../search/bitsets/pairs.js';
 import { rankedLeaves, rankWindow } from '../search/relevance.js';
 import { accountTag, directionTag, folderTag } from '../search/tags.js';
 import { tokenize } from '../search/unicode61.js';
@@ -511,7 +511,7 @@ async function refreshPgSnapshot(
       );
     terms = grownTerms(old.snapshot, additions, words, setAnew);
   }
-  // Common word pairs: all of them or none (a pair not kept occurs nowhere), as on SQLite.
+  // Common word pairs: those of as many pair words as fit (a pair not kept occurs nowhere), as on SQLite.
   const pairWords = full
     ? terms
         .filter((t) => t.key.startsWith('d:') && t.set.docs * PAIR_SHARE >= rows.ids.length)
@@ -526,11 +526,9 @@ async function refreshPgSnapshot(
   );
   if (full) {
     const sets = [...pairs.keys()].map((key) => ({ key, set: toTermSet(pairs.ids(key), words) }));
-    const bytes = (list: Array<{ set: TermSet }>) =>
-      list.reduce((sum, t) => sum + 4 * (t.set.kind === 'bits' ? words : t.set.ids.length), 0);
-    if (bytes(terms) + bytes(sets) <= budget) {
-      terms.push(...pairWords.map((w) => ({ key: pairWordKey(w), set: toTermSet([], words) })), ...sets);
-    }
+    const bytes = terms.reduce((sum, t) => sum + 4 * (t.set.kind === 'bits' ? words : t.set.ids.length), 0);
+    const markers = pairWords.map((w) => ({ key: pairWordKey(w), set: toTermSet([], words) }));
+    terms.push(...pairsWithin(pairWords, [...markers, ...sets], words, budget - bytes));
   } else {
     const grown = new Map(terms.map((t, i) => [t.key, i]));
     for (const key of pairs.keys()) {

@@ -13,6 +13,7 @@ import {
   MAX_PAIR_WORDS,
   PAIR_SHARE,
   pairSets,
+  pairsWithin,
   type ColumnTexts,
   type PairLists,
 } from '../search/bitsets/pairs.js';
@@ -123,8 +124,11 @@ function build(db: Db, options: BuildOptions): SharedArrayBuffer {
   // once every candidate common enough to be one has been read (candidates go most common first),
   // so the pairs are found on other threads from then on, while this one reads the rest.
   let pairs: (() => Array<{ key: string; set: TermSet }>) | undefined;
+  let pairWordsUsed: string[] | undefined;
   const startPairsOnce = () => {
-    pairs ??= startPairs(db, { maxId, rewrites, universe, rows, words, pairWords: pairWordsOf(terms, rows) }, options);
+    if (pairs) return;
+    pairWordsUsed = pairWordsOf(terms, rows);
+    pairs = startPairs(db, { maxId, rewrites, universe, rows, words, pairWords: pairWordsUsed }, options);
   };
   const list = db.prepare('SELECT rowid FROM email_fts WHERE email_fts MATCH ?').pluck();
   for (const [key, docs] of candidates) {
@@ -154,11 +158,9 @@ function build(db: Db, options: BuildOptions): SharedArrayBuffer {
     words,
     minCostUs: options.tailMinCostUs ?? TAIL_MIN_COST_US,
   });
-  // Common word pairs: all of them or none, since a missing pair means "nowhere".
+  // Common word pairs: those of as many pair words as fit, since a missing pair means "nowhere".
   startPairsOnce();
-  const pairTerms = pairs!();
-  const pairBytes = pairTerms.reduce((sum, p) => sum + 4 * (p.set.kind === 'bits' ? words : p.set.ids.length), 0);
-  if (bytes + pairBytes <= budget) terms.push(...pairTerms);
+  terms.push(...pairsWithin(pairWordsUsed!, pairs!(), words, budget - bytes));
   return pack({
     maxId,
     rewrites,
