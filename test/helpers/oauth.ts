@@ -76,7 +76,9 @@ export const codeRequest = (clientId: string): string =>
 /** A signed-in person (alice unless said otherwise). */
 export async function person(base: string, username: keyof typeof PASSWORDS = 'alice'): Promise<Agent> {
   const { agent, res } = await signIn(base, username, PASSWORDS[username]);
-  if (res.status !== 303) throw new Error(`sign-in failed: ${res.status}`);
+  // The page's title says which failure it was (a 503 is busy, timed out or unavailable: web/errors.ts).
+  if (res.status !== 303)
+    throw new Error(`sign-in failed: ${res.status} ${/<title>([^<]*)<\/title>/.exec(res.text ?? '')?.[1] ?? ''}`);
   return agent;
 }
 
