@@ -18,7 +18,7 @@ import { exportSnapshot, indexedSearch, type ExportedSnapshot } from '../engine/
 import { PgStore } from '../engine/postgres/store.js';
 import { learnPresent } from '../engine/postgres/search-present.js';
 import { BroadcastChannel, Worker } from 'node:worker_threads';
-import { Snapshot, termKey } from '../engine/search/bitsets/snapshot.js';
+import { setBytes, Snapshot, termKey } from '../engine/search/bitsets/snapshot.js';
 import { folderTag } from '../engine/search/tags.js';
 import { raw, sql, type Sql } from '../engine/postgres/sql.js';
 import { compileSearch } from '../engine/search/compile.js';
@@ -408,10 +408,7 @@ test.serial(
     await catchUpSearchIndex(store);
     const whole = await indexedStore({ minDocs: 50 });
     const full = whole.exported.state.snapshot;
-    const size = (key: string) => {
-      const set = full.term(key)!;
-      return 4 * (set.kind === 'bits' ? full.words : set.ids.length);
-    };
+    const size = (key: string) => setBytes(full.term(key)!);
     const pairWords = full.termKeys.filter((k) => k.startsWith('w:')).map((k) => k.slice(2));
     const single = full.termKeys.filter((k) => !k.startsWith('b:')).reduce((n, k) => n + size(k), 0);
     const pairBytes = full.termKeys.filter((k) => k.startsWith('b:')).reduce((n, k) => n + size(k), 0);

@@ -7,7 +7,7 @@ import { openArchive, type Db } from '../engine/sqlite/open.js';
 import { buildSnapshot } from '../engine/sqlite/index-build.js';
 import { extendSnapshot } from '../engine/sqlite/index-extend.js';
 import { adoptSnapshot, currentSnapshot } from '../engine/sqlite/index-share.js';
-import { pack, Snapshot, wordsFor } from '../engine/search/bitsets/snapshot.js';
+import { pack, setBytes, Snapshot, wordsFor } from '../engine/search/bitsets/snapshot.js';
 import { newPostCount, postSnapshot, SnapshotFollower } from '../engine/search/bitsets/share.js';
 import { BroadcastChannel } from 'node:worker_threads';
 import { countMatches } from '../engine/search/bitsets/count.js';
@@ -284,10 +284,7 @@ test('a budget short of every common word pair keeps the pairs of the commonest 
   withArchive((db) => {
     buildArchive(db, 400);
     const full = new Snapshot(buildSnapshot(db, { minDocs: 3 }));
-    const size = (key: string) => {
-      const set = full.term(key)!;
-      return 4 * (set.kind === 'bits' ? full.words : set.ids.length);
-    };
+    const size = (key: string) => setBytes(full.term(key)!);
     const pairWords = full.termKeys.filter((k) => k.startsWith('w:')).map((k) => k.slice(2));
     const pairKeys = full.termKeys.filter((k) => k.startsWith('b:'));
     t.true(pairWords.length >= 3, 'the archive has common words to pair');

@@ -29,6 +29,7 @@ import {
   KEY_POSITIONS,
   ORDERS,
   pack,
+  setBytes,
   Snapshot,
   termKey,
   wordsFor,
@@ -526,9 +527,9 @@ async function refreshPgSnapshot(
   );
   if (full) {
     const sets = [...pairs.keys()].map((key) => ({ key, set: toTermSet(pairs.ids(key), words) }));
-    const bytes = terms.reduce((sum, t) => sum + 4 * (t.set.kind === 'bits' ? words : t.set.ids.length), 0);
+    const bytes = terms.reduce((sum, t) => sum + setBytes(t.set), 0);
     const markers = pairWords.map((w) => ({ key: pairWordKey(w), set: toTermSet([], words) }));
-    terms.push(...pairsWithin(pairWords, [...markers, ...sets], words, budget - bytes));
+    terms.push(...pairsWithin(pairWords, [...markers, ...sets], budget - bytes));
   } else {
     const grown = new Map(terms.map((t, i) => [t.key, i]));
     for (const key of pairs.keys()) {

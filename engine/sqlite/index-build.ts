@@ -160,7 +160,7 @@ function build(db: Db, options: BuildOptions): SharedArrayBuffer {
   });
   // Common word pairs: those of as many pair words as fit, since a missing pair means "nowhere".
   startPairsOnce();
-  terms.push(...pairsWithin(pairWordsUsed!, pairs!(), words, budget - bytes));
+  terms.push(...pairsWithin(pairWordsUsed!, pairs!(), budget - bytes));
   return pack({
     maxId,
     rewrites,

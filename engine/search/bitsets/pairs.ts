@@ -10,7 +10,7 @@
 // its index in its column, and a phrase never spans two columns, as in FTS5.
 import { tokenize } from '../unicode61.js';
 import { Postings, toTermSet } from './rows.js';
-import { termKey, type TermSet } from './snapshot.js';
+import { setBytes, termKey, type TermSet } from './snapshot.js';
 
 /** Pair words are kept words of the default columns found in at least 1 message in this many. */
 export const PAIR_SHARE = 16;
@@ -143,7 +143,6 @@ export function pairSets(
 export function pairsWithin(
   pairWords: readonly string[],
   sets: ReadonlyArray<{ key: string; set: TermSet }>,
-  words: number,
   budget: number,
 ): Array<{ key: string; set: TermSet }> {
   const rank = new Map(pairWords.map((w, i) => [w, i]));
@@ -153,8 +152,7 @@ export function pairsWithin(
     return Math.max(rank.get(first)!, rank.get(second)!);
   };
   const bytesAt = new Float64Array(pairWords.length);
-  for (const { key, set } of sets)
-    if (key.startsWith('b:')) bytesAt[rankOf(key)]! += 4 * (set.kind === 'bits' ? words : set.ids.length);
+  for (const { key, set } of sets) if (key.startsWith('b:')) bytesAt[rankOf(key)]! += setBytes(set);
   let kept = 0;
   for (let spent = 0; kept < pairWords.length && spent + bytesAt[kept]! <= budget; kept++) spent += bytesAt[kept]!;
   if (kept === pairWords.length) return [...sets];

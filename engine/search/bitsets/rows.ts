@@ -4,7 +4,7 @@
 // keeps the sets that are common enough (as engine/sqlite/index-build.ts does from FTS5's vocabulary), the prefix
 // tails, and the sorted vocabulary, and grows them with later messages (as engine/sqlite/index-extend.ts does).
 import { addPrefixTails, TAIL_MIN_COST_US, type TailCost } from './tails.js';
-import { termKey, type Snapshot, type TermSet } from './snapshot.js';
+import { setBytes, termKey, type Snapshot, type TermSet } from './snapshot.js';
 
 /** Id lists by term, as keptTerms reads them. */
 export interface PostingLists {
@@ -78,7 +78,7 @@ export function keptTerms(o: {
   let bytes = 0;
   for (const [key] of candidates) {
     const set = toTermSet(o.postings.ids(key), o.words);
-    const size = 4 * (set.kind === 'bits' ? o.words : set.ids.length);
+    const size = setBytes(set);
     if (bytes + size > o.budget && !o.always?.(key)) continue;
     bytes += size;
     terms.push({ key, set });

@@ -202,6 +202,8 @@ export function contentBytes(buffer: SharedArrayBuffer): Buffer {
 
 export const wordsFor = (maxId: number) => Math.ceil((maxId + 1) / 32);
 const lengthOf = (set: TermSet) => (set.kind === 'bits' ? set.bits.length : set.ids.length);
+/** The bytes a kept set takes of the budget (and of the snapshot, before alignment). */
+export const setBytes = (set: TermSet): number => 4 * lengthOf(set);
 
 /** A reader's view of a packed buffer; cheap to construct once per buffer and thread. */
 export class Snapshot {
